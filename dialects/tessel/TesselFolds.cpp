@@ -1,0 +1,268 @@
+//===- TesselFolds.cpp - Folders and canonicalizations --------------------===//
+//
+// Folding evaluates ops whose operands are all constants (shape arithmetic,
+// weight preprocessing) and removes identities. Constant evaluation is
+// capped in size so that a pathological model cannot stall the compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/ShapeInference.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace tessel;
+
+/// Constant evaluation beyond this many elements is left to the kernels.
+static constexpr int64_t kMaxFoldedElements = 1 << 24;
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Broadcasting binary ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+using FloatFn = llvm::function_ref<APFloat(const APFloat &, const APFloat &)>;
+/// Returns nullopt when the result is undefined (integer division by zero).
+using IntFn = llvm::function_ref<std::optional<APInt>(const APInt &,
+                                                      const APInt &, bool)>;
+} // namespace
+
+/// Row-major offsets of `operandShape` read at every index of `resultShape`
+/// under numpy broadcasting.
+static SmallVector<int64_t> broadcastOffsets(ArrayRef<int64_t> operandShape,
+                                             ArrayRef<int64_t> resultShape) {
+  int64_t count = *elementCount(resultShape);
+  size_t rank = resultShape.size(), lead = rank - operandShape.size();
+  SmallVector<int64_t> strides(rank, 0);
+  for (int64_t i = rank - 1, stride = 1; i >= static_cast<int64_t>(lead); --i) {
+    int64_t dim = operandShape[i - lead];
+    strides[i] = dim == 1 ? 0 : stride;
+    stride *= dim;
+  }
+  SmallVector<int64_t> offsets(count);
+  SmallVector<int64_t> index(rank, 0);
+  for (int64_t linear = 0; linear < count; ++linear) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < rank; ++i)
+      offset += index[i] * strides[i];
+    offsets[linear] = offset;
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++index[i] < resultShape[i])
+        break;
+      index[i] = 0;
+    }
+  }
+  return offsets;
+}
+
+static Attribute foldBroadcastBinary(ArrayRef<Attribute> operands,
+                                     RankedTensorType resultType,
+                                     FloatFn floatFn, IntFn intFn) {
+  auto lhs = dyn_cast_if_present<DenseElementsAttr>(operands[0]);
+  auto rhs = dyn_cast_if_present<DenseElementsAttr>(operands[1]);
+  if (!lhs || !rhs || !resultType.hasStaticShape())
+    return {};
+  std::optional<int64_t> count = elementCount(resultType.getShape());
+  if (!count || *count > kMaxFoldedElements)
+    return {};
+  ArrayRef<int64_t> shape = resultType.getShape();
+  SmallVector<int64_t> lhsAt = broadcastOffsets(lhs.getType().getShape(), shape);
+  SmallVector<int64_t> rhsAt = broadcastOffsets(rhs.getType().getShape(), shape);
+  Type elementType = resultType.getElementType();
+  if (isa<FloatType>(elementType)) {
+    auto lhsValues = llvm::to_vector(lhs.getValues<APFloat>());
+    auto rhsValues = llvm::to_vector(rhs.getValues<APFloat>());
+    SmallVector<APFloat> values;
+    values.reserve(*count);
+    for (int64_t i = 0; i < *count; ++i)
+      values.push_back(floatFn(lhsValues[lhsAt[i]], rhsValues[rhsAt[i]]));
+    return DenseElementsAttr::get(resultType, values);
+  }
+  bool isUnsigned = elementType.isUnsignedInteger();
+  auto lhsValues = llvm::to_vector(lhs.getValues<APInt>());
+  auto rhsValues = llvm::to_vector(rhs.getValues<APInt>());
+  SmallVector<APInt> values;
+  values.reserve(*count);
+  for (int64_t i = 0; i < *count; ++i) {
+    std::optional<APInt> value =
+        intFn(lhsValues[lhsAt[i]], rhsValues[rhsAt[i]], isUnsigned);
+    if (!value)
+      return {};
+    values.push_back(*value);
+  }
+  return DenseElementsAttr::get(resultType, values);
+}
+
+/// True if `attr` is a splat equal to `value` in the tensor's element type.
+static bool isSplatOf(Attribute attr, double value) {
+  auto splat = dyn_cast_if_present<SplatElementsAttr>(attr);
+  if (!splat)
+    return false;
+  Type elementType = splat.getElementType();
+  if (isa<FloatType>(elementType))
+    return splat.getSplatValue<APFloat>().isExactlyValue(value);
+  return splat.getSplatValue<APInt>().getSExtValue() == static_cast<int64_t>(value);
+}
+
+/// `x op c` is `x` when c is the op's right identity and broadcasting does
+/// not change x's type.
+static OpFoldResult foldRightIdentity(Value lhs, Attribute rhs, Type resultType,
+                                      double identity) {
+  if (lhs.getType() == resultType && isSplatOf(rhs, identity))
+    return lhs;
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  // x + 0 is x only for integers: -0.0 + 0.0 is +0.0.
+  if (!isa<FloatType>(getType().getElementType()))
+    for (auto [value, other] : {std::pair(getLhs(), adaptor.getRhs()),
+                                std::pair(getRhs(), adaptor.getLhs())})
+      if (OpFoldResult folded = foldRightIdentity(value, other, getType(), 0))
+        return folded;
+  return foldBroadcastBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) { return a + b; },
+      [](const APInt &a, const APInt &b, bool) -> std::optional<APInt> {
+        return a + b;
+      });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (OpFoldResult folded =
+          foldRightIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return folded;
+  return foldBroadcastBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) { return a - b; },
+      [](const APInt &a, const APInt &b, bool) -> std::optional<APInt> {
+        return a - b;
+      });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  for (auto [value, other] : {std::pair(getLhs(), adaptor.getRhs()),
+                              std::pair(getRhs(), adaptor.getLhs())})
+    if (OpFoldResult folded = foldRightIdentity(value, other, getType(), 1))
+      return folded;
+  return foldBroadcastBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) { return a * b; },
+      [](const APInt &a, const APInt &b, bool) -> std::optional<APInt> {
+        return a * b;
+      });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (OpFoldResult folded =
+          foldRightIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return folded;
+  return foldBroadcastBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) { return a / b; },
+      [](const APInt &a, const APInt &b,
+         bool isUnsigned) -> std::optional<APInt> {
+        if (b.isZero() || (!isUnsigned && a.isMinSignedValue() && b.isAllOnes()))
+          return std::nullopt;
+        return isUnsigned ? a.udiv(b) : a.sdiv(b);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ReluOp::fold(FoldAdaptor) {
+  // relu is idempotent.
+  if (getInput().getDefiningOp<ReluOp>())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult FlattenOp::canonicalize(FlattenOp op, PatternRewriter &rewriter) {
+  rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    if (getType().hasStaticShape())
+      return dense.reshape(getType());
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getInput();
+  // transpose(transpose(x, p), q) is transpose(x, p o q).
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> composed;
+    for (int64_t axis : perm)
+      composed.push_back(inner.getPerm()[axis]);
+    getInputMutable().assign(inner.getInput());
+    setPerm(composed);
+    return getResult();
+  }
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  if (!dense || !getType().hasStaticShape() ||
+      dense.getNumElements() > kMaxFoldedElements)
+    return {};
+  if (dense.isSplat())
+    return dense.resizeSplat(getType());
+  // Walk the result in row-major order and read the operand through perm.
+  ArrayRef<int64_t> inputShape = getInput().getType().getShape();
+  int64_t rank = inputShape.size();
+  SmallVector<int64_t> inputStrides(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    inputStrides[i] = inputStrides[i + 1] * inputShape[i + 1];
+  auto values = llvm::to_vector(dense.getValues<Attribute>());
+  SmallVector<Attribute> transposed;
+  transposed.reserve(values.size());
+  ArrayRef<int64_t> resultShape = getType().getShape();
+  SmallVector<int64_t> index(rank, 0);
+  for (size_t linear = 0; linear < values.size(); ++linear) {
+    int64_t offset = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      offset += index[i] * inputStrides[perm[i]];
+    transposed.push_back(values[offset]);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++index[i] < resultShape[i])
+        break;
+      index[i] = 0;
+    }
+  }
+  return DenseElementsAttr::get(getType(), transposed);
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  // Concatenating constants along axis 0 appends their row-major values,
+  // which covers the shape vectors that Reshape consumes.
+  if (getAxis() != 0 || !getType().hasStaticShape())
+    return {};
+  SmallVector<Attribute> values;
+  for (Attribute operand : adaptor.getInputs()) {
+    auto dense = dyn_cast_if_present<DenseElementsAttr>(operand);
+    if (!dense || dense.getNumElements() > kMaxFoldedElements)
+      return {};
+    llvm::append_range(values, dense.getValues<Attribute>());
+  }
+  return DenseElementsAttr::get(getType(), values);
+}

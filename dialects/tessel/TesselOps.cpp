@@ -1,0 +1,395 @@
+//===- TesselOps.cpp - Verifiers and result-type inference ----------------===//
+//
+// Verifiers state the ONNX typing rule each op relies on; inferReturnTypes
+// computes result shapes from operands and attributes, so that the importer
+// and rewrites never spell out a result type that could be wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/ShapeInference.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace tessel;
+
+static RankedTensorType rankedType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+static LogicalResult emitOptionalError(std::optional<Location> loc,
+                                       const Twine &message) {
+  if (loc)
+    return mlir::emitError(*loc, message);
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBroadcastType(std::optional<Location> loc, Value lhs,
+                                        Value rhs,
+                                        SmallVectorImpl<Type> &inferred) {
+  RankedTensorType lhsType = rankedType(lhs), rhsType = rankedType(rhs);
+  std::optional<Shape> shape =
+      broadcastShapes(lhsType.getShape(), rhsType.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "operand shapes " +
+                                      formatShape(lhsType.getShape()) +
+                                      " and " +
+                                      formatShape(rhsType.getShape()) +
+                                      " do not broadcast");
+  inferred.push_back(RankedTensorType::get(*shape, lhsType.getElementType()));
+  return success();
+}
+
+#define TESSEL_BROADCAST_INFERENCE(OpTy)                                       \
+  LogicalResult OpTy::inferReturnTypes(                                        \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
+    return inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(),         \
+                              inferred);                                       \
+  }
+TESSEL_BROADCAST_INFERENCE(AddOp)
+TESSEL_BROADCAST_INFERENCE(SubOp)
+TESSEL_BROADCAST_INFERENCE(MulOp)
+TESSEL_BROADCAST_INFERENCE(DivOp)
+#undef TESSEL_BROADCAST_INFERENCE
+
+LogicalResult ClipOp::verify() {
+  Type elementType = getType().getElementType();
+  for (std::optional<TypedAttr> bound : {getMinAttr(), getMaxAttr()}) {
+    if (bound && *bound && bound->getType() != elementType)
+      return emitOpError("bound ") << *bound << " must have the element type "
+                                   << elementType;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType lhsType = rankedType(adaptor.getLhs());
+  RankedTensorType rhsType = rankedType(adaptor.getRhs());
+  std::optional<Shape> shape =
+      matmulShape(lhsType.getShape(), rhsType.getShape());
+  if (!shape)
+    return emitOptionalError(
+        loc, "operand shapes " + formatShape(lhsType.getShape()) +
+                 " and " + formatShape(rhsType.getShape()) +
+                 " are not compatible for a matrix product");
+  inferred.push_back(RankedTensorType::get(*shape, lhsType.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  RankedTensorType aType = rankedType(adaptor.getA());
+  RankedTensorType bType = rankedType(adaptor.getB());
+  if (aType.getRank() != 2 || bType.getRank() != 2)
+    return emitOptionalError(loc, "A and B must be matrices");
+  bool transA = adaptor.getTransA(), transB = adaptor.getTransB();
+  int64_t m = aType.getDimSize(transA ? 1 : 0);
+  int64_t n = bType.getDimSize(transB ? 0 : 1);
+  inferred.push_back(RankedTensorType::get({m, n}, aType.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  RankedTensorType aType = getA().getType(), bType = getB().getType();
+  int64_t kA = aType.getDimSize(getTransA() ? 0 : 1);
+  int64_t kB = bType.getDimSize(getTransB() ? 1 : 0);
+  if (kA != kB && !ShapedType::isDynamic(kA) && !ShapedType::isDynamic(kB))
+    return emitOpError("reduction extents differ: A has ")
+           << kA << ", B has " << kB;
+  if (aType.getElementType() != bType.getElementType() ||
+      aType.getElementType() != getType().getElementType())
+    return emitOpError("A, B and the result must share an element type");
+  if (Value c = getC()) {
+    RankedTensorType cType = rankedType(c);
+    if (cType.getElementType() != aType.getElementType())
+      return emitOpError("C must share the element type of A");
+    // C broadcasts to the result, never the other way around.
+    std::optional<Shape> shape =
+        broadcastShapes(cType.getShape(), getType().getShape());
+    if (cType.getRank() > 2 || !shape ||
+        llvm::ArrayRef<int64_t>(*shape) != getType().getShape())
+      return emitOpError("C of shape ")
+             << formatShape(cType.getShape())
+             << " does not broadcast to the result shape "
+             << formatShape(getType().getShape());
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  RankedTensorType weightType = rankedType(adaptor.getWeight());
+  if (inputType.getRank() < 3 || weightType.getRank() != inputType.getRank())
+    return emitOptionalError(loc, "input and weight must have the same rank, "
+                                  "at least 3 ([N, C, spatial...])");
+  WindowGeometry window{weightType.getShape().drop_front(2),
+                        adaptor.getStrides(), adaptor.getPads(),
+                        adaptor.getDilations()};
+  size_t spatialRank = inputType.getRank() - 2;
+  if (std::optional<std::string> error = checkWindowGeometry(window, spatialRank))
+    return emitOptionalError(loc, *error);
+  std::optional<Shape> spatial =
+      windowOutputSizes(inputType.getShape().drop_front(2), window);
+  if (!spatial)
+    return emitOptionalError(loc, "the kernel is larger than the padded input");
+  Shape shape{inputType.getDimSize(0), weightType.getDimSize(0)};
+  shape.append(spatial->begin(), spatial->end());
+  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+LogicalResult ConvOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType weightType = getWeight().getType();
+  int64_t group = getGroup();
+  int64_t channels = inputType.getDimSize(1);
+  int64_t filters = weightType.getDimSize(0);
+  if (!ShapedType::isDynamic(channels) &&
+      channels != weightType.getDimSize(1) * group)
+    return emitOpError("input has ")
+           << channels << " channels but the weight expects "
+           << weightType.getDimSize(1) << " per group x " << group << " groups";
+  if (!ShapedType::isDynamic(filters) && filters % group != 0)
+    return emitOpError("filter count ")
+           << filters << " is not a multiple of group " << group;
+  if (Value bias = getBias()) {
+    RankedTensorType biasType = rankedType(bias);
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
+      return emitOpError("bias must be a vector of ") << filters << " elements";
+  }
+  if (inputType.getElementType() != weightType.getElementType())
+    return emitOpError("input and weight must share an element type");
+  return success();
+}
+
+template <typename PoolOp>
+static LogicalResult inferPoolType(std::optional<Location> loc,
+                                   typename PoolOp::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  if (inputType.getRank() < 3)
+    return emitOptionalError(loc, "input must have rank 3 or more ([N, C, spatial...])");
+  WindowGeometry window{adaptor.getKernelShape(), adaptor.getStrides(),
+                        adaptor.getPads(), adaptor.getDilations(),
+                        adaptor.getCeilMode()};
+  if (std::optional<std::string> error =
+          checkWindowGeometry(window, inputType.getRank() - 2))
+    return emitOptionalError(loc, *error);
+  std::optional<Shape> spatial =
+      windowOutputSizes(inputType.getShape().drop_front(2), window);
+  if (!spatial)
+    return emitOptionalError(loc, "the window is larger than the padded input");
+  Shape shape(inputType.getShape().take_front(2));
+  shape.append(spatial->begin(), spatial->end());
+  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferPoolType<MaxPoolOp>(loc, adaptor, inferred);
+}
+
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  return inferPoolType<AveragePoolOp>(loc, adaptor, inferred);
+}
+
+/// Pads must leave every window at least one input element, otherwise the
+/// maximum or average of a window would be made of padding alone.
+template <typename PoolOp>
+static LogicalResult verifyPoolPads(PoolOp op) {
+  ArrayRef<int64_t> pads = op.getPads(), kernel = op.getKernelShape();
+  size_t rank = kernel.size();
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t span = (kernel[i] - 1) * op.getDilations()[i] + 1;
+    if (pads[i] >= span || pads[rank + i] >= span)
+      return op.emitOpError("pads must be smaller than the window on axis ")
+             << i;
+  }
+  return success();
+}
+
+LogicalResult MaxPoolOp::verify() { return verifyPoolPads(*this); }
+LogicalResult AveragePoolOp::verify() { return verifyPoolPads(*this); }
+
+LogicalResult GlobalAveragePoolOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  Shape shape(inputType.getShape().take_front(2));
+  shape.resize(std::max<int64_t>(inputType.getRank(), 2), 1);
+  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+LogicalResult GlobalAveragePoolOp::verify() {
+  if (getInput().getType().getRank() < 3)
+    return emitOpError("input must have rank 3 or more ([N, C, spatial...])");
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType paramType = getScale().getType();
+  if (inputType.getRank() < 2)
+    return emitOpError("input must have a channel axis");
+  if (paramType.getRank() != 1 ||
+      paramType.getDimSize(0) != inputType.getDimSize(1))
+    return emitOpError("parameters must be vectors of ")
+           << inputType.getDimSize(1) << " elements, one per channel";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError("axis ")
+           << axis << " is out of range for rank " << rank;
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(*this, getAxis(), getType().getRank());
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis > inputType.getRank())
+    return emitOptionalError(loc, "axis out of range");
+  auto product = [](ArrayRef<int64_t> dims) -> int64_t {
+    std::optional<int64_t> count = elementCount(dims);
+    return count ? *count : ShapedType::kDynamic;
+  };
+  ArrayRef<int64_t> shape = inputType.getShape();
+  inferred.push_back(RankedTensorType::get(
+      {product(shape.take_front(axis)), product(shape.drop_front(axis))},
+      inputType.getElementType()));
+  return success();
+}
+
+LogicalResult FlattenOp::verify() {
+  if (getAxis() < 0 || getAxis() > getInput().getType().getRank())
+    return emitOpError("axis ") << getAxis() << " is out of range";
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  std::optional<int64_t> from = elementCount(getInput().getType().getShape());
+  std::optional<int64_t> to = elementCount(getType().getShape());
+  if (from && to && *from != *to)
+    return emitOpError("cannot reshape ")
+           << *from << " elements into " << *to << " elements";
+  return success();
+}
+
+static LogicalResult verifyPermutation(std::optional<Location> loc,
+                                       ArrayRef<int64_t> perm, int64_t rank) {
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOptionalError(loc, "perm has " + Twine(perm.size()) +
+                                      " entries for an operand of rank " +
+                                      Twine(rank));
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t axis : perm)
+    if (axis < 0 || axis >= rank || !seen.insert(axis).second)
+      return emitOptionalError(loc, "perm is not a permutation of the axes");
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if (failed(verifyPermutation(loc, perm, inputType.getRank())))
+    return failure();
+  Shape shape;
+  for (int64_t axis : perm)
+    shape.push_back(inputType.getDimSize(axis));
+  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  return verifyPermutation(getLoc(), getPerm(), getInput().getType().getRank());
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "needs at least one input");
+  RankedTensorType first = rankedType(adaptor.getInputs().front());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOptionalError(loc, "axis out of range");
+  Shape shape(first.getShape());
+  for (Value input : adaptor.getInputs().drop_front()) {
+    RankedTensorType type = rankedType(input);
+    if (type.getRank() != first.getRank() ||
+        type.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "inputs must share rank and element type");
+    for (int64_t i = 0; i < first.getRank(); ++i) {
+      if (i == axis)
+        continue;
+      if (type.getDimSize(i) != shape[i])
+        return emitOptionalError(loc, "inputs differ on axis " + Twine(i) +
+                                          ", which is not the concat axis");
+    }
+    shape[axis] = ShapedType::isDynamic(shape[axis]) ||
+                          type.isDynamicDim(axis)
+                      ? ShapedType::kDynamic
+                      : shape[axis] + type.getDimSize(axis);
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  return verifyAxis(*this, getAxis(), getType().getRank());
+}
+
+#define GET_OP_CLASSES
+#include "dialects/tessel/TesselOps.cpp.inc"

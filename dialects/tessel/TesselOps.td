@@ -1,0 +1,429 @@
+//===- TesselOps.td - The tessel graph dialect ----------------*- tablegen -*-===//
+//
+// Graph-level operations of an imported ONNX model. Every op works on ranked
+// tensors with value semantics, mirrors one ONNX operator's semantics at the
+// newest opset Tessel imports, and states its attributes in explicit form
+// (ONNX's auto_pad, negative axes and implicit defaults are resolved by the
+// importer), so that passes never re-derive ONNX rules.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_DIALECT_TESSEL_OPS
+#define TESSEL_DIALECT_TESSEL_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tessel_Dialect : Dialect {
+  let name = "tessel";
+  let cppNamespace = "::tessel";
+  let summary = "Graph-level operations of ONNX models on tensors";
+  let description = [{
+    The `tessel` dialect is the form in which the compiler reasons about a
+    model: one op per ONNX operator, on ranked tensors, with explicit
+    attributes. Verifiers enforce the ONNX typing rules, result shapes are
+    inferred from operands and attributes, and folders remove what is known
+    at compile time. Passes on this dialect never know which target will run
+    their output; every target lowers it through the shared
+    tessel-to-linalg conversion. See docs/dialects/tessel.md.
+  }];
+  let hasConstantMaterializer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+/// Every tessel op is a side-effect-free function of its operands.
+class Tessel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tessel_Dialect, mnemonic, !listconcat(traits, [Pure])>;
+
+def Tessel_Tensor : RankedTensorOf<[AnyFloat, AnyInteger]>;
+def Tessel_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+/// Elementwise binary arithmetic with multidirectional (numpy) broadcasting.
+class Tessel_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
+    : Tessel_Op<mnemonic, !listconcat(traits, [
+          InferTypeOpAdaptor, ResultsBroadcastableShape,
+          AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
+  let arguments = (ins Tessel_Tensor:$lhs, Tessel_Tensor:$rhs);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+/// Elementwise unary function on floating-point tensors.
+class Tessel_UnaryFloatOp<string mnemonic, list<Trait> traits = []>
+    : Tessel_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let arguments = (ins Tessel_FloatTensor:$input);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Tessel_ConstantOp : Tessel_Op<"constant", [ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A tensor known at compile time";
+  let description = [{
+    Holds an ONNX initializer or `Constant` node. Weights stay constants
+    until the artifact writer places them, 64-byte aligned, in the weights
+    section.
+
+    ```mlir
+    %w = tessel.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+def Tessel_AddOp : Tessel_BroadcastBinaryOp<"add", [Commutative]> {
+  let summary = "Elementwise addition with broadcasting (ONNX Add)";
+  let description = [{
+    ```mlir
+    %0 = tessel.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+}
+
+def Tessel_SubOp : Tessel_BroadcastBinaryOp<"sub"> {
+  let summary = "Elementwise subtraction with broadcasting (ONNX Sub)";
+  let description = [{
+    ```mlir
+    %0 = tessel.sub %a, %b : (tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+}
+
+def Tessel_MulOp : Tessel_BroadcastBinaryOp<"mul", [Commutative]> {
+  let summary = "Elementwise multiplication with broadcasting (ONNX Mul)";
+  let description = [{
+    ```mlir
+    %0 = tessel.mul %a, %b : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+    ```
+  }];
+}
+
+def Tessel_DivOp : Tessel_BroadcastBinaryOp<"div"> {
+  let summary = "Elementwise division with broadcasting (ONNX Div)";
+  let description = [{
+    Integer division truncates toward zero, as in ONNX.
+
+    ```mlir
+    %0 = tessel.div %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+def Tessel_ReluOp : Tessel_UnaryFloatOp<"relu"> {
+  let summary = "max(x, 0) elementwise (ONNX Relu)";
+  let description = [{
+    ```mlir
+    %0 = tessel.relu %x : tensor<1x64x56x56xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Tessel_SigmoidOp : Tessel_UnaryFloatOp<"sigmoid"> {
+  let summary = "1 / (1 + exp(-x)) elementwise (ONNX Sigmoid)";
+  let description = [{
+    ```mlir
+    %0 = tessel.sigmoid %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def Tessel_TanhOp : Tessel_UnaryFloatOp<"tanh"> {
+  let summary = "Hyperbolic tangent elementwise (ONNX Tanh)";
+  let description = [{
+    ```mlir
+    %0 = tessel.tanh %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def Tessel_ClipOp : Tessel_Op<"clip", [SameOperandsAndResultType]> {
+  let summary = "Clamp into [min, max] elementwise (ONNX Clip)";
+  let description = [{
+    Either bound may be absent. The bounds carry the tensor's element type;
+    the importer takes them from constant inputs (opset 11 and later) or
+    from attributes (opset 6).
+
+    ```mlir
+    %0 = tessel.clip %x {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x32x112x112xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, OptionalAttr<TypedAttrInterface>:$min,
+                       OptionalAttr<TypedAttrInterface>:$max);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Tessel_MatMulOp : Tessel_Op<"matmul", [InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "Matrix product with numpy semantics (ONNX MatMul)";
+  let description = [{
+    1-D operands are promoted to matrices and the promoted dimension is
+    removed from the result; leading (batch) dimensions broadcast.
+
+    ```mlir
+    %0 = tessel.matmul %a, %b : (tensor<2x8x16xf32>, tensor<16x4xf32>) -> tensor<2x8x4xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$lhs, Tessel_FloatTensor:$rhs);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tessel_GemmOp : Tessel_Op<"gemm", [InferTypeOpAdaptor]> {
+  let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
+  let description = [{
+    `op(X)` transposes X when the matching `trans_*` flag is set. C is
+    optional and unidirectionally broadcast to the result.
+
+    ```mlir
+    %0 = tessel.gemm %a, %b, %c {trans_b = true}
+        : (tensor<1x512xf32>, tensor<1000x512xf32>, tensor<1000xf32>) -> tensor<1x1000xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$a, Tessel_FloatTensor:$b,
+                       Optional<Tessel_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+def Tessel_ConvOp : Tessel_Op<"conv", [InferTypeOpAdaptor]> {
+  let summary = "Grouped N-d convolution in NC[spatial] layout (ONNX Conv)";
+  let description = [{
+    `pads` holds the begin pads of every spatial axis followed by the end
+    pads (ONNX order); `auto_pad` has already been resolved into it. The
+    weight is laid out as [F, C / group, k...].
+
+    ```mlir
+    %0 = tessel.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64,
+                                 pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+        : (tensor<1x3x32x32xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$weight,
+                       Optional<Tessel_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$group);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class Tessel_PoolOp<string mnemonic> : Tessel_Op<mnemonic, [InferTypeOpAdaptor]> {
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool"> {
+  let summary = "N-d max pooling over windows (ONNX MaxPool)";
+  let description = [{
+    Padding never wins the maximum. With `ceil_mode`, the last window of an
+    axis may start inside the input and end past it.
+
+    ```mlir
+    %0 = tessel.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>,
+                             kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>,
+                             strides = array<i64: 2, 2>}
+        : (tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode);
+}
+
+def Tessel_AveragePoolOp : Tessel_PoolOp<"average_pool"> {
+  let summary = "N-d average pooling over windows (ONNX AveragePool)";
+  let description = [{
+    With `count_include_pad`, explicit padding counts in the divisor;
+    positions that `ceil_mode` adds past the padded input never count.
+
+    ```mlir
+    %0 = tessel.average_pool %x {ceil_mode = false, count_include_pad = false,
+                                 dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>,
+                                 pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+        : (tensor<1x8x8x8xf32>) -> tensor<1x8x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
+                       BoolAttr:$count_include_pad);
+}
+
+def Tessel_GlobalAveragePoolOp : Tessel_Op<"global_average_pool", [InferTypeOpAdaptor]> {
+  let summary = "Mean over all spatial axes (ONNX GlobalAveragePool)";
+  let description = [{
+    ```mlir
+    %0 = tessel.global_average_pool %x : (tensor<1x512x7x7xf32>) -> tensor<1x512x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tessel_BatchNormOp : Tessel_Op<"batch_norm", [
+    AllTypesMatch<["input", "result"]>,
+    AllTypesMatch<["scale", "bias", "mean", "variance"]>]> {
+  let summary = "Inference-mode batch normalization (ONNX BatchNormalization)";
+  let description = [{
+    y = (x - mean) * scale / sqrt(variance + epsilon) + bias, per channel
+    (axis 1). Folded into a preceding convolution when its parameters are
+    constant (`tessel-fold-batch-norm`).
+
+    ```mlir
+    %0 = tessel.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32}
+        : tensor<1x64x56x56xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$scale,
+                       Tessel_FloatTensor:$bias, Tessel_FloatTensor:$mean,
+                       Tessel_FloatTensor:$variance, F32Attr:$epsilon);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`
+        type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization of distributions
+//===----------------------------------------------------------------------===//
+
+def Tessel_SoftmaxOp : Tessel_Op<"softmax", [SameOperandsAndResultType]> {
+  let summary = "exp(x) / sum(exp(x)) along one axis (ONNX Softmax, opset 13)";
+  let description = [{
+    `axis` is non-negative. Opset 1-12 models, whose softmax flattens the
+    trailing axes, are imported as reshape + softmax + reshape.
+
+    ```mlir
+    %0 = tessel.softmax %x {axis = 1 : i64} : tensor<1x1000xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Tessel_FlattenOp : Tessel_Op<"flatten", [InferTypeOpAdaptor]> {
+  let summary = "Collapse into a matrix at `axis` (ONNX Flatten)";
+  let description = [{
+    The result is [prod(dims[:axis]), prod(dims[axis:])]. Canonicalizes to
+    `tessel.reshape`.
+
+    ```mlir
+    %0 = tessel.flatten %x {axis = 1 : i64} : (tensor<1x512x1x1xf32>) -> tensor<1x512xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, I64Attr:$axis);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
+}
+
+def Tessel_ReshapeOp : Tessel_Op<"reshape", [AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Same elements in row-major order, new shape (ONNX Reshape)";
+  let description = [{
+    The result type is the new shape; the importer resolves ONNX's 0 and -1
+    entries. A reshape is a view: the memory planner gives its result the
+    storage of its operand.
+
+    ```mlir
+    %0 = tessel.reshape %x : tensor<1x512x1x1xf32> -> tensor<1x512xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tessel_TransposeOp : Tessel_Op<"transpose", [InferTypeOpAdaptor]> {
+  let summary = "Permute the axes (ONNX Transpose)";
+  let description = [{
+    Result axis i is operand axis perm[i].
+
+    ```mlir
+    %0 = tessel.transpose %x {perm = array<i64: 0, 2, 3, 1>}
+        : (tensor<1x3x4x5xf32>) -> tensor<1x4x5x3xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tessel_ConcatOp : Tessel_Op<"concat", [InferTypeOpAdaptor]> {
+  let summary = "Join tensors along one axis (ONNX Concat)";
+  let description = [{
+    ```mlir
+    %0 = tessel.concat %a, %b {axis = 1 : i64}
+        : (tensor<1x2xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tessel_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+#endif // TESSEL_DIALECT_TESSEL_OPS

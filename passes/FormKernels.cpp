@@ -1,0 +1,190 @@
+//===- FormKernels.cpp - Group ops into kernels and outline them ----------===//
+//
+// A kernel is the unit a target compiles and the runtime dispatches. Fusing
+// elementwise consumers into their producer's kernel lets a target compute
+// them on a tile while it is still in registers or cache (Conv+Add+Relu is
+// one kernel). The entry function keeps what is not computation: constants,
+// which become weights, and reshapes, which are views.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_TESSELFORMKERNELSPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+/// Ops that stay in the entry function: they compute nothing.
+bool staysInEntry(Operation *op) {
+  return isa<ConstantOp, ReshapeOp, FlattenOp>(op);
+}
+
+/// Ops that may join the kernel of one of their operands.
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SigmoidOp, TanhOp, ClipOp,
+             BatchNormOp>(op);
+}
+
+struct Kernel {
+  SmallVector<Operation *> ops; // in program order; the last one is the tail
+  Operation *tail() const { return ops.back(); }
+};
+
+class KernelFormer {
+public:
+  KernelFormer(func::FuncOp entry, int64_t maxInlinedConstantElements)
+      : entry(entry), maxInlinedConstantElements(maxInlinedConstantElements) {}
+
+  LogicalResult run(SymbolTable &symbols) {
+    group();
+    for (auto [index, kernel] : llvm::enumerate(kernels))
+      outline(kernel, index, symbols);
+    return success();
+  }
+
+private:
+  /// Assigns every compute op to a kernel, in program order.
+  void group() {
+    for (Operation &op : llvm::make_early_inc_range(entry.getOps())) {
+      if (!isa<TesselDialect>(op.getDialect()) || staysInEntry(&op))
+        continue;
+      if (Kernel *producer = fusableProducer(&op)) {
+        producer->ops.push_back(&op);
+        kernelOf[&op] = producer;
+        continue;
+      }
+      kernels.push_back(std::make_unique<Kernel>());
+      kernels.back()->ops.push_back(&op);
+      kernelOf[&op] = kernels.back().get();
+    }
+  }
+
+  /// The kernel an elementwise op can join: one whose tail produces an
+  /// operand of the same shape as the op's result, used by this op alone.
+  Kernel *fusableProducer(Operation *op) {
+    if (!isElementwise(op))
+      return nullptr;
+    Type resultType = op->getResult(0).getType();
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      auto it = kernelOf.find(producer);
+      if (it == kernelOf.end() || it->second->tail() != producer)
+        continue;
+      if (operand.hasOneUse() && operand.getType() == resultType)
+        return it->second;
+    }
+    return nullptr;
+  }
+
+  bool isInlinedConstant(Value value) {
+    auto constant = value.getDefiningOp<ConstantOp>();
+    if (!constant)
+      return false;
+    auto type = cast<ShapedType>(constant.getType());
+    return type.getNumElements() <= maxInlinedConstantElements ||
+           isa<SplatElementsAttr>(constant.getValue());
+  }
+
+  std::string kernelName(const Kernel &kernel, size_t index) {
+    std::string name = "k" + std::to_string(index);
+    for (Operation *op : kernel.ops)
+      name += "_" + op->getName().stripDialect().str();
+    return name;
+  }
+
+  void outline(std::unique_ptr<Kernel> &kernel, size_t index,
+               SymbolTable &symbols) {
+    llvm::SmallPtrSet<Operation *, 8> members(kernel->ops.begin(),
+                                              kernel->ops.end());
+    // Operands from outside the kernel, in order of first use.
+    llvm::SetVector<Value> arguments;
+    llvm::SetVector<Operation *> inlinedConstants;
+    for (Operation *op : kernel->ops)
+      for (Value operand : op->getOperands()) {
+        if (members.contains(operand.getDefiningOp()))
+          continue;
+        if (isInlinedConstant(operand))
+          inlinedConstants.insert(operand.getDefiningOp());
+        else
+          arguments.insert(operand);
+      }
+
+    Operation *tail = kernel->tail();
+    Location loc = tail->getLoc();
+    SmallVector<Location> locations;
+    for (Operation *op : kernel->ops)
+      locations.push_back(op->getLoc());
+    OpBuilder builder(entry);
+    auto function = func::FuncOp::create(
+        builder, FusedLoc::get(entry.getContext(), locations),
+        kernelName(*kernel, index),
+        builder.getFunctionType(TypeRange(arguments.getArrayRef()),
+                                tail->getResultTypes()));
+    function.setPrivate();
+    function->setAttr(kKernelAttrName, builder.getUnitAttr());
+    symbols.insert(function);
+
+    Block *body = function.addEntryBlock();
+    IRMapping mapping;
+    mapping.map(arguments.getArrayRef(), body->getArguments());
+    builder.setInsertionPointToStart(body);
+    for (Operation *constant : inlinedConstants)
+      builder.clone(*constant, mapping);
+    for (Operation *op : kernel->ops)
+      builder.clone(*op, mapping);
+    func::ReturnOp::create(builder, loc,
+                           mapping.lookup(tail->getResult(0)));
+
+    builder.setInsertionPoint(tail);
+    auto call = func::CallOp::create(builder, loc, function,
+                                     arguments.getArrayRef());
+    tail->getResult(0).replaceAllUsesWith(call.getResult(0));
+    for (Operation *op : llvm::reverse(kernel->ops))
+      op->erase();
+    for (Operation *constant : inlinedConstants)
+      if (constant->use_empty())
+        constant->erase();
+  }
+
+  func::FuncOp entry;
+  int64_t maxInlinedConstantElements;
+  SmallVector<std::unique_ptr<Kernel>> kernels;
+  DenseMap<Operation *, Kernel *> kernelOf;
+};
+
+struct TesselFormKernelsPass
+    : tessel::impl::TesselFormKernelsPassBase<TesselFormKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> entries;
+    for (auto function : module.getOps<func::FuncOp>())
+      if (!function->hasAttr(kKernelAttrName) && !function.isExternal())
+        entries.push_back(function);
+    for (func::FuncOp entry : entries) {
+      if (!llvm::hasSingleElement(entry.getBody())) {
+        entry.emitError("kernel formation expects a single-block function");
+        return signalPassFailure();
+      }
+      KernelFormer former(entry, maxInlinedConstantElements);
+      if (failed(former.run(symbols)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,61 @@
+//===- Passes.td - Target-independent passes ------------------*- tablegen -*-===//
+//
+// Transformations that every target shares. None of them knows which target
+// will run its output.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PASSES
+#define TESSEL_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TesselFoldBatchNormPass : Pass<"tessel-fold-batch-norm", "mlir::func::FuncOp"> {
+  let summary = "Fold inference batch normalization into convolutions and affine maps";
+  let description = [{
+    A `tessel.batch_norm` whose parameters are constants becomes either part
+    of the preceding convolution (scaled weights, shifted bias) when the
+    convolution's weights are constant and the normalization is its only
+    user, or a per-channel multiply-add whose coefficients are computed at
+    compile time. Normalizations with runtime parameters are left alone.
+  }];
+  let dependentDialects = ["tessel::TesselDialect"];
+}
+
+def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
+  let summary = "Group ops into kernels and outline each into a function";
+  let description = [{
+    Each compute op starts a kernel; an elementwise op joins the kernel of
+    the operand it consumes when that operand has no other user and keeps
+    its shape (so Conv+Add+Relu becomes one kernel). Each kernel is outlined
+    into a private `func.func` marked `tessel.kernel` and called from the
+    model's entry function, which keeps constants and reshapes (views).
+    Small constants are cloned into the kernels that use them; the others
+    stay in the entry function and are passed as arguments, so the artifact
+    writer can place them among the weights.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+  let options = [
+    Option<"maxInlinedConstantElements", "max-inlined-constant-elements",
+           "int64_t", "16",
+           "Constants with at most this many elements are cloned into kernels">,
+  ];
+}
+
+def ConvertTesselToLinalgPass : Pass<"convert-tessel-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower tessel ops to linalg, tensor and arith on tensors";
+  let description = [{
+    The lowering that every target shares. Elementwise ops become
+    `linalg.generic`s whose broadcast operands are collapsed views,
+    contractions and windows become generics or named linalg ops, and
+    unsigned integer tensors become signless ones (the signedness is kept in
+    the choice of arith ops). Function signatures and calls are converted
+    along with the ops.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
+  ];
+}
+
+#endif // TESSEL_PASSES

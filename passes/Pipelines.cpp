@@ -1,0 +1,38 @@
+//===- Pipelines.cpp - Target-independent pass pipelines ------------------===//
+
+#include "passes/Pipelines.h"
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace tessel {
+
+void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) {
+  if (options.optLevel > 0) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addNestedPass<func::FuncOp>(createTesselFoldBatchNormPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  pm.addPass(createTesselFormKernelsPass());
+}
+
+void buildLinalgPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertTesselToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void registerPipelines() {
+  PassPipelineRegistration<GraphPipelineOptions>(
+      "tessel-graph-pipeline",
+      "Graph-level optimization and kernel formation on the tessel dialect",
+      buildGraphPipeline);
+  PassPipelineRegistration<>("tessel-linalg-pipeline",
+                             "Lower tessel kernels to linalg on tensors",
+                             buildLinalgPipeline);
+}
+
+} // namespace tessel

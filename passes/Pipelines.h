@@ -1,0 +1,32 @@
+//===- Pipelines.h - Target-independent pass pipelines ----------*- C++ -*-===//
+
+#ifndef TESSEL_PASSES_PIPELINES_H
+#define TESSEL_PASSES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace tessel {
+
+struct GraphPipelineOptions
+    : public mlir::PassPipelineOptions<GraphPipelineOptions> {
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("Optimization level 0-3"),
+                       llvm::cl::init(3)};
+};
+
+/// Graph-level optimization on the tessel dialect: canonicalization and
+/// constant folding, batch-norm folding and kernel formation. At -O0 only
+/// kernel formation runs (each op its own kernel).
+void buildGraphPipeline(mlir::OpPassManager &pm,
+                        const GraphPipelineOptions &options);
+
+/// The shared lowering of tessel kernels to linalg on tensors.
+void buildLinalgPipeline(mlir::OpPassManager &pm);
+
+/// Registers the pipelines above with tessel-opt.
+void registerPipelines();
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_PIPELINES_H

@@ -1,0 +1,159 @@
+//===- Contraction.cpp - MatMul and Gemm to linalg ------------------------===//
+//
+// Both become one contraction generic (iteration space: result axes, then
+// the reduction axis), so that targets recognize every matrix product with
+// linalg's contraction interface, whatever the transposes and broadcasts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/TesselToLinalg/LoweringUtils.h"
+#include "passes/TesselToLinalg/TesselToLinalg.h"
+
+using namespace mlir;
+
+namespace tessel {
+namespace {
+
+/// out[...] += lhs[...] * rhs[...] over the iteration space
+/// `iterationExtents`, whose last dimension is the reduction.
+Value buildContraction(OpBuilder &b, Location loc, BroadcastOperand lhs,
+                       BroadcastOperand rhs, Value init,
+                       ArrayRef<int64_t> iterationExtents) {
+  int64_t numDims = iterationExtents.size();
+  SmallVector<utils::IteratorType> iterators(numDims - 1,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  // The result is indexed by all but the reduction dimension.
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t i = 0; i < numDims - 1; ++i)
+    outExprs.push_back(b.getAffineDimExpr(i));
+  AffineMap outMap = AffineMap::get(numDims, 0, outExprs, b.getContext());
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{lhs.value, rhs.value}, init,
+      ArrayRef<AffineMap>{lhs.map, rhs.map, outMap}, iterators,
+      [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        ScalarBuilder scalar(nested, nestedLoc, args[0].getType(), false);
+        Value product = scalar.mul(args[0], args[1]);
+        linalg::YieldOp::create(nested, nestedLoc, scalar.add(args[2], product));
+      });
+  return generic.getResult(0);
+}
+
+struct MatMulLowering : OpConversionPattern<MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
+    auto rhsType = cast<RankedTensorType>(adaptor.getRhs().getType());
+    bool lhsIsVector = lhsType.getRank() == 1;
+    bool rhsIsVector = rhsType.getRank() == 1;
+    int64_t resultRank = resultType.getRank();
+    int64_t batchRank = resultRank - !lhsIsVector - !rhsIsVector;
+    int64_t mDim = batchRank, nDim = batchRank + !lhsIsVector;
+    int64_t kDim = resultRank;
+
+    SmallVector<int64_t> extents(resultType.getShape());
+    extents.push_back(lhsType.getShape().back());
+
+    // Batch axes of an operand align with the trailing batch dimensions.
+    auto batchDims = [&](int64_t operandBatchRank) {
+      return llvm::to_vector(
+          llvm::seq<int64_t>(batchRank - operandBatchRank, batchRank));
+    };
+    SmallVector<int64_t> lhsDims;
+    if (!lhsIsVector) {
+      lhsDims = batchDims(lhsType.getRank() - 2);
+      lhsDims.push_back(mDim);
+    }
+    lhsDims.push_back(kDim);
+    SmallVector<int64_t> rhsDims;
+    if (!rhsIsVector)
+      rhsDims = batchDims(rhsType.getRank() - 2);
+    rhsDims.push_back(kDim);
+    if (!rhsIsVector)
+      rhsDims.push_back(nDim);
+
+    BroadcastOperand lhs =
+        indexOperand(rewriter, loc, adaptor.getLhs(), lhsDims, extents);
+    BroadcastOperand rhs =
+        indexOperand(rewriter, loc, adaptor.getRhs(), rhsDims, extents);
+    ScalarBuilder scalar(rewriter, loc, resultType.getElementType(), false);
+    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    rewriter.replaceOp(op, buildContraction(rewriter, loc, lhs, rhs, init, extents));
+    return success();
+  }
+};
+
+struct GemmLowering : OpConversionPattern<GemmOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GemmOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    Type elementType = resultType.getElementType();
+    enum { m = 0, n = 1, k = 2 };
+    int64_t kExtent = op.getA().getType().getDimSize(op.getTransA() ? 0 : 1);
+    SmallVector<int64_t> extents{resultType.getDimSize(0),
+                                 resultType.getDimSize(1), kExtent};
+    SmallVector<int64_t> aDims = op.getTransA() ? SmallVector<int64_t>{k, m}
+                                                : SmallVector<int64_t>{m, k};
+    SmallVector<int64_t> bDims = op.getTransB() ? SmallVector<int64_t>{n, k}
+                                                : SmallVector<int64_t>{k, n};
+    BroadcastOperand a = indexOperand(rewriter, loc, adaptor.getA(), aDims, extents);
+    BroadcastOperand b = indexOperand(rewriter, loc, adaptor.getB(), bDims, extents);
+
+    double alpha = op.getAlpha().convertToDouble();
+    double beta = op.getBeta().convertToDouble();
+    Value c = adaptor.getC();
+    bool hasBias = c && beta != 0.0;
+    ScalarBuilder scalar(rewriter, loc, elementType, false);
+
+    // With alpha = 1 the (scaled) bias is the accumulator's initial value.
+    Value init;
+    if (hasBias && alpha == 1.0) {
+      init = buildElementwise(
+          rewriter, loc, resultType, {c},
+          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+            if (beta == 1.0)
+              return args[0];
+            ScalarBuilder inner(nested, nestedLoc, elementType, false);
+            return inner.mul(args[0], inner.constant(beta));
+          });
+    } else {
+      init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    }
+    Value result = buildContraction(rewriter, loc, a, b, init, extents);
+    if (alpha != 1.0) {
+      SmallVector<Value> operands{result};
+      if (hasBias)
+        operands.push_back(c);
+      result = buildElementwise(
+          rewriter, loc, resultType, operands,
+          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+            ScalarBuilder inner(nested, nestedLoc, elementType, false);
+            Value scaled = inner.mul(args[0], inner.constant(alpha));
+            if (!hasBias)
+              return scaled;
+            return inner.add(scaled, inner.mul(args[1], inner.constant(beta)));
+          });
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateContractionToLinalgPatterns(const TypeConverter &converter,
+                                         RewritePatternSet &patterns) {
+  patterns.add<MatMulLowering, GemmLowering>(converter, patterns.getContext());
+}
+
+} // namespace tessel

@@ -1,0 +1,185 @@
+//===- Elementwise.cpp - Elementwise tessel ops to linalg.generic ---------===//
+
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/TesselToLinalg/LoweringUtils.h"
+#include "passes/TesselToLinalg/TesselToLinalg.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+
+namespace tessel {
+namespace {
+
+/// Lowers a broadcasting binary op to a generic applying `Fn` to elements.
+template <typename OpTy, Value (ScalarBuilder::*Fn)(Value, Value)>
+struct BinaryLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = this->getTypeConverter()
+                          ->template convertType<RankedTensorType>(op.getType());
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType, {adaptor.getLhs(), adaptor.getRhs()},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          ScalarBuilder scalar(b, loc, resultType.getElementType(), isUnsigned);
+          return (scalar.*Fn)(args[0], args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Lowers a unary float op with `body` applied to each element.
+template <typename OpTy>
+struct UnaryLowering : OpConversionPattern<OpTy> {
+  using BodyFn = Value (*)(OpBuilder &, Location, Value);
+  UnaryLowering(const TypeConverter &converter, MLIRContext *context,
+                BodyFn body)
+      : OpConversionPattern<OpTy>(converter, context), body(body) {}
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), {adaptor.getInput()},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return body(b, loc, args[0]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  BodyFn body;
+};
+
+Value reluBody(OpBuilder &b, Location loc, Value x) {
+  ScalarBuilder scalar(b, loc, x.getType(), /*isUnsigned=*/false);
+  return scalar.max(x, scalar.constant(0.0));
+}
+
+Value sigmoidBody(OpBuilder &b, Location loc, Value x) {
+  // 1 / (1 + exp(-x)): exp overflows to +inf for very negative x, giving 0.
+  ScalarBuilder scalar(b, loc, x.getType(), /*isUnsigned=*/false);
+  Value negated = arith::NegFOp::create(b, loc, x);
+  Value exp = math::ExpOp::create(b, loc, negated);
+  Value one = scalar.constant(1.0);
+  return scalar.div(one, scalar.add(one, exp));
+}
+
+Value tanhBody(OpBuilder &b, Location loc, Value x) {
+  return math::TanhOp::create(b, loc, x);
+}
+
+struct ClipLowering : OpConversionPattern<ClipOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ClipOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType =
+        getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    // Bounds are rebuilt in the signless element type.
+    auto boundAttr = [&](TypedAttr bound) -> TypedAttr {
+      if (auto integer = dyn_cast<IntegerAttr>(bound))
+        return rewriter.getIntegerAttr(elementType, integer.getValue());
+      return bound;
+    };
+    std::optional<TypedAttr> minBound, maxBound;
+    if (op.getMinAttr())
+      minBound = boundAttr(op.getMinAttr());
+    if (op.getMaxAttr())
+      maxBound = boundAttr(op.getMaxAttr());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType, {adaptor.getInput()},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          ScalarBuilder scalar(b, loc, elementType, isUnsigned);
+          Value value = args[0];
+          if (minBound)
+            value = scalar.max(value, arith::ConstantOp::create(b, loc, *minBound));
+          if (maxBound)
+            value = scalar.min(value, arith::ConstantOp::create(b, loc, *maxBound));
+          return value;
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Batch norms with runtime parameters (constant ones were folded):
+/// (x - mean) * scale / sqrt(variance + epsilon) + bias, per channel.
+struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(BatchNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    Location loc = op.getLoc();
+    // Parameters [C] are read at axis 1: reshape them to [C, 1, ..., 1].
+    SmallVector<int64_t> paramShape(type.getRank() - 1, 1);
+    paramShape[0] = type.getDimSize(1);
+    auto paramType = RankedTensorType::get(paramShape, type.getElementType());
+    SmallVector<Value> operands{adaptor.getInput()};
+    for (Value param : {adaptor.getScale(), adaptor.getBias(),
+                        adaptor.getMean(), adaptor.getVariance()})
+      operands.push_back(reshapeTensor(rewriter, loc, param, paramType));
+    APFloat epsilon = op.getEpsilon();
+    Value result = buildElementwise(
+        rewriter, loc, type, operands,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          ScalarBuilder scalar(b, nestedLoc, type.getElementType(), false);
+          Value x = args[0], scale = args[1], bias = args[2], mean = args[3],
+                variance = args[4];
+          Value denominator = math::SqrtOp::create(
+              b, nestedLoc,
+              scalar.add(variance, scalar.constant(epsilon.convertToDouble())));
+          Value normalized = scalar.div(scalar.sub(x, mean), denominator);
+          return scalar.add(scalar.mul(normalized, scale), bias);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ConstantLowering : OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    auto value = cast<ElementsAttr>(op.getValue());
+    if (type != value.getType()) {
+      // Same bits, signless element type.
+      auto dense = dyn_cast<DenseElementsAttr>(value);
+      if (!dense)
+        return rewriter.notifyMatchFailure(op, "cannot retype this constant");
+      value = dense.bitcast(type.getElementType());
+    }
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, cast<TypedAttr>(value));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
+                                         RewritePatternSet &patterns) {
+  MLIRContext *context = patterns.getContext();
+  patterns.add<BinaryLowering<AddOp, &ScalarBuilder::add>,
+               BinaryLowering<SubOp, &ScalarBuilder::sub>,
+               BinaryLowering<MulOp, &ScalarBuilder::mul>,
+               BinaryLowering<DivOp, &ScalarBuilder::div>, ClipLowering,
+               BatchNormLowering, ConstantLowering>(converter, context);
+  patterns.add<UnaryLowering<ReluOp>>(converter, context, reluBody);
+  patterns.add<UnaryLowering<SigmoidOp>>(converter, context, sigmoidBody);
+  patterns.add<UnaryLowering<TanhOp>>(converter, context, tanhBody);
+}
+
+} // namespace tessel

@@ -1,0 +1,450 @@
+//===- Window.cpp - Convolution and pooling to linalg ---------------------===//
+//
+// 2-D convolutions without groups and depthwise ones become linalg's named
+// NCHW ops, which targets know how to decompose and vectorize. Other ranks
+// and groupings, and all pooling, become generics over an explicit window
+// iteration space. Padding is a tensor.pad that targets fuse into tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/TesselToLinalg/LoweringUtils.h"
+#include "passes/TesselToLinalg/TesselToLinalg.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+
+namespace tessel {
+namespace {
+
+/// Pads the spatial axes (2...) of an NC[spatial] tensor with `value`.
+Value padSpatial(OpBuilder &b, Location loc, Value input,
+                 ArrayRef<int64_t> padsBegin, ArrayRef<int64_t> padsEnd,
+                 Value value) {
+  if (llvm::all_of(padsBegin, [](int64_t p) { return p == 0; }) &&
+      llvm::all_of(padsEnd, [](int64_t p) { return p == 0; }))
+    return input;
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> low{0, 0}, high{0, 0};
+  llvm::append_range(low, padsBegin);
+  llvm::append_range(high, padsEnd);
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t i = 2; i < shape.size(); ++i)
+    shape[i] += low[i] + high[i];
+  auto paddedType = RankedTensorType::get(shape, type.getElementType());
+  return tensor::PadOp::create(b, loc, paddedType, input,
+                               getAsIndexOpFoldResult(b.getContext(), low),
+                               getAsIndexOpFoldResult(b.getContext(), high),
+                               value);
+}
+
+/// A tensor of `type` holding `vector` (of length type[axis]) along `axis`.
+Value broadcastAlongAxis(OpBuilder &b, Location loc, Value vector,
+                         RankedTensorType type, int64_t axis) {
+  BroadcastOperand operand =
+      indexOperand(b, loc, vector, {axis}, type.getShape());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, operand.value, emptyTensor(b, loc, type),
+             ArrayRef<AffineMap>{operand.map,
+                                 b.getMultiDimIdentityMap(type.getRank())},
+             iterators,
+             [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+               linalg::YieldOp::create(nested, nestedLoc, args[0]);
+             })
+      .getResult(0);
+}
+
+/// Extra end padding so that ceil_mode windows that run past the input
+/// read padding: the window span of the last output position minus the
+/// padded input extent.
+SmallVector<int64_t> ceilModeExtra(ArrayRef<int64_t> input,
+                                   ArrayRef<int64_t> output,
+                                   ArrayRef<int64_t> kernel,
+                                   ArrayRef<int64_t> strides,
+                                   ArrayRef<int64_t> pads,
+                                   ArrayRef<int64_t> dilations) {
+  size_t rank = kernel.size();
+  SmallVector<int64_t> extra;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t needed = (output[i] - 1) * strides[i] + span;
+    int64_t available = input[i] + pads[i] + pads[rank + i];
+    extra.push_back(std::max<int64_t>(0, needed - available));
+  }
+  return extra;
+}
+
+/// The iteration space of a window op: batch and channel axes, output
+/// spatial axes, then window axes. Returns the input's affine map reading
+/// position o * stride + w * dilation.
+AffineMap windowInputMap(MLIRContext *context,
+                         ArrayRef<int64_t> inputLeadingDims,
+                         ArrayRef<int64_t> strides,
+                         ArrayRef<int64_t> dilations, int64_t outputStart,
+                         int64_t windowStart, int64_t numDims) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t dim : inputLeadingDims)
+    exprs.push_back(getAffineDimExpr(dim, context));
+  for (size_t i = 0; i < strides.size(); ++i)
+    exprs.push_back(getAffineDimExpr(outputStart + i, context) * strides[i] +
+                    getAffineDimExpr(windowStart + i, context) * dilations[i]);
+  return AffineMap::get(numDims, 0, exprs, context);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+struct ConvLowering : OpConversionPattern<ConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ConvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    Type elementType = resultType.getElementType();
+    ScalarBuilder scalar(rewriter, loc, elementType, false);
+    size_t spatialRank = resultType.getRank() - 2;
+    ArrayRef<int64_t> pads = op.getPads();
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(),
+                             pads.take_front(spatialRank),
+                             pads.drop_front(spatialRank), scalar.constant(0.0));
+    Value init =
+        adaptor.getBias()
+            ? broadcastAlongAxis(rewriter, loc, adaptor.getBias(), resultType, 1)
+            : filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+
+    RankedTensorType weightType = op.getWeight().getType();
+    int64_t group = op.getGroup();
+    int64_t channels = op.getInput().getType().getDimSize(1);
+    auto strides = rewriter.getI64TensorAttr(op.getStrides());
+    auto dilations = rewriter.getI64TensorAttr(op.getDilations());
+    Value result;
+    if (spatialRank == 2 && group == 1) {
+      result = linalg::Conv2DNchwFchwOp::create(
+                   rewriter, loc, resultType, ValueRange{input, adaptor.getWeight()},
+                   init, strides, dilations)
+                   .getResult(0);
+    } else if (spatialRank == 2 && group == channels &&
+               weightType.getDimSize(0) == channels) {
+      // Depthwise, one filter per channel: weight [C, 1, KH, KW] -> [C, KH, KW].
+      auto depthwiseType = RankedTensorType::get(
+          {channels, weightType.getDimSize(2), weightType.getDimSize(3)},
+          elementType);
+      Value weight = tensor::CollapseShapeOp::create(
+          rewriter, loc, depthwiseType, adaptor.getWeight(),
+          ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+      result = linalg::DepthwiseConv2DNchwChwOp::create(
+                   rewriter, loc, resultType, ValueRange{input, weight}, init,
+                   strides, dilations)
+                   .getResult(0);
+    } else {
+      result = groupedConvolution(rewriter, loc, op, input, adaptor.getWeight(),
+                                  init);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  /// out[n, g, f, o...] += in[n, g, c, o * s + w * d] * weight[g, f, c, w...]
+  /// with the channel axes split into groups by expand_shape views.
+  static Value groupedConvolution(OpBuilder &b, Location loc, ConvOp op,
+                                  Value input, Value weight, Value init) {
+    RankedTensorType resultType = op.getType();
+    Type elementType = resultType.getElementType();
+    int64_t group = op.getGroup();
+    int64_t rank = resultType.getRank(), spatialRank = rank - 2;
+    auto split = [&](Value value, int64_t axis) {
+      auto type = cast<RankedTensorType>(value.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[axis] /= group;
+      shape.insert(shape.begin() + axis, group);
+      SmallVector<ReassociationIndices> groups;
+      for (int64_t i = 0; i < type.getRank(); ++i) {
+        if (i < axis)
+          groups.push_back({i});
+        else if (i == axis)
+          groups.push_back({i, i + 1});
+        else
+          groups.push_back({i + 1});
+      }
+      return tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get(shape, elementType), value, groups);
+    };
+    Value groupedInput = split(input, 1);   // [N, G, C/G, I...]
+    Value groupedWeight = split(weight, 0); // [G, F/G, C/G, K...]
+    Value groupedInit = split(init, 1);     // [N, G, F/G, O...]
+
+    // Dimensions: n, g, f, o..., c, w...
+    enum { n = 0, g = 1, f = 2 };
+    int64_t outputStart = 3, c = 3 + spatialRank, windowStart = c + 1;
+    int64_t numDims = windowStart + spatialRank;
+    MLIRContext *context = b.getContext();
+    AffineMap inputMap =
+        windowInputMap(context, {n, g, c}, op.getStrides(),
+                       op.getDilations(), outputStart, windowStart, numDims);
+    SmallVector<AffineExpr> weightExprs{b.getAffineDimExpr(g),
+                                        b.getAffineDimExpr(f),
+                                        b.getAffineDimExpr(c)};
+    SmallVector<AffineExpr> outExprs{b.getAffineDimExpr(n), b.getAffineDimExpr(g),
+                                     b.getAffineDimExpr(f)};
+    for (int64_t i = 0; i < spatialRank; ++i) {
+      weightExprs.push_back(b.getAffineDimExpr(windowStart + i));
+      outExprs.push_back(b.getAffineDimExpr(outputStart + i));
+    }
+    SmallVector<utils::IteratorType> iterators(numDims,
+                                               utils::IteratorType::parallel);
+    for (int64_t i = c; i < numDims; ++i)
+      iterators[i] = utils::IteratorType::reduction;
+    auto generic = linalg::GenericOp::create(
+        b, loc, groupedInit.getType(), ValueRange{groupedInput, groupedWeight},
+        groupedInit,
+        ArrayRef<AffineMap>{inputMap,
+                            AffineMap::get(numDims, 0, weightExprs, context),
+                            AffineMap::get(numDims, 0, outExprs, context)},
+        iterators, [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+          ScalarBuilder scalar(nested, nestedLoc, args[0].getType(), false);
+          linalg::YieldOp::create(
+              nested, nestedLoc,
+              scalar.add(args[2], scalar.mul(args[0], args[1])));
+        });
+    SmallVector<ReassociationIndices> merge{{0}, {1, 2}};
+    for (int64_t i = 0; i < spatialRank; ++i)
+      merge.push_back({3 + i});
+    return tensor::CollapseShapeOp::create(b, loc, resultType,
+                                           generic.getResult(0), merge);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// Reduces each window of the padded input with `combine` into `init`.
+Value buildWindowReduction(OpBuilder &b, Location loc, Value padded,
+                           Value init, ArrayRef<int64_t> kernel,
+                           ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> dilations, bool isMax,
+                           bool isUnsigned) {
+  auto resultType = cast<RankedTensorType>(init.getType());
+  int64_t spatialRank = kernel.size();
+  int64_t outputStart = 2, windowStart = 2 + spatialRank;
+  int64_t numDims = windowStart + spatialRank;
+  MLIRContext *context = b.getContext();
+  AffineMap inputMap = windowInputMap(context, {0, 1}, strides, dilations,
+                                      outputStart, windowStart, numDims);
+  // The window operand only gives the window dimensions their extents.
+  Value window = tensor::EmptyOp::create(b, loc, kernel, resultType.getElementType());
+  SmallVector<AffineExpr> windowExprs, outExprs{b.getAffineDimExpr(0),
+                                                b.getAffineDimExpr(1)};
+  for (int64_t i = 0; i < spatialRank; ++i) {
+    windowExprs.push_back(b.getAffineDimExpr(windowStart + i));
+    outExprs.push_back(b.getAffineDimExpr(outputStart + i));
+  }
+  SmallVector<utils::IteratorType> iterators(numDims,
+                                             utils::IteratorType::parallel);
+  for (int64_t i = windowStart; i < numDims; ++i)
+    iterators[i] = utils::IteratorType::reduction;
+  return linalg::GenericOp::create(
+             b, loc, resultType, ValueRange{padded, window}, init,
+             ArrayRef<AffineMap>{inputMap,
+                                 AffineMap::get(numDims, 0, windowExprs, context),
+                                 AffineMap::get(numDims, 0, outExprs, context)},
+             iterators,
+             [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+               ScalarBuilder scalar(nested, nestedLoc, args[0].getType(),
+                                    isUnsigned);
+               Value combined = isMax ? scalar.max(args[2], args[0])
+                                      : scalar.add(args[2], args[0]);
+               linalg::YieldOp::create(nested, nestedLoc, combined);
+             })
+      .getResult(0);
+}
+
+struct MaxPoolLowering : OpConversionPattern<MaxPoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MaxPoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType =
+        getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    ScalarBuilder scalar(rewriter, loc, resultType.getElementType(), isUnsigned);
+    size_t rank = op.getKernelShape().size();
+    ArrayRef<int64_t> pads = op.getPads();
+    SmallVector<int64_t> extra = ceilModeExtra(
+        op.getInput().getType().getShape().drop_front(2),
+        resultType.getShape().drop_front(2), op.getKernelShape(),
+        op.getStrides(), pads, op.getDilations());
+    SmallVector<int64_t> padsEnd(pads.drop_front(rank));
+    for (size_t i = 0; i < rank; ++i)
+      padsEnd[i] += extra[i];
+    Value padded = padSpatial(rewriter, loc, adaptor.getInput(),
+                              pads.take_front(rank), padsEnd, scalar.lowest());
+    Value init = filledTensor(rewriter, loc, resultType, scalar.lowest());
+    rewriter.replaceOp(op, buildWindowReduction(
+                               rewriter, loc, padded, init, op.getKernelShape(),
+                               op.getStrides(), op.getDilations(),
+                               /*isMax=*/true, isUnsigned));
+    return success();
+  }
+};
+
+/// How many positions of each window count towards an average: those
+/// inside the input, or inside the explicitly padded input with
+/// count_include_pad. Positions that ceil_mode adds never count.
+SmallVector<SmallVector<int64_t>> averageCounts(AveragePoolOp op) {
+  ArrayRef<int64_t> input = op.getInput().getType().getShape().drop_front(2);
+  ArrayRef<int64_t> output = op.getType().getShape().drop_front(2);
+  ArrayRef<int64_t> kernel = op.getKernelShape(), pads = op.getPads();
+  size_t rank = kernel.size();
+  SmallVector<SmallVector<int64_t>> counts(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t low = op.getCountIncludePad() ? -pads[i] : 0;
+    int64_t high = op.getCountIncludePad() ? input[i] + pads[rank + i] : input[i];
+    for (int64_t o = 0; o < output[i]; ++o) {
+      int64_t count = 0;
+      for (int64_t w = 0; w < kernel[i]; ++w) {
+        int64_t position = o * op.getStrides()[i] - pads[i] + w * op.getDilations()[i];
+        count += position >= low && position < high;
+      }
+      counts[i].push_back(count);
+    }
+  }
+  return counts;
+}
+
+struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AveragePoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    Type elementType = resultType.getElementType();
+    ScalarBuilder scalar(rewriter, loc, elementType, false);
+    size_t rank = op.getKernelShape().size();
+    ArrayRef<int64_t> pads = op.getPads();
+    ArrayRef<int64_t> outputSpatial = resultType.getShape().drop_front(2);
+    SmallVector<int64_t> extra = ceilModeExtra(
+        op.getInput().getType().getShape().drop_front(2), outputSpatial,
+        op.getKernelShape(), op.getStrides(), pads, op.getDilations());
+    SmallVector<int64_t> padsEnd(pads.drop_front(rank));
+    for (size_t i = 0; i < rank; ++i)
+      padsEnd[i] += extra[i];
+    Value padded = padSpatial(rewriter, loc, adaptor.getInput(),
+                              pads.take_front(rank), padsEnd,
+                              scalar.constant(0.0));
+    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    Value sums = buildWindowReduction(rewriter, loc, padded, init,
+                                      op.getKernelShape(), op.getStrides(),
+                                      op.getDilations(), /*isMax=*/false,
+                                      /*isUnsigned=*/false);
+
+    // The divisor of every output position, as a constant [O...] tensor
+    // unless all windows count the same.
+    SmallVector<SmallVector<int64_t>> counts = averageCounts(op);
+    SmallVector<double> divisors{1.0};
+    for (const SmallVector<int64_t> &axisCounts : counts) {
+      SmallVector<double> next;
+      for (double prefix : divisors)
+        for (int64_t count : axisCounts)
+          next.push_back(prefix * count);
+      divisors = std::move(next);
+    }
+    bool uniform = llvm::all_equal(divisors);
+    SmallVector<Value> operands{sums};
+    if (!uniform) {
+      auto divisorType = RankedTensorType::get(outputSpatial, elementType);
+      SmallVector<Attribute> values;
+      for (double divisor : divisors)
+        values.push_back(rewriter.getFloatAttr(elementType, divisor));
+      operands.push_back(arith::ConstantOp::create(
+          rewriter, loc, DenseElementsAttr::get(divisorType, values)));
+    }
+    double divisor = divisors.front();
+    Value result = buildElementwise(
+        rewriter, loc, resultType, operands,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          ScalarBuilder inner(b, nestedLoc, elementType, false);
+          return inner.div(args[0], uniform ? inner.constant(divisor) : args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GlobalAveragePoolLowering : OpConversionPattern<GlobalAveragePoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GlobalAveragePoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType inputType = op.getInput().getType();
+    RankedTensorType resultType = op.getType();
+    Type elementType = resultType.getElementType();
+    int64_t rank = inputType.getRank();
+    ScalarBuilder scalar(rewriter, loc, elementType, false);
+
+    // sums[n, c] = sum over the spatial axes.
+    auto sumType = RankedTensorType::get(inputType.getShape().take_front(2),
+                                         elementType);
+    Value init = filledTensor(rewriter, loc, sumType, scalar.constant(0.0));
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::reduction);
+    iterators[0] = iterators[1] = utils::IteratorType::parallel;
+    AffineMap sumMap = AffineMap::get(
+        rank, 0, {rewriter.getAffineDimExpr(0), rewriter.getAffineDimExpr(1)},
+        rewriter.getContext());
+    Value sums =
+        linalg::GenericOp::create(
+            rewriter, loc, sumType, adaptor.getInput(), init,
+            ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank), sumMap},
+            iterators,
+            [](OpBuilder &b, Location nestedLoc, ValueRange args) {
+              ScalarBuilder inner(b, nestedLoc, args[0].getType(), false);
+              linalg::YieldOp::create(b, nestedLoc, inner.add(args[1], args[0]));
+            })
+            .getResult(0);
+
+    double count = 1;
+    for (int64_t dim : inputType.getShape().drop_front(2))
+      count *= dim;
+    BroadcastOperand operand =
+        indexOperand(rewriter, loc, sums, {0, 1}, resultType.getShape());
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, resultType, operand.value,
+            emptyTensor(rewriter, loc, resultType),
+            ArrayRef<AffineMap>{operand.map, rewriter.getMultiDimIdentityMap(rank)},
+            parallel,
+            [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+              ScalarBuilder inner(b, nestedLoc, elementType, false);
+              linalg::YieldOp::create(
+                  b, nestedLoc, inner.div(args[0], inner.constant(count)));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateWindowToLinalgPatterns(const TypeConverter &converter,
+                                    RewritePatternSet &patterns) {
+  patterns.add<ConvLowering, MaxPoolLowering, AveragePoolLowering,
+               GlobalAveragePoolLowering>(converter, patterns.getContext());
+}
+
+} // namespace tessel

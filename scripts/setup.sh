@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+#===- scripts/setup.sh - Install everything Tessel needs, idempotently -----===#
+#
+# Installs the Debian packages (LLVM/MLIR 22, lld, ONNX, FlatBuffers, CLI11,
+# GoogleTest, build tools, the CPU build of torch for exporting test models)
+# and creates the project's Python virtual environment (.venv) with onnx,
+# numpy and onnxruntime from PyPI. Running it again installs only what is
+# missing, so `make demo` and `make test` call it every time.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$repo_root/.venv"
+
+debian_packages=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools liblld-22-dev lld-22
+  clang-22 libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev
+  cmake ninja-build ccache python3-venv python3-torch python3-torchvision
+)
+python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.23.2)
+
+missing=()
+for package in "${debian_packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}"
+fi
+
+# The venv uses the `python3` on PATH (pip's interpreter); Debian's
+# /usr/bin/python3 keeps torch for exporting models.
+stamp="$venv/.tessel-requirements"
+wanted="${python_packages[*]}"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
+  echo "setup: creating Python environment in $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${python_packages[@]}"
+  echo "$wanted" > "$stamp"
+fi
