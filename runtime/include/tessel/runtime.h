@@ -1,0 +1,198 @@
+/*===- runtime.h - The Tessel runtime C API -------------------------------===*
+ *
+ * Loads a compiled model (.tsl artifact) and runs it. The API is C so that
+ * any language can bind it; runtime.hpp wraps it for C++.
+ *
+ * Conventions
+ *   - Every fallible call returns a tsl_status: NULL means success; anything
+ *     else is an error the caller owns and frees with tsl_status_free.
+ *     Errors never abort the process.
+ *   - Results are written through out_ parameters, and only on success.
+ *   - Objects are reference counted: create/load returns one reference,
+ *     retain adds one, release drops one and frees at zero.
+ *   - Thread safety is stated per object below.
+ *
+ * Typical use
+ *   tsl_module *module;    tsl_module_load_file("model.tsl", &module);
+ *   tsl_session *session;  tsl_session_create(module, NULL, &session);
+ *   tsl_tensor *input;     tsl_tensor_wrap(TSL_F32, shape, 4, data, bytes, &input);
+ *   tsl_tensor *output = NULL;
+ *   tsl_session_run(session, &input, 1, &output, 1);
+ *   ... tsl_tensor_data(output) ...
+ *   tsl_tensor_release(output); tsl_tensor_release(input);
+ *   tsl_session_release(session); tsl_module_release(module);
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TESSEL_RUNTIME_H
+#define TESSEL_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSL_API __attribute__((visibility("default")))
+
+/*===----------------------------------------------------------------------===*
+ * Status
+ *===----------------------------------------------------------------------===*/
+
+typedef enum tsl_status_code {
+  TSL_OK = 0,
+  TSL_INVALID_ARGUMENT = 1, /* a bad parameter: NULL, wrong dtype or shape */
+  TSL_INVALID_ARTIFACT = 2, /* the file failed verification */
+  TSL_UNSUPPORTED = 3,      /* a format version, device or dtype unknown here */
+  TSL_NOT_FOUND = 4,        /* a file or name that does not exist */
+  TSL_IO_ERROR = 5,         /* reading a file failed */
+  TSL_OUT_OF_MEMORY = 6,
+  TSL_UNAVAILABLE = 7,      /* the requested device is not present */
+  TSL_INTERNAL = 8,         /* a bug in Tessel */
+} tsl_status_code;
+
+/* An error; NULL is success. */
+typedef struct tsl_status_t *tsl_status;
+
+/* TSL_OK for NULL. */
+TSL_API tsl_status_code tsl_status_get_code(tsl_status status);
+/* The message, valid until the status is freed; "" for NULL. */
+TSL_API const char *tsl_status_get_message(tsl_status status);
+/* Frees an error; NULL is a no-op. */
+TSL_API void tsl_status_free(tsl_status status);
+/* "INVALID_ARGUMENT", ... */
+TSL_API const char *tsl_status_code_name(tsl_status_code code);
+
+/*===----------------------------------------------------------------------===*
+ * Element types (the artifact schema's DType)
+ *===----------------------------------------------------------------------===*/
+
+typedef enum tsl_dtype {
+  TSL_F32 = 0, TSL_F64 = 1, TSL_F16 = 2, TSL_BF16 = 3,
+  TSL_I8 = 4, TSL_I16 = 5, TSL_I32 = 6, TSL_I64 = 7,
+  TSL_U8 = 8, TSL_U16 = 9, TSL_U32 = 10, TSL_U64 = 11,
+  TSL_BOOL = 12,
+} tsl_dtype;
+
+/* Bytes per element; 0 for a value outside the enum. */
+TSL_API size_t tsl_dtype_size(tsl_dtype dtype);
+/* "f32", "u8", "bool", ...; "invalid" outside the enum. */
+TSL_API const char *tsl_dtype_name(tsl_dtype dtype);
+
+/*===----------------------------------------------------------------------===*
+ * Modules: a verified, loaded artifact. Immutable once loaded: any number
+ * of threads may use one module (through their own sessions) at once.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct tsl_module_t tsl_module;
+
+/* Reads and verifies an artifact file. */
+TSL_API tsl_status tsl_module_load_file(const char *path,
+                                        tsl_module **out_module);
+/* Verifies and loads an artifact from memory; the bytes are copied, so the
+ * caller may free them once this returns. */
+TSL_API tsl_status tsl_module_load_memory(const void *data, size_t size,
+                                          tsl_module **out_module);
+TSL_API void tsl_module_retain(tsl_module *module);
+TSL_API void tsl_module_release(tsl_module *module);
+
+/* A tensor of the model's signature. The pointers stay valid while the
+ * module is alive. */
+typedef struct tsl_tensor_info {
+  const char *name;
+  tsl_dtype dtype;
+  size_t rank;
+  const int64_t *shape;
+} tsl_tensor_info;
+
+TSL_API size_t tsl_module_input_count(const tsl_module *module);
+TSL_API size_t tsl_module_output_count(const tsl_module *module);
+TSL_API tsl_status tsl_module_input_info(const tsl_module *module, size_t index,
+                                         tsl_tensor_info *out_info);
+TSL_API tsl_status tsl_module_output_info(const tsl_module *module,
+                                          size_t index,
+                                          tsl_tensor_info *out_info);
+/* Provenance recorded by the compiler: key is one of "compiler_version",
+ * "model_hash", "options", "model_name". Returns "" when absent; the string
+ * lives as long as the module. */
+TSL_API const char *tsl_module_provenance(const tsl_module *module,
+                                          const char *key);
+
+/*===----------------------------------------------------------------------===*
+ * Tensors: a dtype, a shape and host memory. A tensor may be shared between
+ * threads for reading; writing its data while a session reads it is a race.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct tsl_tensor_t tsl_tensor;
+
+/* A tensor with zeroed, 64-byte aligned memory owned by the runtime. */
+TSL_API tsl_status tsl_tensor_allocate(tsl_dtype dtype, const int64_t *shape,
+                                       size_t rank, tsl_tensor **out_tensor);
+/* A tensor over caller memory of `byte_size` bytes, which must equal the
+ * shape's size and must outlive the tensor. The runtime never frees it. */
+TSL_API tsl_status tsl_tensor_wrap(tsl_dtype dtype, const int64_t *shape,
+                                   size_t rank, void *data, size_t byte_size,
+                                   tsl_tensor **out_tensor);
+TSL_API void tsl_tensor_retain(tsl_tensor *tensor);
+TSL_API void tsl_tensor_release(tsl_tensor *tensor);
+TSL_API tsl_dtype tsl_tensor_dtype(const tsl_tensor *tensor);
+TSL_API size_t tsl_tensor_rank(const tsl_tensor *tensor);
+TSL_API const int64_t *tsl_tensor_shape(const tsl_tensor *tensor);
+TSL_API void *tsl_tensor_data(tsl_tensor *tensor);
+TSL_API size_t tsl_tensor_byte_size(const tsl_tensor *tensor);
+
+/*===----------------------------------------------------------------------===*
+ * Devices
+ *===----------------------------------------------------------------------===*/
+
+/* Whether a device ("cpu", "cuda", "npu") can run sessions in this process.
+ * On failure the status says why (e.g. no libcuda). Never aborts. */
+TSL_API tsl_status tsl_device_check(const char *device);
+
+/*===----------------------------------------------------------------------===*
+ * Sessions: what one thread needs to run a module (intermediate memory,
+ * worker threads). A session runs one call at a time; run a module from
+ * several threads at once with one session per thread.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct tsl_session_t tsl_session;
+
+typedef struct tsl_session_options {
+  /* Threads that run kernels, the calling one included; 0 means one per
+   * available core. */
+  uint32_t thread_count;
+  /* The device to run on; NULL means "cpu". */
+  const char *device;
+} tsl_session_options;
+
+/* Fills the defaults. */
+TSL_API void tsl_session_options_init(tsl_session_options *options);
+
+/* Creates a session; it keeps a reference to the module. `options` may be
+ * NULL for the defaults. */
+TSL_API tsl_status tsl_session_create(tsl_module *module,
+                                      const tsl_session_options *options,
+                                      tsl_session **out_session);
+TSL_API void tsl_session_retain(tsl_session *session);
+TSL_API void tsl_session_release(tsl_session *session);
+
+/* Runs the model once.
+ *   inputs   one tensor per model input, in signature order, each of the
+ *            signature's dtype and shape (else TSL_INVALID_ARGUMENT naming
+ *            the input and what differs).
+ *   outputs  an array of output_count slots, one per model output. A NULL
+ *            slot receives a new runtime-allocated tensor that the caller
+ *            releases; a non-NULL slot must match the signature and is
+ *            written in place.
+ * On failure no NULL slot is filled. */
+TSL_API tsl_status tsl_session_run(tsl_session *session,
+                                   tsl_tensor *const *inputs,
+                                   size_t input_count, tsl_tensor **outputs,
+                                   size_t output_count);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSEL_RUNTIME_H */

@@ -1,0 +1,33 @@
+//===- Passes.h - x86 code generation passes --------------------*- C++ -*-===//
+
+#ifndef TESSEL_TARGETS_X86_PASSES_H
+#define TESSEL_TARGETS_X86_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace tessel::x86 {
+
+#define GEN_PASS_DECL
+#include "targets/x86/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "targets/x86/Passes.h.inc"
+
+/// Attributes the passes leave on kernel functions for the target to read.
+inline constexpr llvm::StringLiteral kWorkgroupCountAttr = "tessel.workgroup_count";
+inline constexpr llvm::StringLiteral kScratchBytesAttr = "tessel.scratch_bytes";
+inline constexpr llvm::StringLiteral kBindingCountAttr = "tessel.binding_count";
+
+/// Suffix of the exported entry of each kernel.
+inline constexpr llvm::StringLiteral kEntrySuffix = "_entry";
+
+/// Kernels on tensors (linalg) -> LLVM dialect with exported entries.
+void buildX86CodegenPipeline(mlir::OpPassManager &pm);
+
+void registerX86Pipelines();
+
+} // namespace tessel::x86
+
+#endif // TESSEL_TARGETS_X86_PASSES_H

@@ -1,0 +1,76 @@
+//===- Passes.td - x86 code generation passes -----------------*- tablegen -*-===//
+
+#ifndef TESSEL_TARGETS_X86_PASSES
+#define TESSEL_TARGETS_X86_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::FuncOp"> {
+  let summary = "Tile each kernel into workgroups and fuse its producers";
+  let description = [{
+    Finds the op that computes a kernel's result, tiles its parallel loops
+    into an `scf.forall` of workgroups sized from a cost estimate, and fuses
+    every producer in the kernel into the tile (Conv+Add+Relu computes one
+    output tile at a time). Workgroups are what the runtime's thread pool
+    spreads over its threads.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"maxWorkgroups", "max-workgroups", "int64_t", "64",
+           "Upper bound on the number of workgroups of one kernel">,
+    Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", "65536",
+           "Iterations of the loop nest below which a kernel is not split">,
+  ];
+}
+
+def TesselX86WorkgroupLoopPass : Pass<"tessel-x86-workgroup-loop", "mlir::func::FuncOp"> {
+  let summary = "Turn a kernel's workgroup forall into a loop over a range";
+  let description = [{
+    After bufferization, a kernel whose work is one `scf.forall` gets two
+    index arguments, [begin, end), and runs workgroups begin..end-1 of the
+    forall's linearized iteration space; the count is recorded in the
+    `tessel.workgroup_count` attribute. A kernel with work outside such a
+    forall is one workgroup. This is the CPU half of the dispatch ABI in
+    runtime/schema/KernelAbi.h.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::scf::SCFDialect"];
+}
+
+def TesselX86ScratchPass : Pass<"tessel-x86-scratch", "mlir::func::FuncOp"> {
+  let summary = "Carve a kernel's temporary buffers out of per-thread scratch";
+  let description = [{
+    Replaces every static `memref.alloc` of a kernel by a view into a
+    scratch buffer passed as the kernel's last argument, which the runtime
+    gives each thread once. The total, 64-byte aligned, is recorded in the
+    `tessel.scratch_bytes` attribute. Kernels thus never allocate, never
+    free and never depend on the caller's stack size.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
+def TesselX86ExpandToPrimitivesPass
+    : Pass<"tessel-x86-expand-to-primitives", "mlir::func::FuncOp"> {
+  let summary = "Replace ops that would need a support library";
+  let description = [{
+    The shared object that x86 kernels compile to must not depend on MLIR's
+    runner utilities or on libm's scalar calls in hot loops: `memref.copy`
+    becomes `linalg.copy` (then loops), and transcendental `math` ops become
+    polynomial approximations that vectorize.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
+                           "mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
+}
+
+def TesselX86EntryPointsPass : Pass<"tessel-x86-entry-points", "mlir::ModuleOp"> {
+  let summary = "Export each lowered kernel through the CPU dispatch ABI";
+  let description = [{
+    For every kernel (an `llvm.func` carrying `tessel.workgroup_count`),
+    emits an exported function
+    `void <kernel>_entry(void *const *bindings, int64_t begin, int64_t end, void *scratch)`
+    that loads the kernel's buffer pointers from the bindings table and
+    calls it. The kernels themselves become internal and are inlined.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+#endif // TESSEL_TARGETS_X86_PASSES

@@ -1,0 +1,121 @@
+//===- WorkgroupLoop.cpp - Run a range of workgroups per call -------------===//
+
+#include "targets/x86/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace tessel::x86 {
+#define GEN_PASS_DEF_TESSELX86WORKGROUPLOOPPASS
+#include "targets/x86/Passes.h.inc"
+} // namespace tessel::x86
+
+using namespace mlir;
+
+namespace tessel::x86 {
+namespace {
+
+/// The kernel's only unit of work: a top-level forall with everything else
+/// in the body being free of side effects or an allocation.
+scf::ForallOp findWorkgroupForall(func::FuncOp function) {
+  scf::ForallOp found;
+  for (Operation &op : function.front().without_terminator()) {
+    if (auto forall = dyn_cast<scf::ForallOp>(op)) {
+      if (found)
+        return {};
+      found = forall;
+      continue;
+    }
+    if (!isMemoryEffectFree(&op) && !isa<memref::AllocOp>(op))
+      return {};
+  }
+  return found;
+}
+
+/// Static trip counts of the forall's loops, or nullopt if any is dynamic.
+std::optional<SmallVector<int64_t>> tripCounts(scf::ForallOp forall) {
+  SmallVector<int64_t> counts;
+  for (auto [lb, ub, step] :
+       llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+                 forall.getMixedStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return std::nullopt;
+    counts.push_back(llvm::divideCeil(*u - *l, *s));
+  }
+  return counts;
+}
+
+struct TesselX86WorkgroupLoopPass
+    : impl::TesselX86WorkgroupLoopPassBase<TesselX86WorkgroupLoopPass> {
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    if (function.isExternal())
+      return;
+    MLIRContext *context = &getContext();
+    Location loc = function.getLoc();
+    IndexType index = IndexType::get(context);
+    unsigned beginPos = function.getNumArguments();
+    if (failed(function.insertArguments({beginPos, beginPos}, {index, index},
+                                        {DictionaryAttr{}, DictionaryAttr{}},
+                                        {loc, loc})))
+      return signalPassFailure();
+    Value begin = function.getArgument(beginPos);
+    Value end = function.getArgument(beginPos + 1);
+
+    Block &body = function.front();
+    OpBuilder builder(context);
+    scf::ForallOp forall = findWorkgroupForall(function);
+    std::optional<SmallVector<int64_t>> counts;
+    if (forall)
+      counts = tripCounts(forall);
+    int64_t workgroups = 1;
+
+    if (forall && counts) {
+      for (int64_t count : *counts)
+        workgroups *= count;
+      builder.setInsertionPoint(forall);
+      Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+      auto loop = scf::ForOp::create(builder, loc, begin, end, one);
+      builder.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> indices{loop.getInductionVar()};
+      if (counts->size() > 1)
+        indices = affine::AffineDelinearizeIndexOp::create(
+                      builder, loc, loop.getInductionVar(), *counts)
+                      .getResults();
+      IRMapping mapping;
+      for (auto [iv, idx, lb, step] :
+           llvm::zip(forall.getInductionVars(), indices,
+                     forall.getMixedLowerBound(), forall.getMixedStep())) {
+        Value lower = getValueOrCreateConstantIndexOp(builder, loc, lb);
+        Value stride = getValueOrCreateConstantIndexOp(builder, loc, step);
+        Value scaled = arith::MulIOp::create(builder, loc, idx, stride);
+        mapping.map(iv, arith::AddIOp::create(builder, loc, lower, scaled));
+      }
+      for (Operation &op : forall.getBody()->without_terminator())
+        builder.clone(op, mapping);
+      forall.erase();
+    } else {
+      // One workgroup: the whole body runs when 0 is in [begin, end).
+      SmallVector<Operation *> work;
+      for (Operation &op : body.without_terminator())
+        work.push_back(&op);
+      builder.setInsertionPoint(body.getTerminator());
+      Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+      auto loop = scf::ForOp::create(builder, loc, begin, end, one);
+      for (Operation *op : work)
+        op->moveBefore(loop.getBody()->getTerminator());
+    }
+    function->setAttr(kWorkgroupCountAttr,
+                      builder.getI64IntegerAttr(workgroups));
+  }
+};
+
+} // namespace
+} // namespace tessel::x86

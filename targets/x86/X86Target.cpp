@@ -1,0 +1,187 @@
+//===- X86Target.cpp - The x86 CPU target ---------------------------------===//
+
+#include "targets/x86/X86Target.h"
+#include "targets/x86/Linker.h"
+#include "targets/x86/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+using namespace mlir;
+
+namespace tessel {
+namespace {
+
+constexpr llvm::StringLiteral kTriple = "x86_64-unknown-linux-gnu";
+
+/// "+avx2,+fma,-avx512f,..." for the CPU this compiler runs on.
+std::string hostFeatures() {
+  std::string features;
+  for (const auto &feature : llvm::sys::getHostCPUFeatures()) {
+    if (!features.empty())
+      features += ",";
+    features += (feature.getValue() ? "+" : "-") + feature.getKey().str();
+  }
+  return features;
+}
+
+llvm::OptimizationLevel optimizationLevel(int level) {
+  switch (level) {
+  case 0:
+    return llvm::OptimizationLevel::O0;
+  case 1:
+    return llvm::OptimizationLevel::O1;
+  case 2:
+    return llvm::OptimizationLevel::O2;
+  default:
+    return llvm::OptimizationLevel::O3;
+  }
+}
+
+void optimize(llvm::Module &module, llvm::TargetMachine &machine,
+              int optLevel) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  llvm::ModulePassManager pipeline =
+      optLevel == 0
+          ? builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
+          : builder.buildPerModuleDefaultPipeline(optimizationLevel(optLevel));
+  pipeline.run(module, modules);
+}
+
+LogicalResult emit(llvm::Module &module, llvm::TargetMachine &machine,
+                   llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out) {
+  llvm::raw_svector_ostream stream(out);
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, stream, nullptr, kind))
+    return failure();
+  codegen.run(module);
+  return success();
+}
+
+class X86Target final : public Target {
+public:
+  llvm::StringRef name() const override { return "x86"; }
+  DeviceKind device() const override { return DeviceKind::Cpu; }
+
+  FailureOr<Executable> compile(ModuleOp kernels,
+                                const TargetOptions &options) override {
+    MLIRContext *context = kernels.getContext();
+    PassManager pm(context);
+    x86::buildX86CodegenPipeline(pm);
+    if (failed(pm.run(kernels)))
+      return failure();
+
+    Executable executable;
+    executable.device = DeviceKind::Cpu;
+    executable.format = ExecutableFormat::ElfSharedObject;
+    for (auto entry : kernels.getOps<LLVM::LLVMFuncOp>()) {
+      auto bindings = entry->getAttrOfType<IntegerAttr>(x86::kBindingCountAttr);
+      if (!bindings)
+        continue;
+      KernelEntry info;
+      info.symbol = entry.getName().str();
+      info.kernel = entry.getName().drop_back(x86::kEntrySuffix.size()).str();
+      info.bindingCount = bindings.getInt();
+      info.workgroupCount =
+          entry->getAttrOfType<IntegerAttr>(x86::kWorkgroupCountAttr).getInt();
+      info.scratchBytes =
+          entry->getAttrOfType<IntegerAttr>(x86::kScratchBytesAttr).getInt();
+      executable.entries.push_back(std::move(info));
+    }
+
+    FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+        createMachine(kernels, options);
+    if (failed(machine))
+      return failure();
+
+    registerBuiltinDialectTranslation(*context);
+    registerLLVMDialectTranslation(*context);
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> module =
+        translateModuleToLLVMIR(kernels, llvmContext, "tessel_kernels");
+    if (!module)
+      return kernels.emitError("translating the kernels to LLVM IR failed");
+    module->setTargetTriple(llvm::Triple(kTriple));
+    module->setDataLayout((*machine)->createDataLayout());
+    optimize(*module, **machine, options.optLevel);
+    if (options.llvmIR)
+      module->print(*options.llvmIR, nullptr);
+    if (options.assembly) {
+      std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
+      llvm::SmallVector<char> text;
+      if (failed(emit(*copy, **machine, llvm::CodeGenFileType::AssemblyFile,
+                      text)))
+        return kernels.emitError("the x86 backend cannot emit assembly");
+      options.assembly->write(text.data(), text.size());
+    }
+
+    llvm::SmallVector<char> object;
+    if (failed(emit(*module, **machine, llvm::CodeGenFileType::ObjectFile,
+                    object)))
+      return kernels.emitError("the x86 backend cannot emit an object file");
+    llvm::Expected<std::vector<uint8_t>> linked = x86::linkSharedObject(object);
+    if (!linked)
+      return kernels.emitError("linking the kernels failed: ")
+             << llvm::toString(linked.takeError());
+    executable.binary = std::move(*linked);
+    return executable;
+  }
+
+private:
+  FailureOr<std::unique_ptr<llvm::TargetMachine>>
+  createMachine(ModuleOp kernels, const TargetOptions &options) {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    llvm::Triple triple(kTriple);
+    std::string error;
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target)
+      return kernels.emitError("LLVM has no x86 backend: ") << error;
+    bool host = options.cpu.empty() || options.cpu == "native";
+    std::string cpu = host ? llvm::sys::getHostCPUName().str() : options.cpu;
+    std::string features = host ? hostFeatures() : "";
+    llvm::TargetOptions targetOptions;
+    // Fused multiply-add is what the FMA units are for; it only rounds once.
+    targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+    std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+        triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+        options.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                              : llvm::CodeGenOptLevel::Aggressive));
+    if (!machine)
+      return kernels.emitError("unknown x86 CPU '") << cpu << "'";
+    if (!host && !machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
+      return kernels.emitError("unknown x86 CPU '")
+             << cpu << "' (see `llc -march=x86-64 -mcpu=help`)";
+    return machine;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Target> createX86Target() { return std::make_unique<X86Target>(); }
+
+} // namespace tessel
