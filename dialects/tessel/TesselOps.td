@@ -47,7 +47,7 @@ def Tessel_FloatTensor : RankedTensorOf<[AnyFloat]>;
 /// Elementwise binary arithmetic with multidirectional (numpy) broadcasting.
 class Tessel_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
     : Tessel_Op<mnemonic, !listconcat(traits, [
-          InferTypeOpAdaptor, ResultsBroadcastableShape,
+          InferTypeOpAdaptor,
           AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
   let arguments = (ins Tessel_Tensor:$lhs, Tessel_Tensor:$rhs);
   let results = (outs Tessel_Tensor:$result);

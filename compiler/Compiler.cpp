@@ -1,0 +1,220 @@
+//===- Compiler.cpp - Compile an ONNX model into a Tessel artifact --------===//
+
+#include "compiler/Compiler.h"
+#include "compiler/HostPlan.h"
+#include "compiler/Registration.h"
+#include "compiler/artifact/ArtifactWriter.h"
+#include "passes/Passes.h"
+#include "passes/Pipelines.h"
+#include "runtime/schema/Checksum.h"
+#include "targets/x86/X86Target.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace tessel {
+
+llvm::StringRef compilerVersion() { return "tessel 0.1.0 (LLVM " LLVM_VERSION_STRING ")"; }
+
+std::vector<std::string> availableTargets() { return {"x86"}; }
+
+namespace {
+
+std::unique_ptr<Target> createTarget(llvm::StringRef name) {
+  if (name == "x86")
+    return createX86Target();
+  return nullptr;
+}
+
+llvm::Error compileError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// "node 'conv1'" or "kernel of nodes 'conv1', 'relu1'" for a location.
+void describeLocation(Location loc, SmallVectorImpl<std::string> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    names.push_back(name.getName().str());
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      describeLocation(inner, names);
+  } else if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
+    describeLocation(callSite.getCallee(), names);
+  }
+}
+
+std::string formatDiagnostic(Diagnostic &diagnostic) {
+  SmallVector<std::string> names;
+  describeLocation(diagnostic.getLocation(), names);
+  std::string where;
+  for (const std::string &name : names)
+    where += (where.empty() ? "'" : ", '") + name + "'";
+  std::string text = where.empty() ? "" : (names.size() == 1 ? "node " : "nodes ") + where + ": ";
+  text += diagnostic.str();
+  for (Diagnostic &note : diagnostic.getNotes())
+    text += "\n    note: " + note.str();
+  return text;
+}
+
+/// Collects error diagnostics so that a failed pass becomes one llvm::Error.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext &context)
+      : handler(&context, [this](Diagnostic &diagnostic) {
+          if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+            messages.push_back(formatDiagnostic(diagnostic));
+          return success();
+        }) {}
+
+  llvm::Error error(const llvm::Twine &what) {
+    std::string message = what.str();
+    for (const std::string &text : messages)
+      message += "\n  " + text;
+    messages.clear();
+    return compileError(message);
+  }
+
+private:
+  ScopedDiagnosticHandler handler;
+  std::vector<std::string> messages;
+};
+
+llvm::Expected<std::vector<TensorSignature>>
+signatureOf(func::FuncOp main, bool results) {
+  std::vector<TensorSignature> tensors;
+  TypeRange types = results ? main.getResultTypes() : main.getArgumentTypes();
+  for (auto [i, type] : llvm::enumerate(types)) {
+    auto tensor = cast<RankedTensorType>(type);
+    auto name = results ? main.getResultAttrOfType<StringAttr>(i, kValueNameAttr)
+                        : main.getArgAttrOfType<StringAttr>(i, kValueNameAttr);
+    std::optional<uint8_t> dtype = artifactDType(tensor.getElementType());
+    std::string label = name ? name.str() : std::to_string(i);
+    if (!dtype)
+      return compileError("model " + Twine(results ? "output" : "input") + " '" +
+                          label + "' has an element type the artifact cannot hold");
+    tensors.push_back({label, *dtype, std::vector<int64_t>(tensor.getShape().begin(),
+                                                          tensor.getShape().end())});
+  }
+  return tensors;
+}
+
+std::string modelHash(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!file)
+    return "";
+  llvm::StringRef bytes = (*file)->getBuffer();
+  return llvm::formatv("{0:x16}", schema::checksum64(bytes.data(), bytes.size()))
+      .str();
+}
+
+} // namespace
+
+llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
+                         EmitKind emit, llvm::raw_ostream &out) {
+  std::unique_ptr<Target> target = createTarget(options.target);
+  if (!target)
+    return compileError("unknown target '" + options.target +
+                        "' (available: x86)");
+  auto progress = [&](const llvm::Twine &stage) {
+    if (options.progress)
+      options.progress(stage.str());
+  };
+
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  DiagnosticCollector diagnostics(context);
+
+  progress("importing " + modelPath);
+  llvm::Expected<OwningOpRef<ModuleOp>> imported =
+      importOnnxModel(context, modelPath, options.import);
+  if (!imported)
+    return imported.takeError();
+  ModuleOp module = imported->get();
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  llvm::Expected<std::vector<TensorSignature>> inputs = signatureOf(main, false);
+  if (!inputs)
+    return inputs.takeError();
+  llvm::Expected<std::vector<TensorSignature>> outputs = signatureOf(main, true);
+  if (!outputs)
+    return outputs.takeError();
+
+  progress("optimizing the graph");
+  PassManager graph(&context);
+  GraphPipelineOptions graphOptions;
+  graphOptions.optLevel = options.optLevel;
+  buildGraphPipeline(graph, graphOptions);
+  if (failed(graph.run(module)))
+    return diagnostics.error("graph optimization failed:");
+  auto printModule = [&] {
+    module.print(out, OpPrintingFlags().elideLargeElementsAttrs(16));
+    return llvm::Error::success();
+  };
+  if (emit == EmitKind::Tessel)
+    return printModule();
+
+  PassManager lowering(&context);
+  buildLinalgPipeline(lowering);
+  if (failed(lowering.run(module)))
+    return diagnostics.error("lowering to linalg failed:");
+  if (emit == EmitKind::Linalg)
+    return printModule();
+
+  FailureOr<HostPlan> plan = planHost(main);
+  if (failed(plan))
+    return diagnostics.error("planning the host schedule failed:");
+
+  // The kernels go to the target in a module of their own.
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  OpBuilder builder(kernels->getBodyRegion());
+  size_t kernelCount = 0;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (function->hasAttr(kKernelAttrName)) {
+      builder.clone(*function);
+      ++kernelCount;
+    }
+  progress("generating " + target->name() + " code for " + Twine(kernelCount) +
+           " kernels");
+  TargetOptions targetOptions;
+  targetOptions.optLevel = options.optLevel;
+  targetOptions.cpu = options.cpu;
+  std::string text;
+  llvm::raw_string_ostream textStream(text);
+  if (emit == EmitKind::LLVMIR)
+    targetOptions.llvmIR = &textStream;
+  if (emit == EmitKind::Assembly)
+    targetOptions.assembly = &textStream;
+  FailureOr<Executable> executable = target->compile(*kernels, targetOptions);
+  if (failed(executable))
+    return diagnostics.error("code generation for " + target->name() + " failed:");
+  if (emit != EmitKind::Artifact) {
+    out << text;
+    return llvm::Error::success();
+  }
+
+  progress("writing the artifact");
+  ArtifactContents contents;
+  contents.inputs = std::move(*inputs);
+  contents.outputs = std::move(*outputs);
+  contents.plan = &*plan;
+  contents.executables.push_back(std::move(*executable));
+  contents.provenance = {compilerVersion().str(), modelHash(modelPath),
+                         options.commandLine,
+                         llvm::sys::path::stem(modelPath).str()};
+  llvm::Expected<std::vector<uint8_t>> bytes = serializeArtifact(contents);
+  if (!bytes)
+    return bytes.takeError();
+  out.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
+  return llvm::Error::success();
+}
+
+} // namespace tessel

@@ -1,0 +1,56 @@
+//===- Compiler.h - Compile an ONNX model into a Tessel artifact -*- C++ -*-===//
+//
+// The C++ compile API: ONNX file in, artifact (or an intermediate form) out.
+// tessel-compile is a thin command line around it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_COMPILER_COMPILER_H
+#define TESSEL_COMPILER_COMPILER_H
+
+#include "compiler/onnx/OnnxImporter.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <string>
+
+namespace tessel {
+
+/// What compileModel produces.
+enum class EmitKind {
+  Tessel,   // the tessel dialect after graph optimization and kernel formation
+  Linalg,   // the shared linalg-on-tensors form
+  LLVMIR,   // the target's optimized LLVM IR
+  Assembly, // the target's assembly
+  Artifact, // the .tsl file
+};
+
+struct CompileOptions {
+  std::string target = "x86";
+  int optLevel = 3;
+  /// CPU to generate code for; empty means the host.
+  std::string cpu;
+  ImportOptions import;
+  /// Recorded in the artifact's provenance.
+  std::string commandLine;
+  /// Called at the start of each stage with a one-line description.
+  std::function<void(llvm::StringRef)> progress;
+};
+
+/// The names of the targets compileModel accepts.
+std::vector<std::string> availableTargets();
+
+/// Compiles `modelPath` and writes `emit` to `out`. An error carries every
+/// diagnostic (for an unsupported model, every unsupported node); nothing is
+/// written to `out` before the requested form is complete.
+llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
+                         EmitKind emit, llvm::raw_ostream &out);
+
+/// The version string recorded in artifacts.
+llvm::StringRef compilerVersion();
+
+} // namespace tessel
+
+#endif // TESSEL_COMPILER_COMPILER_H

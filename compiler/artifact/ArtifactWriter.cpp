@@ -1,0 +1,149 @@
+//===- ArtifactWriter.cpp - Serialize a compiled model to .tsl ------------===//
+
+#include "compiler/artifact/ArtifactWriter.h"
+
+#include "runtime/schema/Artifact.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace tessel {
+
+namespace fb = flatbuffers;
+namespace sc = tessel::schema;
+
+std::optional<uint8_t> artifactDType(mlir::Type type) {
+  auto dtype = [](sc::DType value) { return static_cast<uint8_t>(value); };
+  if (type.isF32())
+    return dtype(sc::DType_f32);
+  if (type.isF64())
+    return dtype(sc::DType_f64);
+  if (type.isF16())
+    return dtype(sc::DType_f16);
+  if (type.isBF16())
+    return dtype(sc::DType_bf16);
+  if (type.isInteger(1))
+    return dtype(sc::DType_bool_);
+  auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
+  if (!integer)
+    return std::nullopt;
+  bool isUnsigned = integer.isUnsigned();
+  switch (integer.getWidth()) {
+  case 8:
+    return dtype(isUnsigned ? sc::DType_u8 : sc::DType_i8);
+  case 16:
+    return dtype(isUnsigned ? sc::DType_u16 : sc::DType_i16);
+  case 32:
+    return dtype(isUnsigned ? sc::DType_u32 : sc::DType_i32);
+  case 64:
+    return dtype(isUnsigned ? sc::DType_u64 : sc::DType_i64);
+  default:
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+template <typename T>
+fb::Offset<fb::Vector<uint8_t>> alignedBytes(fb::FlatBufferBuilder &builder,
+                                             const std::vector<T> &bytes) {
+  builder.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), sc::kAlignment);
+  return builder.CreateVector(reinterpret_cast<const uint8_t *>(bytes.data()),
+                              bytes.size());
+}
+
+fb::Offset<fb::Vector<fb::Offset<sc::TensorSignature>>>
+signatures(fb::FlatBufferBuilder &builder,
+           const std::vector<TensorSignature> &tensors) {
+  std::vector<fb::Offset<sc::TensorSignature>> result;
+  for (const TensorSignature &tensor : tensors)
+    result.push_back(sc::CreateTensorSignature(
+        builder, builder.CreateString(tensor.name),
+        static_cast<sc::DType>(tensor.dtype), builder.CreateVector(tensor.shape)));
+  return builder.CreateVector(result);
+}
+
+} // namespace
+
+llvm::Expected<std::vector<uint8_t>>
+serializeArtifact(const ArtifactContents &contents) {
+  const HostPlan &plan = *contents.plan;
+  fb::FlatBufferBuilder builder(1 << 20);
+
+  // Where each kernel's entry lives.
+  llvm::StringMap<std::pair<uint32_t, uint32_t>> entryOf;
+  std::vector<fb::Offset<sc::Executable>> executables;
+  for (auto [e, executable] : llvm::enumerate(contents.executables)) {
+    std::vector<fb::Offset<sc::KernelEntry>> entries;
+    for (auto [i, entry] : llvm::enumerate(executable.entries)) {
+      entryOf[entry.kernel] = {static_cast<uint32_t>(e), static_cast<uint32_t>(i)};
+      entries.push_back(sc::CreateKernelEntry(
+          builder, builder.CreateString(entry.symbol), entry.workgroupCount,
+          entry.bindingCount, entry.scratchBytes));
+    }
+    auto binary = alignedBytes(builder, executable.binary);
+    auto entryVector = builder.CreateVector(entries);
+    executables.push_back(sc::CreateExecutable(
+        builder, static_cast<sc::DeviceKind>(executable.device),
+        static_cast<sc::ExecutableFormat>(executable.format), binary,
+        entryVector));
+  }
+
+  std::vector<fb::Offset<sc::ScheduleStep>> steps;
+  for (const HostStep &step : plan.steps) {
+    if (const auto *dispatch = std::get_if<DispatchPlan>(&step)) {
+      auto it = entryOf.find(dispatch->kernel);
+      if (it == entryOf.end())
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "no executable provides kernel %s",
+                                       dispatch->kernel.c_str());
+      auto bindings = builder.CreateVector(dispatch->bindings);
+      auto dispatchStep = sc::CreateDispatchStep(builder, it->second.first,
+                                                 it->second.second, bindings);
+      steps.push_back(sc::CreateScheduleStep(builder, sc::Step_DispatchStep,
+                                             dispatchStep.Union()));
+    } else {
+      const auto &copy = std::get<CopyPlan>(step);
+      auto copyStep = sc::CreateCopyStep(builder, copy.source, copy.destination,
+                                         sc::DeviceKind_cpu, sc::DeviceKind_cpu);
+      steps.push_back(sc::CreateScheduleStep(builder, sc::Step_CopyStep,
+                                             copyStep.Union()));
+    }
+  }
+
+  std::vector<fb::Offset<sc::Buffer>> buffers;
+  for (const PlannedBuffer &buffer : plan.buffers)
+    buffers.push_back(sc::CreateBuffer(builder,
+                                       static_cast<sc::BufferKind>(buffer.kind),
+                                       buffer.index, buffer.offset, buffer.size));
+
+  auto inputs = signatures(builder, contents.inputs);
+  auto outputs = signatures(builder, contents.outputs);
+  auto bufferVector = builder.CreateVector(buffers);
+  auto weights = alignedBytes(builder, plan.weights);
+  auto executableVector = builder.CreateVector(executables);
+  auto stepVector = builder.CreateVector(steps);
+  auto memoryPlan = sc::CreateMemoryPlan(builder, plan.arenaSize, sc::kAlignment);
+  const Provenance &source = contents.provenance;
+  auto provenance = sc::CreateProvenance(
+      builder, builder.CreateString(source.compilerVersion),
+      builder.CreateString(source.modelHash), builder.CreateString(source.options),
+      builder.CreateString(source.modelName));
+  sc::Integrity unsealed(0);
+  auto artifact = sc::CreateArtifact(builder, sc::kFormatVersion, &unsealed,
+                                     inputs, outputs, bufferVector, weights,
+                                     executableVector, stepVector, memoryPlan,
+                                     provenance);
+  builder.Finish(artifact, sc::ArtifactIdentifier());
+
+  std::vector<uint8_t> bytes(builder.GetBufferPointer(),
+                             builder.GetBufferPointer() + builder.GetSize());
+  sc::Artifact *root = sc::GetMutableArtifact(bytes.data());
+  auto *integrity = root->mutable_integrity();
+  size_t offset = reinterpret_cast<uint8_t *>(integrity) - bytes.data();
+  integrity->mutate_checksum(
+      sc::checksum64(bytes.data(), bytes.size(), offset, sizeof(sc::Integrity)));
+  return bytes;
+}
+
+} // namespace tessel

@@ -1,0 +1,50 @@
+//===- ArtifactWriter.h - Serialize a compiled model to .tsl ----*- C++ -*-===//
+
+#ifndef TESSEL_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+#define TESSEL_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+
+#include "compiler/HostPlan.h"
+#include "targets/Target.h"
+
+#include "mlir/IR/Types.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+struct TensorSignature {
+  std::string name;
+  uint8_t dtype; // schema::DType
+  std::vector<int64_t> shape;
+};
+
+struct Provenance {
+  std::string compilerVersion;
+  std::string modelHash;
+  std::string options;
+  std::string modelName;
+};
+
+struct ArtifactContents {
+  std::vector<TensorSignature> inputs, outputs;
+  const HostPlan *plan = nullptr;
+  std::vector<Executable> executables;
+  Provenance provenance;
+};
+
+/// The schema DType of a tessel-level element type (unsigned integers keep
+/// their signedness there); nullopt for types the format lacks.
+std::optional<uint8_t> artifactDType(mlir::Type elementType);
+
+/// Builds the FlatBuffer, resolves each dispatch's kernel to its executable
+/// entry and seals the file with its integrity checksum. The same contents
+/// always give the same bytes.
+llvm::Expected<std::vector<uint8_t>>
+serializeArtifact(const ArtifactContents &contents);
+
+} // namespace tessel
+
+#endif // TESSEL_COMPILER_ARTIFACT_ARTIFACTWRITER_H

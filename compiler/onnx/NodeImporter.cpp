@@ -1,0 +1,206 @@
+//===- NodeImporter.cpp - What an op handler sees of one ONNX node --------===//
+
+#include "compiler/onnx/NodeImporter.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+
+void OpRegistry::on(llvm::StringRef opType, int64_t sinceVersion,
+                    OpHandler handler) {
+  auto &versions = handlers[opType];
+  versions.emplace_back(sinceVersion, std::move(handler));
+  llvm::sort(versions, [](const auto &a, const auto &b) { return a.first < b.first; });
+}
+
+const OpHandler *OpRegistry::lookup(llvm::StringRef opType, int64_t opset,
+                                    std::string &reason) const {
+  auto it = handlers.find(opType);
+  if (it == handlers.end()) {
+    reason = "operator " + opType.str() + " is not supported";
+    return nullptr;
+  }
+  const OpHandler *found = nullptr;
+  for (const auto &[since, handler] : it->second)
+    if (since <= opset)
+      found = &handler;
+  if (!found)
+    reason = "opset " + std::to_string(opset) + " is older than the oldest " +
+             opType.str() + " version supported (" +
+             std::to_string(it->second.front().first) + ")";
+  return found;
+}
+
+std::vector<std::string> OpRegistry::opTypes() const {
+  std::vector<std::string> types;
+  for (const auto &entry : handlers)
+    types.push_back(entry.getKey().str());
+  llvm::sort(types);
+  return types;
+}
+
+NodeImporter::NodeImporter(const onnx::NodeProto &node, int64_t opset,
+                           OpBuilder &builder, Location loc,
+                           ArrayRef<Value> inputs,
+                           ArrayRef<ElementsAttr> constantInputs,
+                           const llvm::StringSet<> &consumedNames)
+    : nodeProto(node), opsetVersion(opset), b(builder), location(loc),
+      inputValues(inputs.begin(), inputs.end()),
+      constants(constantInputs.begin(), constantInputs.end()),
+      outputValues(node.output_size()), consumed(consumedNames) {}
+
+Value NodeImporter::input(size_t i) const {
+  return i < inputValues.size() ? inputValues[i] : Value();
+}
+
+ElementsAttr NodeImporter::constantInput(size_t i) const {
+  return i < constants.size() ? constants[i] : ElementsAttr();
+}
+
+RankedTensorType NodeImporter::inputType(size_t i) const {
+  return cast<RankedTensorType>(input(i).getType());
+}
+
+bool NodeImporter::outputUsed(size_t i) const {
+  return i < static_cast<size_t>(nodeProto.output_size()) &&
+         !nodeProto.output(i).empty() && consumed.contains(nodeProto.output(i));
+}
+
+void NodeImporter::setOutput(size_t i, Value value) { outputValues[i] = value; }
+
+const onnx::AttributeProto *NodeImporter::findAttr(llvm::StringRef name) {
+  readAttributes.insert(name);
+  for (const onnx::AttributeProto &attr : nodeProto.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+bool NodeImporter::hasAttr(llvm::StringRef name) const {
+  for (const onnx::AttributeProto &attr : nodeProto.attribute())
+    if (attr.name() == name)
+      return true;
+  return false;
+}
+
+std::optional<int64_t> NodeImporter::intAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  if (attr->type() != onnx::AttributeProto::INT) {
+    (void)unsupported("attribute " + name + " is not an integer");
+    return std::nullopt;
+  }
+  return attr->i();
+}
+
+int64_t NodeImporter::intAttr(llvm::StringRef name, int64_t defaultValue) {
+  return intAttr(name).value_or(defaultValue);
+}
+
+std::optional<float> NodeImporter::floatAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  if (attr->type() != onnx::AttributeProto::FLOAT) {
+    (void)unsupported("attribute " + name + " is not a float");
+    return std::nullopt;
+  }
+  return attr->f();
+}
+
+float NodeImporter::floatAttr(llvm::StringRef name, float defaultValue) {
+  return floatAttr(name).value_or(defaultValue);
+}
+
+std::optional<std::string> NodeImporter::stringAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  if (attr->type() != onnx::AttributeProto::STRING) {
+    (void)unsupported("attribute " + name + " is not a string");
+    return std::nullopt;
+  }
+  return attr->s();
+}
+
+std::optional<std::vector<int64_t>>
+NodeImporter::intsAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  if (attr->type() != onnx::AttributeProto::INTS) {
+    (void)unsupported("attribute " + name + " is not a list of integers");
+    return std::nullopt;
+  }
+  return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+std::optional<std::vector<float>>
+NodeImporter::floatsAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  if (attr->type() != onnx::AttributeProto::FLOATS) {
+    (void)unsupported("attribute " + name + " is not a list of floats");
+    return std::nullopt;
+  }
+  return std::vector<float>(attr->floats().begin(), attr->floats().end());
+}
+
+const onnx::TensorProto *NodeImporter::tensorAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return nullptr;
+  if (attr->type() != onnx::AttributeProto::TENSOR) {
+    (void)unsupported("attribute " + name + " is not a tensor");
+    return nullptr;
+  }
+  return &attr->t();
+}
+
+void NodeImporter::ignoreAttr(llvm::StringRef name) {
+  readAttributes.insert(name);
+}
+
+Value NodeImporter::inferResultType(Operation *op) {
+  auto inference = cast<InferTypeOpInterface>(op);
+  SmallVector<Type> types;
+  std::string message;
+  {
+    // The op's own inference explains what is wrong; keep its words.
+    ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &diag) {
+      message = diag.str();
+      return success();
+    });
+    if (failed(inference.inferReturnTypes(
+            op->getContext(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types))) {
+      op->erase();
+      (void)unsupported(message.empty() ? "operand shapes are not supported"
+                                  : message);
+      return {};
+    }
+  }
+  op->getResult(0).setType(types.front());
+  return op->getResult(0);
+}
+
+LogicalResult NodeImporter::unsupported(const llvm::Twine &reason) {
+  reasons.push_back(reason.str());
+  return failure();
+}
+
+std::vector<std::string> NodeImporter::unreadAttributes() const {
+  std::vector<std::string> unread;
+  for (const onnx::AttributeProto &attr : nodeProto.attribute())
+    if (!readAttributes.contains(attr.name()))
+      unread.push_back(attr.name());
+  return unread;
+}
+
+} // namespace tessel::onnx_import

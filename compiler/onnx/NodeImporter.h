@@ -1,0 +1,132 @@
+//===- NodeImporter.h - What an op handler sees of one ONNX node -*- C++ -*-===//
+//
+// Handlers are registered per op type and since-version (as ONNX versions
+// operators) and import one node each through a NodeImporter: typed access
+// to inputs, constant inputs and attributes, and a way to say precisely
+// what is unsupported. Attributes a handler never reads are reported as
+// unsupported, so a new ONNX attribute is never silently ignored.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_COMPILER_ONNX_NODEIMPORTER_H
+#define TESSEL_COMPILER_ONNX_NODEIMPORTER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::onnx_import {
+
+class NodeImporter;
+
+/// Imports one node; returns failure after calling NodeImporter::unsupported.
+using OpHandler = std::function<mlir::LogicalResult(NodeImporter &)>;
+
+/// Handlers by ONNX op type and the opset version they apply from.
+class OpRegistry {
+public:
+  /// Registers `handler` for `opType` from opset `sinceVersion` until the
+  /// next registered version.
+  void on(llvm::StringRef opType, int64_t sinceVersion, OpHandler handler);
+
+  /// The handler for `opType` at `opset`, or null with `reason` set.
+  const OpHandler *lookup(llvm::StringRef opType, int64_t opset,
+                          std::string &reason) const;
+
+  /// Every op type with at least one handler.
+  std::vector<std::string> opTypes() const;
+
+private:
+  llvm::StringMap<std::vector<std::pair<int64_t, OpHandler>>> handlers;
+};
+
+/// The registry with every handler Tessel has.
+const OpRegistry &onnxOpRegistry();
+
+class NodeImporter {
+public:
+  NodeImporter(const onnx::NodeProto &node, int64_t opset,
+               mlir::OpBuilder &builder, mlir::Location loc,
+               llvm::ArrayRef<mlir::Value> inputs,
+               llvm::ArrayRef<mlir::ElementsAttr> constantInputs,
+               const llvm::StringSet<> &consumedNames);
+
+  const onnx::NodeProto &node() const { return nodeProto; }
+  int64_t opset() const { return opsetVersion; }
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location loc() const { return location; }
+
+  /// Number of inputs, counting empty (omitted optional) ones.
+  size_t numInputs() const { return inputValues.size(); }
+  /// Input `i`, or null when absent or omitted ("").
+  mlir::Value input(size_t i) const;
+  /// The value of input `i` if it is known at compile time.
+  mlir::ElementsAttr constantInput(size_t i) const;
+  /// Input `i`'s ranked tensor type (the input must be present).
+  mlir::RankedTensorType inputType(size_t i) const;
+
+  size_t numOutputs() const { return nodeProto.output_size(); }
+  /// True if output `i` exists and is consumed.
+  bool outputUsed(size_t i) const;
+  void setOutput(size_t i, mlir::Value value);
+  llvm::ArrayRef<mlir::Value> outputs() const { return outputValues; }
+
+  // Attributes. Each getter marks the attribute as understood.
+  bool hasAttr(llvm::StringRef name) const;
+  std::optional<int64_t> intAttr(llvm::StringRef name);
+  int64_t intAttr(llvm::StringRef name, int64_t defaultValue);
+  std::optional<float> floatAttr(llvm::StringRef name);
+  float floatAttr(llvm::StringRef name, float defaultValue);
+  std::optional<std::string> stringAttr(llvm::StringRef name);
+  std::optional<std::vector<int64_t>> intsAttr(llvm::StringRef name);
+  std::optional<std::vector<float>> floatsAttr(llvm::StringRef name);
+  const onnx::TensorProto *tensorAttr(llvm::StringRef name);
+  /// Marks an attribute as understood without reading it.
+  void ignoreAttr(llvm::StringRef name);
+
+  /// Creates an op whose result type it infers (InferTypeOpInterface).
+  /// Returns null, with the reason recorded, when inference rejects the
+  /// operands: ONNX models are input, so this must not assert.
+  template <typename OpTy, typename... Args>
+  mlir::Value createInferred(Args &&...args) {
+    auto op = OpTy::create(b, location, mlir::NoneType::get(b.getContext()),
+                           std::forward<Args>(args)...);
+    return inferResultType(op.getOperation());
+  }
+
+  /// Records why the node cannot be imported; returns failure for
+  /// convenience (`return importer.unsupported("...")`).
+  mlir::LogicalResult unsupported(const llvm::Twine &reason);
+  const std::vector<std::string> &problems() const { return reasons; }
+
+  /// Attributes present on the node that no getter read.
+  std::vector<std::string> unreadAttributes() const;
+
+private:
+  const onnx::AttributeProto *findAttr(llvm::StringRef name);
+  mlir::Value inferResultType(mlir::Operation *op);
+
+  const onnx::NodeProto &nodeProto;
+  int64_t opsetVersion;
+  mlir::OpBuilder &b;
+  mlir::Location location;
+  std::vector<mlir::Value> inputValues;
+  std::vector<mlir::ElementsAttr> constants;
+  std::vector<mlir::Value> outputValues;
+  const llvm::StringSet<> &consumed;
+  llvm::StringSet<> readAttributes;
+  std::vector<std::string> reasons;
+};
+
+} // namespace tessel::onnx_import
+
+#endif // TESSEL_COMPILER_ONNX_NODEIMPORTER_H

@@ -1,0 +1,394 @@
+//===- OnnxImporter.cpp - ONNX ModelProto to the tessel dialect -----------===//
+//
+// The importer walks the graph once in order. Every node that cannot be
+// imported is recorded and the walk goes on, so that one error lists them
+// all; the outputs of such a node become placeholders typed by ONNX's shape
+// inference, so that the nodes after it are still checked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/OnnxImporter.h"
+#include "compiler/onnx/NodeImporter.h"
+#include "compiler/onnx/TensorProto.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/shape_inference/implementation.h"
+
+using namespace mlir;
+
+namespace tessel {
+namespace {
+
+using onnx_import::NodeImporter;
+
+llvm::Error importError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Collects the ops a handler creates so they can be verified together.
+struct CreatedOps : OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+  std::vector<Operation *> ops;
+};
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &context, onnx::ModelProto &model,
+                llvm::StringRef path, const ImportOptions &options)
+      : context(context), model(model), path(path),
+        directory(llvm::sys::path::parent_path(path)), options(options),
+        builder(&context) {
+    if (directory.empty())
+      directory = ".";
+  }
+
+  llvm::Expected<OwningOpRef<ModuleOp>> run();
+
+private:
+  llvm::Error readOpset();
+  void inferShapes();
+  llvm::Expected<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  Value lookup(const std::string &name);
+  Value placeholder(const std::string &name);
+  Location nodeLocation(const onnx::NodeProto &node, int index);
+  std::string nodeLabel(const onnx::NodeProto &node, int index);
+  void importNode(const onnx::NodeProto &node, int index);
+
+  MLIRContext &context;
+  onnx::ModelProto &model;
+  std::string path;
+  std::string directory;
+  const ImportOptions &options;
+  OpBuilder builder;
+  int64_t opset = 0;
+
+  llvm::StringMap<Value> values;
+  llvm::StringMap<ElementsAttr> constants;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringSet<> consumed;
+  llvm::StringSet<> poisoned;
+  llvm::StringMap<RankedTensorType> inferredTypes;
+  std::vector<std::string> problems;
+};
+
+llvm::Error GraphImporter::readOpset() {
+  for (const onnx::OperatorSetIdProto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  if (opset <= 0)
+    return importError(path + ": the model imports no version of the default "
+                              "ONNX operator set (opset_import)");
+  return llvm::Error::success();
+}
+
+/// ONNX's own shape inference types the values that placeholders stand for.
+/// It is best effort: a model it rejects is still imported.
+void GraphImporter::inferShapes() {
+  onnx::ModelProto copy = model;
+  try {
+    onnx::shape_inference::InferShapes(copy);
+  } catch (const std::exception &) {
+    return;
+  }
+  for (const onnx::ValueInfoProto &info : copy.graph().value_info()) {
+    const onnx::TypeProto &type = info.type();
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape())
+      continue;
+    Type element = onnx_import::elementTypeFor(&context, type.tensor_type().elem_type());
+    SmallVector<int64_t> shape;
+    bool isStatic = element != nullptr;
+    for (const onnx::TensorShapeProto_Dimension &dim : type.tensor_type().shape().dim()) {
+      isStatic &= dim.has_dim_value() && dim.dim_value() >= 0;
+      shape.push_back(dim.dim_value());
+    }
+    if (isStatic)
+      inferredTypes[info.name()] = RankedTensorType::get(shape, element);
+  }
+}
+
+llvm::Expected<RankedTensorType>
+GraphImporter::inputType(const onnx::ValueInfoProto &info) {
+  const std::string &name = info.name();
+  if (!info.type().has_tensor_type())
+    return importError("graph input '" + name + "' is not a tensor");
+  const onnx::TypeProto_Tensor &tensor = info.type().tensor_type();
+  Type element = onnx_import::elementTypeFor(&context, tensor.elem_type());
+  if (!element)
+    return importError("graph input '" + name + "' has element type " +
+                       onnx_import::dataTypeName(tensor.elem_type()) +
+                       ", which is not supported");
+  if (!tensor.has_shape())
+    return importError("graph input '" + name + "' has no shape; give one with "
+                       "--shape " + name + "=DIMSxDIMS...");
+  auto given = options.inputShapes.find(name);
+  SmallVector<int64_t> shape;
+  int rank = tensor.shape().dim_size();
+  if (given != options.inputShapes.end() &&
+      static_cast<int>(given->second.size()) != rank)
+    return importError("--shape " + name + " has " +
+                       llvm::Twine(given->second.size()) +
+                       " dimensions but the input has rank " + llvm::Twine(rank));
+  for (int i = 0; i < rank; ++i) {
+    const onnx::TensorShapeProto_Dimension &dim = tensor.shape().dim(i);
+    if (given != options.inputShapes.end()) {
+      int64_t wanted = given->second[i];
+      if (dim.has_dim_value() && dim.dim_value() != wanted)
+        return importError("--shape " + name + " sets dimension " +
+                           llvm::Twine(i) + " to " + llvm::Twine(wanted) +
+                           " but the model fixes it to " +
+                           llvm::Twine(dim.dim_value()));
+      shape.push_back(wanted);
+    } else if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+    } else {
+      std::string symbol = dim.has_dim_param() ? "'" + dim.dim_param() + "'"
+                                               : "(unnamed)";
+      return importError("graph input '" + name + "' dimension " +
+                         llvm::Twine(i) + " is symbolic " + symbol +
+                         "; give a static shape with --shape " + name +
+                         "=1x...");
+    }
+  }
+  return RankedTensorType::get(shape, element);
+}
+
+/// The value of `name`, materializing initializers as constants on first use.
+Value GraphImporter::lookup(const std::string &name) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  auto init = initializers.find(name);
+  if (init == initializers.end())
+    return {};
+  llvm::Expected<DenseElementsAttr> data =
+      onnx_import::readTensor(&context, *init->second, directory);
+  if (!data) {
+    problems.push_back("initializer '" + name + "': " +
+                       llvm::toString(data.takeError()));
+    poisoned.insert(name);
+    return {};
+  }
+  Value constant = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name)),
+                                      *data);
+  values[name] = constant;
+  constants[name] = *data;
+  return constant;
+}
+
+/// Stands in for a value whose producer could not be imported, so that its
+/// consumers can still be checked. Never reaches code generation.
+Value GraphImporter::placeholder(const std::string &name) {
+  auto type = inferredTypes.find(name);
+  if (type == inferredTypes.end())
+    return {};
+  return UnrealizedConversionCastOp::create(builder, builder.getUnknownLoc(),
+                                            TypeRange{type->second}, ValueRange{})
+      .getResult(0);
+}
+
+std::string GraphImporter::nodeLabel(const onnx::NodeProto &node, int index) {
+  if (!node.name().empty())
+    return node.name();
+  return node.op_type() + "#" + std::to_string(index);
+}
+
+Location GraphImporter::nodeLocation(const onnx::NodeProto &node, int index) {
+  return NameLoc::get(builder.getStringAttr(nodeLabel(node, index)),
+                      FileLineColLoc::get(&context, path, 0, 0));
+}
+
+void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
+  std::string label = "node '" + nodeLabel(node, index) + "' (" + node.op_type() +
+                      ", opset " + std::to_string(opset) + "): ";
+  auto poison = [&] {
+    for (const std::string &output : node.output())
+      poisoned.insert(output);
+  };
+
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    problems.push_back(label + "operator domain '" + node.domain() +
+                       "' is not supported");
+    return poison();
+  }
+  std::string reason;
+  const onnx_import::OpHandler *handler =
+      onnx_import::onnxOpRegistry().lookup(node.op_type(), opset, reason);
+  if (!handler) {
+    problems.push_back(label + reason);
+    return poison();
+  }
+
+  SmallVector<Value> inputs;
+  SmallVector<ElementsAttr> inputConstants;
+  bool checkable = true;
+  for (const std::string &name : node.input()) {
+    if (name.empty()) {
+      inputs.push_back({});
+      inputConstants.push_back({});
+      continue;
+    }
+    Value value = poisoned.contains(name) ? placeholder(name) : lookup(name);
+    if (!value) {
+      if (!poisoned.contains(name))
+        problems.push_back(label + "input '" + name +
+                           "' is not produced by any earlier node, input or "
+                           "initializer");
+      checkable = false;
+      break;
+    }
+    inputs.push_back(value);
+    auto constant = constants.find(name);
+    inputConstants.push_back(constant == constants.end() ? ElementsAttr()
+                                                         : constant->second);
+  }
+  if (!checkable)
+    return poison();
+
+  CreatedOps created;
+  builder.setListener(&created);
+  NodeImporter importer(node, opset, builder, nodeLocation(node, index), inputs,
+                        inputConstants, consumed);
+  LogicalResult imported = (*handler)(importer);
+  builder.setListener(nullptr);
+  std::vector<std::string> reasons = importer.problems();
+  for (const std::string &attr : importer.unreadAttributes())
+    reasons.push_back("attribute '" + attr + "' is not supported");
+  if (succeeded(imported))
+    for (int i = 0; i < node.output_size(); ++i)
+      if (importer.outputUsed(i) && !importer.outputs()[i])
+        reasons.push_back("output " + std::to_string(i) + " ('" + node.output(i) +
+                          "') is not supported");
+  // The ops' verifiers state the remaining typing rules.
+  if (reasons.empty()) {
+    ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
+      reasons.push_back(diag.str());
+      return success();
+    });
+    for (Operation *op : created.ops)
+      if (op->getBlock() && failed(verify(op, /*verifyRecursively=*/false)))
+        break;
+  }
+  if (failed(imported) && reasons.empty())
+    reasons.push_back("cannot be imported");
+  if (!reasons.empty()) {
+    for (const std::string &why : reasons)
+      problems.push_back(label + why);
+    return poison();
+  }
+
+  for (int i = 0; i < node.output_size(); ++i) {
+    Value value = importer.outputs()[i];
+    if (!value || node.output(i).empty())
+      continue;
+    values[node.output(i)] = value;
+    ElementsAttr constant;
+    if (matchPattern(value, m_Constant(&constant)))
+      constants[node.output(i)] = constant;
+  }
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
+  context.getOrLoadDialect<TesselDialect>();
+  context.getOrLoadDialect<func::FuncDialect>();
+  if (llvm::Error error = readOpset())
+    return std::move(error);
+  const onnx::GraphProto &graph = model.graph();
+  inferShapes();
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    initializers[tensor.name()] = &tensor;
+  if (graph.sparse_initializer_size() > 0)
+    return importError(path + ": sparse initializers are not supported");
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &name : node.input())
+      consumed.insert(name);
+  for (const onnx::ValueInfoProto &output : graph.output())
+    consumed.insert(output.name());
+
+  SmallVector<Type> argumentTypes;
+  SmallVector<std::string> argumentNames;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializers.contains(input.name()))
+      continue; // IR < 4 lists initializers among the inputs
+    llvm::Expected<RankedTensorType> type = inputType(input);
+    if (!type)
+      return importError(path + ": " + llvm::toString(type.takeError()));
+    argumentTypes.push_back(*type);
+    argumentNames.push_back(input.name());
+  }
+  for (const auto &[name, shape] : options.inputShapes)
+    if (!llvm::is_contained(argumentNames, name))
+      return importError(path + ": --shape names '" + name +
+                         "', which is not a graph input");
+
+  Location moduleLoc = FileLineColLoc::get(&context, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(moduleLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+  auto function = func::FuncOp::create(builder, moduleLoc, "main",
+                                       builder.getFunctionType(argumentTypes, {}));
+  Block *body = function.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argumentNames)) {
+    function.setArgAttr(i, kValueNameAttr, builder.getStringAttr(name));
+    values[name] = body->getArgument(i);
+  }
+  builder.setInsertionPointToStart(body);
+
+  for (auto [index, node] : llvm::enumerate(graph.node()))
+    importNode(node, index);
+
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    Value value = poisoned.contains(output.name()) ? Value() : lookup(output.name());
+    if (!value && !poisoned.contains(output.name()))
+      problems.push_back("graph output '" + output.name() +
+                         "' is not produced by any node, input or initializer");
+    results.push_back(value);
+  }
+  if (!problems.empty()) {
+    std::string message = path + ": " + std::to_string(problems.size()) +
+                          (problems.size() == 1 ? " problem" : " problems") +
+                          " prevent compiling this model:";
+    for (const std::string &problem : problems)
+      message += "\n  " + problem;
+    return importError(message);
+  }
+
+  func::ReturnOp::create(builder, moduleLoc, results);
+  function.setType(builder.getFunctionType(argumentTypes,
+                                           TypeRange(ValueRange(results))));
+  for (auto [i, output] : llvm::enumerate(graph.output()))
+    function.setResultAttr(i, kValueNameAttr, builder.getStringAttr(output.name()));
+  return module;
+}
+
+} // namespace
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+importOnnxModel(MLIRContext &context, llvm::StringRef path,
+                const ImportOptions &options) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!file)
+    return importError(path + ": cannot read: " + file.getError().message());
+  onnx::ModelProto model;
+  llvm::StringRef bytes = (*file)->getBuffer();
+  if (bytes.empty() || !model.ParseFromArray(bytes.data(), bytes.size()))
+    return importError(path + ": not an ONNX model (the protobuf does not parse)");
+  if (!model.has_graph())
+    return importError(path + ": the model has no graph");
+  GraphImporter importer(context, model, path, options);
+  return importer.run();
+}
+
+} // namespace tessel

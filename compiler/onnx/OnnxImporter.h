@@ -1,0 +1,37 @@
+//===- OnnxImporter.h - ONNX ModelProto to the tessel dialect ---*- C++ -*-===//
+
+#ifndef TESSEL_COMPILER_ONNX_ONNXIMPORTER_H
+#define TESSEL_COMPILER_ONNX_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+struct ImportOptions {
+  /// Shapes for graph inputs, replacing symbolic (dim_param) dimensions:
+  /// input name -> full shape.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+};
+
+/// Imports the ONNX model at `path` into a module holding one public
+/// function, @main, whose arguments and results carry the graph's input and
+/// output names (`tessel.name`). Ops are located at their node names.
+///
+/// On failure the error lists every node that cannot be imported (name, op
+/// type, opset, what is missing), not just the first.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+importOnnxModel(mlir::MLIRContext &context, llvm::StringRef path,
+                const ImportOptions &options = {});
+
+/// Name of the argument/result attribute holding ONNX value names.
+inline constexpr llvm::StringLiteral kValueNameAttr = "tessel.name";
+
+} // namespace tessel
+
+#endif // TESSEL_COMPILER_ONNX_ONNXIMPORTER_H

@@ -1,0 +1,22 @@
+//===- Handlers.h - Registration of the ONNX op handlers --------*- C++ -*-===//
+
+#ifndef TESSEL_COMPILER_ONNX_OPS_HANDLERS_H
+#define TESSEL_COMPILER_ONNX_OPS_HANDLERS_H
+
+#include "compiler/onnx/NodeImporter.h"
+
+namespace tessel::onnx_import {
+
+// One function per op family, each in the file of the same name.
+void registerElementwiseHandlers(OpRegistry &registry);
+void registerNeuralNetworkHandlers(OpRegistry &registry);
+void registerTensorHandlers(OpRegistry &registry);
+
+/// Resolves a possibly negative axis against `rank` (ONNX's convention);
+/// nullopt when it is out of range. `inclusive` allows axis == rank.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,
+                                     bool inclusive = false);
+
+} // namespace tessel::onnx_import
+
+#endif // TESSEL_COMPILER_ONNX_OPS_HANDLERS_H

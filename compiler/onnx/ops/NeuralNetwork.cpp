@@ -1,0 +1,250 @@
+//===- NeuralNetwork.cpp - Convolution, pooling, normalization, GEMM ------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+/// The explicit window geometry of a Conv or pooling node, with auto_pad
+/// resolved against the (static) input extents.
+struct Window {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+
+FailureOr<Window> readWindow(NodeImporter &node, ArrayRef<int64_t> spatial,
+                             std::optional<ArrayRef<int64_t>> weightKernel,
+                             bool supportsDilations) {
+  size_t rank = spatial.size();
+  Window window;
+  std::optional<std::vector<int64_t>> kernel = node.intsAttr("kernel_shape");
+  if (kernel)
+    window.kernel.assign(kernel->begin(), kernel->end());
+  else if (weightKernel)
+    window.kernel.assign(weightKernel->begin(), weightKernel->end());
+  else
+    return node.unsupported("kernel_shape is required");
+  if (window.kernel.size() != rank)
+    return node.unsupported("kernel_shape has " + Twine(window.kernel.size()) +
+                            " entries for " + Twine(rank) + " spatial axes");
+  auto listOr = [&](llvm::StringRef name, int64_t fill) {
+    std::optional<std::vector<int64_t>> values = node.intsAttr(name);
+    return values ? SmallVector<int64_t>(values->begin(), values->end())
+                  : SmallVector<int64_t>(rank, fill);
+  };
+  window.strides = listOr("strides", 1);
+  window.dilations = supportsDilations ? listOr("dilations", 1)
+                                       : SmallVector<int64_t>(rank, 1);
+  if (window.strides.size() != rank || window.dilations.size() != rank)
+    return node.unsupported("strides and dilations need one entry per spatial axis");
+
+  std::string autoPad = node.stringAttr("auto_pad").value_or("NOTSET");
+  std::optional<std::vector<int64_t>> pads = node.intsAttr("pads");
+  if (autoPad == "NOTSET") {
+    window.pads = pads ? SmallVector<int64_t>(pads->begin(), pads->end())
+                       : SmallVector<int64_t>(2 * rank, 0);
+    if (window.pads.size() != 2 * rank)
+      return node.unsupported("pads has " + Twine(window.pads.size()) +
+                              " entries, expected " + Twine(2 * rank));
+  } else if (autoPad == "VALID") {
+    window.pads.assign(2 * rank, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // The output keeps ceil(input / stride) positions; the padding that
+    // needs is split evenly, the odd one going last (UPPER) or first.
+    window.pads.assign(2 * rank, 0);
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t output = llvm::divideCeil(spatial[i], window.strides[i]);
+      int64_t span = (window.kernel[i] - 1) * window.dilations[i] + 1;
+      int64_t total = std::max<int64_t>(
+          0, (output - 1) * window.strides[i] + span - spatial[i]);
+      int64_t small = total / 2, large = total - small;
+      window.pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      window.pads[rank + i] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else {
+    return node.unsupported("auto_pad '" + autoPad + "' is not supported");
+  }
+  return window;
+}
+
+LogicalResult importConv(NodeImporter &node) {
+  RankedTensorType inputType = node.inputType(0);
+  RankedTensorType weightType = node.inputType(1);
+  if (inputType.getRank() != weightType.getRank() || inputType.getRank() < 3)
+    return node.unsupported("input and weight must have the same rank, at least 3");
+  if (inputType.getRank() != 4)
+    return node.unsupported(Twine(inputType.getRank() - 2) +
+                            "-D convolution is not supported (2-D only)");
+  FailureOr<Window> window =
+      readWindow(node, inputType.getShape().drop_front(2),
+                 weightType.getShape().drop_front(2), /*supportsDilations=*/true);
+  if (failed(window))
+    return failure();
+  if (!llvm::equal(window->kernel, weightType.getShape().drop_front(2)))
+    return node.unsupported("kernel_shape disagrees with the weight's shape");
+  OpBuilder &b = node.builder();
+  Value result = node.createInferred<ConvOp>(
+      node.input(0), node.input(1), node.input(2),
+      b.getDenseI64ArrayAttr(window->strides), b.getDenseI64ArrayAttr(window->pads),
+      b.getDenseI64ArrayAttr(window->dilations),
+      b.getI64IntegerAttr(node.intAttr("group", 1)));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importMaxPool(NodeImporter &node) {
+  if (node.outputUsed(1))
+    return node.unsupported("the Indices output is not supported");
+  node.ignoreAttr("storage_order"); // only shapes the Indices output
+  RankedTensorType inputType = node.inputType(0);
+  if (inputType.getRank() < 3)
+    return node.unsupported("input must have rank 3 or more");
+  FailureOr<Window> window =
+      readWindow(node, inputType.getShape().drop_front(2), std::nullopt,
+                 /*supportsDilations=*/node.opset() >= 10);
+  if (failed(window))
+    return failure();
+  bool ceilMode = node.opset() >= 10 && node.intAttr("ceil_mode", 0) != 0;
+  OpBuilder &b = node.builder();
+  Value result = node.createInferred<MaxPoolOp>(
+      node.input(0), b.getDenseI64ArrayAttr(window->kernel),
+      b.getDenseI64ArrayAttr(window->strides), b.getDenseI64ArrayAttr(window->pads),
+      b.getDenseI64ArrayAttr(window->dilations), b.getBoolAttr(ceilMode));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importAveragePool(NodeImporter &node) {
+  RankedTensorType inputType = node.inputType(0);
+  if (inputType.getRank() < 3)
+    return node.unsupported("input must have rank 3 or more");
+  FailureOr<Window> window =
+      readWindow(node, inputType.getShape().drop_front(2), std::nullopt,
+                 /*supportsDilations=*/node.opset() >= 19);
+  if (failed(window))
+    return failure();
+  bool ceilMode = node.opset() >= 10 && node.intAttr("ceil_mode", 0) != 0;
+  bool includePad = node.opset() >= 7 && node.intAttr("count_include_pad", 0) != 0;
+  OpBuilder &b = node.builder();
+  Value result = node.createInferred<AveragePoolOp>(
+      node.input(0), b.getDenseI64ArrayAttr(window->kernel),
+      b.getDenseI64ArrayAttr(window->strides), b.getDenseI64ArrayAttr(window->pads),
+      b.getDenseI64ArrayAttr(window->dilations), b.getBoolAttr(ceilMode),
+      b.getBoolAttr(includePad));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importGlobalAveragePool(NodeImporter &node) {
+  if (node.inputType(0).getRank() < 3)
+    return node.unsupported("input must have rank 3 or more");
+  Value result = node.createInferred<GlobalAveragePoolOp>(node.input(0));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importBatchNormalization(NodeImporter &node) {
+  for (size_t i = 1; i < node.numOutputs(); ++i)
+    if (node.outputUsed(i))
+      return node.unsupported("training outputs (running mean and variance) "
+                              "are not supported");
+  if (node.opset() >= 14 && node.intAttr("training_mode", 0) != 0)
+    return node.unsupported("training_mode is not supported");
+  if (node.opset() < 9 && node.intAttr("spatial", 1) != 1)
+    return node.unsupported("spatial = 0 is not supported");
+  node.ignoreAttr("momentum"); // updates running statistics when training
+  node.ignoreAttr("is_test");
+  float epsilon = node.floatAttr("epsilon", 1e-5f);
+  Value result = BatchNormOp::create(
+      node.builder(), node.loc(), node.input(0).getType(), node.input(0),
+      node.input(1), node.input(2), node.input(3), node.input(4),
+      node.builder().getF32FloatAttr(epsilon));
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importGemm(NodeImporter &node) {
+  OpBuilder &b = node.builder();
+  Value result = node.createInferred<GemmOp>(
+      node.input(0), node.input(1), node.input(2),
+      b.getF32FloatAttr(node.floatAttr("alpha", 1.0f)),
+      b.getF32FloatAttr(node.floatAttr("beta", 1.0f)),
+      b.getBoolAttr(node.intAttr("transA", 0) != 0),
+      b.getBoolAttr(node.intAttr("transB", 0) != 0));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importMatMul(NodeImporter &node) {
+  Value result = node.createInferred<MatMulOp>(node.input(0), node.input(1));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+/// Opset 13: softmax along one axis.
+LogicalResult importSoftmax13(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis =
+      normalizeAxis(node.intAttr("axis", -1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  node.setOutput(0, SoftmaxOp::create(node.builder(), node.loc(), type,
+                                      node.input(0),
+                                      node.builder().getI64IntegerAttr(*axis)));
+  return success();
+}
+
+/// Opsets 1-12: the input is flattened to 2-D at `axis` and normalized
+/// along the second axis, i.e. over all axes from `axis` on.
+LogicalResult importSoftmax1(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis =
+      normalizeAxis(node.intAttr("axis", 1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  if (*axis == type.getRank() - 1) {
+    node.setOutput(0, SoftmaxOp::create(b, loc, type, node.input(0),
+                                        b.getI64IntegerAttr(*axis)));
+    return success();
+  }
+  Value flat = node.createInferred<FlattenOp>(node.input(0), b.getI64IntegerAttr(*axis));
+  if (!flat)
+    return failure();
+  Value normalized = SoftmaxOp::create(b, loc, flat.getType(), flat, b.getI64IntegerAttr(1));
+  node.setOutput(0, ReshapeOp::create(b, loc, type, normalized));
+  return success();
+}
+
+} // namespace
+
+void registerNeuralNetworkHandlers(OpRegistry &registry) {
+  registry.on("Conv", 1, importConv);
+  registry.on("MaxPool", 1, importMaxPool);
+  registry.on("AveragePool", 1, importAveragePool);
+  registry.on("GlobalAveragePool", 1, importGlobalAveragePool);
+  registry.on("BatchNormalization", 6, importBatchNormalization);
+  registry.on("Gemm", 7, importGemm);
+  registry.on("MatMul", 1, importMatMul);
+  registry.on("Softmax", 1, importSoftmax1);
+  registry.on("Softmax", 13, importSoftmax13);
+}
+
+} // namespace tessel::onnx_import

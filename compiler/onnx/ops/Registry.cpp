@@ -1,0 +1,28 @@
+//===- Registry.cpp - Every ONNX op handler Tessel has --------------------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+
+namespace tessel::onnx_import {
+
+const OpRegistry &onnxOpRegistry() {
+  static const OpRegistry registry = [] {
+    OpRegistry result;
+    registerElementwiseHandlers(result);
+    registerNeuralNetworkHandlers(result);
+    registerTensorHandlers(result);
+    return result;
+  }();
+  return registry;
+}
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,
+                                     bool inclusive) {
+  int64_t limit = inclusive ? rank + 1 : rank;
+  if (axis < 0)
+    axis += limit;
+  if (axis < 0 || axis >= limit)
+    return std::nullopt;
+  return axis;
+}
+
+} // namespace tessel::onnx_import

@@ -1,0 +1,149 @@
+// RUN: tessel-opt %s --canonicalize --split-input-file | FileCheck %s
+
+// Constants combine at compile time, with broadcasting.
+// CHECK-LABEL: @fold_add_constants
+func.func @fold_add_constants() -> tensor<2x2xf32> {
+  // CHECK: %[[C:.+]] = tessel.constant dense<{{\[}}[1.100000e+01, 2.200000e+01], [1.300000e+01, 2.400000e+01]]> : tensor<2x2xf32>
+  // CHECK-NEXT: return %[[C]]
+  %a = tessel.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %b = tessel.constant dense<[10.0, 20.0]> : tensor<2xf32>
+  %0 = tessel.add %a, %b : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Unsigned division follows the element type's signedness.
+// CHECK-LABEL: @fold_unsigned_div
+func.func @fold_unsigned_div() -> tensor<2xui8> {
+  // CHECK: tessel.constant dense<[127, 1]> : tensor<2xui8>
+  %a = tessel.constant dense<[254, 3]> : tensor<2xui8>
+  %b = tessel.constant dense<[2, 2]> : tensor<2xui8>
+  %0 = tessel.div %a, %b : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xui8>
+  return %0 : tensor<2xui8>
+}
+
+// -----
+
+// Integer division by zero is left to run time, not folded.
+// CHECK-LABEL: @no_fold_div_by_zero
+func.func @no_fold_div_by_zero() -> tensor<2xi32> {
+  // CHECK: tessel.div
+  %a = tessel.constant dense<[4, 3]> : tensor<2xi32>
+  %b = tessel.constant dense<[2, 0]> : tensor<2xi32>
+  %0 = tessel.div %a, %b : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
+// x * 1 and x / 1 are x when broadcasting keeps x's type.
+// CHECK-LABEL: @multiplicative_identity
+// CHECK-SAME: (%[[X:.+]]: tensor<4xf32>)
+func.func @multiplicative_identity(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK-NOT: tessel.mul
+  // CHECK-NOT: tessel.div
+  // CHECK: return %[[X]]
+  %one = tessel.constant dense<1.0> : tensor<1xf32>
+  %0 = tessel.mul %x, %one : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+  %1 = tessel.div %0, %one : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// x * 1 that broadcasts x to a larger shape is not an identity.
+// CHECK-LABEL: @broadcasting_identity_kept
+func.func @broadcasting_identity_kept(%x: tensor<4xf32>) -> tensor<2x4xf32> {
+  // CHECK: tessel.mul
+  %one = tessel.constant dense<1.0> : tensor<2x4xf32>
+  %0 = tessel.mul %x, %one : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// x + 0.0 is not folded for floats (-0.0 + 0.0 is +0.0), but is for integers.
+// CHECK-LABEL: @additive_identity
+func.func @additive_identity(%f: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  // CHECK: %[[F:.+]] = tessel.add
+  // CHECK-NEXT: return %[[F]], %arg1
+  %zf = tessel.constant dense<0.0> : tensor<4xf32>
+  %zi = tessel.constant dense<0> : tensor<4xi32>
+  %0 = tessel.add %f, %zf : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = tessel.add %zi, %i : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %0, %1 : tensor<4xf32>, tensor<4xi32>
+}
+
+// -----
+
+// relu is idempotent.
+// CHECK-LABEL: @relu_relu
+func.func @relu_relu(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: tessel.relu
+  // CHECK-NOT: tessel.relu
+  %0 = tessel.relu %x : tensor<4xf32>
+  %1 = tessel.relu %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// flatten becomes a reshape; chains of reshapes collapse into one.
+// CHECK-LABEL: @reshape_chain
+func.func @reshape_chain(%x: tensor<1x512x1x1xf32>) -> tensor<512xf32> {
+  // CHECK: %[[R:.+]] = tessel.reshape %arg0 : tensor<1x512x1x1xf32> -> tensor<512xf32>
+  // CHECK-NEXT: return %[[R]]
+  %0 = tessel.flatten %x {axis = 1 : i64} : (tensor<1x512x1x1xf32>) -> tensor<1x512xf32>
+  %1 = tessel.reshape %0 : tensor<1x512xf32> -> tensor<512xf32>
+  return %1 : tensor<512xf32>
+}
+
+// -----
+
+// A reshape of a constant is a constant.
+// CHECK-LABEL: @reshape_constant
+func.func @reshape_constant() -> tensor<2x2xf32> {
+  // CHECK: tessel.constant dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+  %0 = tessel.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %1 = tessel.reshape %0 : tensor<4xf32> -> tensor<2x2xf32>
+  return %1 : tensor<2x2xf32>
+}
+
+// -----
+
+// Two transposes compose; the identity permutation disappears.
+// CHECK-LABEL: @transpose_chain
+func.func @transpose_chain(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<2x3x4xf32>) {
+  // CHECK: %[[T:.+]] = tessel.transpose %arg0 {perm = array<i64: 2, 0, 1>}
+  // CHECK-NEXT: return %[[T]], %arg0
+  %0 = tessel.transpose %x {perm = array<i64: 1, 2, 0>} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %1 = tessel.transpose %0 {perm = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  %2 = tessel.transpose %x {perm = array<i64: 0, 1, 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %1, %2 : tensor<4x2x3xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
+// A transpose of a constant is a constant.
+// CHECK-LABEL: @transpose_constant
+func.func @transpose_constant() -> tensor<3x2xi32> {
+  // CHECK: tessel.constant dense<{{\[}}[1, 4], [2, 5], [3, 6]]> : tensor<3x2xi32>
+  %0 = tessel.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>
+  %1 = tessel.transpose %0 {perm = array<i64: 1, 0>} : (tensor<2x3xi32>) -> tensor<3x2xi32>
+  return %1 : tensor<3x2xi32>
+}
+
+// -----
+
+// Constant shape vectors concatenate at compile time.
+// CHECK-LABEL: @concat_constants
+func.func @concat_constants(%x: tensor<2xf32>) -> (tensor<3xi64>, tensor<2xf32>) {
+  // CHECK: %[[C:.+]] = tessel.constant dense<[1, 2, 3]> : tensor<3xi64>
+  // CHECK-NEXT: return %[[C]], %arg0
+  %a = tessel.constant dense<[1]> : tensor<1xi64>
+  %b = tessel.constant dense<[2, 3]> : tensor<2xi64>
+  %0 = tessel.concat %a, %b {axis = 0 : i64} : (tensor<1xi64>, tensor<2xi64>) -> tensor<3xi64>
+  %1 = tessel.concat %x {axis = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0, %1 : tensor<3xi64>, tensor<2xf32>
+}

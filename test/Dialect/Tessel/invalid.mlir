@@ -1,0 +1,193 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics
+// Each op's verifier or result-type inference rejects what ONNX forbids.
+
+func.func @add_no_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{operand shapes [2, 3] and [4] do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tessel.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @mul_element_types(%a: tensor<2xf32>, %b: tensor<2xf16>) -> tensor<2xf32> {
+  // expected-error @+1 {{all of {lhs, rhs, result} have same element type}}
+  %0 = tessel.mul %a, %b : (tensor<2xf32>, tensor<2xf16>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @sub_wrong_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<3x3xf32> {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tessel.sub %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @relu_int(%a: tensor<2xi32>) -> tensor<2xi32> {
+  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  %0 = tessel.relu %a : tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
+func.func @clip_bound_type(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{bound 6 : i32 must have the element type 'f32'}}
+  %0 = tessel.clip %a {max = 6 : i32} : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @matmul_mismatch(%a: tensor<2x8xf32>, %b: tensor<7x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+2 {{operand shapes [2, 8] and [7, 4] are not compatible for a matrix product}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tessel.matmul %a, %b : (tensor<2x8xf32>, tensor<7x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @gemm_reduction(%a: tensor<2x8xf32>, %b: tensor<7x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{reduction extents differ: A has 8, B has 7}}
+  %0 = tessel.gemm %a, %b : (tensor<2x8xf32>, tensor<7x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @gemm_bias(%a: tensor<2x8xf32>, %b: tensor<8x4xf32>, %c: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{C of shape [3] does not broadcast to the result shape [2, 4]}}
+  %0 = tessel.gemm %a, %b, %c : (tensor<2x8xf32>, tensor<8x4xf32>, tensor<3xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x4x8x8xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32> {
+  // expected-error @+1 {{input has 4 channels but the weight expects 3 per group x 1 groups}}
+  %0 = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32>
+  return %0 : tensor<1x8x6x6xf32>
+}
+
+// -----
+
+func.func @conv_pads(%x: tensor<1x3x8x8xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32> {
+  // expected-error @+2 {{pads has 2 entries, expected 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32>
+  return %0 : tensor<1x8x6x6xf32>
+}
+
+// -----
+
+func.func @conv_bias(%x: tensor<1x3x8x8xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x8x6x6xf32> {
+  // expected-error @+1 {{bias must be a vector of 8 elements}}
+  %0 = tessel.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>, tensor<4xf32>) -> tensor<1x8x6x6xf32>
+  return %0 : tensor<1x8x6x6xf32>
+}
+
+// -----
+
+func.func @conv_group(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32> {
+  // expected-error @+1 {{input has 4 channels but the weight expects 2 per group x 4 groups}}
+  %0 = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 4 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  return %0 : tensor<1x6x6x6xf32>
+}
+
+// -----
+
+func.func @max_pool_window(%x: tensor<1x3x2x2xf32>) -> tensor<1x3x1x1xf32> {
+  // expected-error @+2 {{the window is larger than the padded input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tessel.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+                           pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x3x2x2xf32>) -> tensor<1x3x1x1xf32>
+  return %0 : tensor<1x3x1x1xf32>
+}
+
+// -----
+
+func.func @max_pool_pads(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x10x10xf32> {
+  // expected-error @+1 {{pads must be smaller than the window on axis 0}}
+  %0 = tessel.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>,
+                           pads = array<i64: 2, 0, 2, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x3x8x8xf32>) -> tensor<1x3x11x7xf32>
+  return %0 : tensor<1x3x11x7xf32>
+}
+
+// -----
+
+func.func @average_pool_strides(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+2 {{strides must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tessel.average_pool %x {ceil_mode = false, count_include_pad = false, dilations = array<i64: 1, 1>,
+                               kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 0, 2>}
+      : (tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @global_pool_rank(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{input must have rank 3 or more}}
+  %0 = tessel.global_average_pool %x : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @batch_norm_params(%x: tensor<1x4x2x2xf32>, %p: tensor<3xf32>) -> tensor<1x4x2x2xf32> {
+  // expected-error @+1 {{parameters must be vectors of 4 elements, one per channel}}
+  %0 = tessel.batch_norm %x, %p, %p, %p, %p {epsilon = 1.0e-05 : f32} : tensor<1x4x2x2xf32>, tensor<3xf32>
+  return %0 : tensor<1x4x2x2xf32>
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = tessel.softmax %x {axis = 2 : i64} : tensor<2x10xf32>
+  return %0 : tensor<2x10xf32>
+}
+
+// -----
+
+func.func @flatten_axis(%x: tensor<2x10xf32>) -> tensor<20x1xf32> {
+  // expected-error @+1 {{axis 3 is out of range}}
+  %0 = tessel.flatten %x {axis = 3 : i64} : (tensor<2x10xf32>) -> tensor<20x1xf32>
+  return %0 : tensor<20x1xf32>
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x10xf32>) -> tensor<3x7xf32> {
+  // expected-error @+1 {{cannot reshape 20 elements into 21 elements}}
+  %0 = tessel.reshape %x : tensor<2x10xf32> -> tensor<3x7xf32>
+  return %0 : tensor<3x7xf32>
+}
+
+// -----
+
+func.func @transpose_perm(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{perm is not a permutation of the axes}}
+  %0 = tessel.transpose %x {perm = array<i64: 0, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @concat_mismatch(%a: tensor<1x2xf32>, %b: tensor<2x3xf32>) -> tensor<1x5xf32> {
+  // expected-error @+2 {{inputs differ on axis 0, which is not the concat axis}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tessel.concat %a, %b {axis = 1 : i64} : (tensor<1x2xf32>, tensor<2x3xf32>) -> tensor<1x5xf32>
+  return %0 : tensor<1x5xf32>
+}

@@ -1,0 +1,94 @@
+// RUN: tessel-opt %s | tessel-opt | FileCheck %s
+// Every tessel op survives a print/parse round trip.
+
+// CHECK-LABEL: @constant
+func.func @constant() -> tensor<2xf32> {
+  // CHECK: tessel.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+  %0 = tessel.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// CHECK-LABEL: @binary
+func.func @binary(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xui8>) -> (tensor<2x3xf32>, tensor<4xui8>) {
+  // CHECK: tessel.add %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %0 = tessel.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: tessel.sub
+  %1 = tessel.sub %0, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: tessel.mul
+  %2 = tessel.mul %1, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: tessel.div
+  %3 = tessel.div %2, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: tessel.add %{{.*}} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %4 = tessel.add %i, %i : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  return %3, %4 : tensor<2x3xf32>, tensor<4xui8>
+}
+
+// CHECK-LABEL: @activations
+func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // CHECK: tessel.relu %{{.*}} : tensor<8xf32>
+  %0 = tessel.relu %x : tensor<8xf32>
+  // CHECK: tessel.sigmoid
+  %1 = tessel.sigmoid %0 : tensor<8xf32>
+  // CHECK: tessel.tanh
+  %2 = tessel.tanh %1 : tensor<8xf32>
+  // CHECK: tessel.clip %{{.*}} {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<8xf32>
+  %3 = tessel.clip %2 {min = 0.0 : f32, max = 6.0 : f32} : tensor<8xf32>
+  // CHECK: tessel.clip %{{.*}} {max = 1.000000e+00 : f32} : tensor<8xf32>
+  %4 = tessel.clip %3 {max = 1.0 : f32} : tensor<8xf32>
+  return %4 : tensor<8xf32>
+}
+
+// CHECK-LABEL: @linear_algebra
+func.func @linear_algebra(%a: tensor<2x8x16xf32>, %b: tensor<16x4xf32>, %m: tensor<1x512xf32>,
+                          %w: tensor<1000x512xf32>, %c: tensor<1000xf32>) -> (tensor<2x8x4xf32>, tensor<1x1000xf32>) {
+  // CHECK: tessel.matmul %{{.*}}, %{{.*}} : (tensor<2x8x16xf32>, tensor<16x4xf32>) -> tensor<2x8x4xf32>
+  %0 = tessel.matmul %a, %b : (tensor<2x8x16xf32>, tensor<16x4xf32>) -> tensor<2x8x4xf32>
+  // CHECK: tessel.gemm %{{.*}}, %{{.*}}, %{{.*}} {trans_b = true}
+  %1 = tessel.gemm %m, %w, %c {trans_b = true} : (tensor<1x512xf32>, tensor<1000x512xf32>, tensor<1000xf32>) -> tensor<1x1000xf32>
+  return %0, %1 : tensor<2x8x4xf32>, tensor<1x1000xf32>
+}
+
+// CHECK-LABEL: @windows
+func.func @windows(%x: tensor<1x3x32x32xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>,
+                   %dw: tensor<3x1x3x3xf32>) -> (tensor<1x8x32x32xf32>, tensor<1x3x16x16xf32>, tensor<1x3x16x16xf32>, tensor<1x3x1x1xf32>, tensor<1x3x32x32xf32>) {
+  // CHECK: tessel.conv %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+  %0 = tessel.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x3x32x32xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x32x32xf32>
+  // CHECK: tessel.max_pool
+  %1 = tessel.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+                           pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+      : (tensor<1x3x32x32xf32>) -> tensor<1x3x16x16xf32>
+  // CHECK: tessel.average_pool
+  %2 = tessel.average_pool %x {ceil_mode = true, count_include_pad = false, dilations = array<i64: 1, 1>,
+                               kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<1x3x32x32xf32>) -> tensor<1x3x16x16xf32>
+  // CHECK: tessel.global_average_pool %{{.*}} : (tensor<1x3x32x32xf32>) -> tensor<1x3x1x1xf32>
+  %3 = tessel.global_average_pool %x : (tensor<1x3x32x32xf32>) -> tensor<1x3x1x1xf32>
+  // CHECK: tessel.conv %{{.*}}, %{{.*}} {{{.*}}group = 3 : i64
+  %4 = tessel.conv %x, %dw {dilations = array<i64: 1, 1>, group = 3 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x3x32x32xf32>, tensor<3x1x3x3xf32>) -> tensor<1x3x32x32xf32>
+  return %0, %1, %2, %3, %4 : tensor<1x8x32x32xf32>, tensor<1x3x16x16xf32>, tensor<1x3x16x16xf32>, tensor<1x3x1x1xf32>, tensor<1x3x32x32xf32>
+}
+
+// CHECK-LABEL: @normalization
+func.func @normalization(%x: tensor<1x4x2x2xf32>, %p: tensor<4xf32>, %s: tensor<2x10xf32>) -> (tensor<1x4x2x2xf32>, tensor<2x10xf32>) {
+  // CHECK: tessel.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<1x4x2x2xf32>, tensor<4xf32>
+  %0 = tessel.batch_norm %x, %p, %p, %p, %p {epsilon = 1.0e-05 : f32} : tensor<1x4x2x2xf32>, tensor<4xf32>
+  // CHECK: tessel.softmax %{{.*}} {axis = 1 : i64} : tensor<2x10xf32>
+  %1 = tessel.softmax %s {axis = 1 : i64} : tensor<2x10xf32>
+  return %0, %1 : tensor<1x4x2x2xf32>, tensor<2x10xf32>
+}
+
+// CHECK-LABEL: @data_movement
+func.func @data_movement(%x: tensor<1x512x1x1xf32>, %t: tensor<1x3x4x5xf32>, %a: tensor<1x2xf32>, %b: tensor<1x3xf32>)
+    -> (tensor<1x512xf32>, tensor<512xf32>, tensor<1x4x5x3xf32>, tensor<1x5xf32>) {
+  // CHECK: tessel.flatten %{{.*}} {axis = 1 : i64} : (tensor<1x512x1x1xf32>) -> tensor<1x512xf32>
+  %0 = tessel.flatten %x {axis = 1 : i64} : (tensor<1x512x1x1xf32>) -> tensor<1x512xf32>
+  // CHECK: tessel.reshape %{{.*}} : tensor<1x512x1x1xf32> -> tensor<512xf32>
+  %1 = tessel.reshape %x : tensor<1x512x1x1xf32> -> tensor<512xf32>
+  // CHECK: tessel.transpose %{{.*}} {perm = array<i64: 0, 2, 3, 1>}
+  %2 = tessel.transpose %t {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x4x5xf32>) -> tensor<1x4x5x3xf32>
+  // CHECK: tessel.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<1x2xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
+  %3 = tessel.concat %a, %b {axis = 1 : i64} : (tensor<1x2xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
+  return %0, %1, %2, %3 : tensor<1x512xf32>, tensor<512xf32>, tensor<1x4x5x3xf32>, tensor<1x5xf32>
+}

@@ -1,0 +1,37 @@
+# Tessel's lit configuration: every test of the project runs through lit,
+# from FileCheck tests of single passes to whole models compared against
+# onnxruntime.
+
+import os
+import shutil
+
+import lit.formats
+
+config.name = "Tessel"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test", ".py"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
+                   "Unit", "lib"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tessel_binary_dir, "test")
+
+# Tessel's tools first, then LLVM's (FileCheck, not, count).
+config.environment["PATH"] = os.pathsep.join(
+    [config.tessel_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.environment["PYTHONPATH"] = os.path.join(config.test_source_root, "lib")
+for name in ("HOME", "TMPDIR"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%torch-python", config.torch_python_executable))
+config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "lib")))
+config.substitutions.append(("%onnx-testdata", config.onnx_testdata_dir))
+
+# Features that gate tests on what this machine has.
+if os.path.isdir(config.onnx_testdata_dir):
+    config.available_features.add("onnx-testdata")
+if os.path.exists(config.torch_python_executable):
+    config.available_features.add("torch")
+if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
+    config.available_features.add("cuda-gpu")

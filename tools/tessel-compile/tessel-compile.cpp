@@ -1,0 +1,145 @@
+//===- tessel-compile.cpp - Compile an ONNX model into a .tsl artifact ----===//
+
+#include "compiler/Compiler.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <map>
+
+namespace {
+
+/// "1x3x224x224" -> {1, 3, 224, 224}.
+std::optional<std::vector<int64_t>> parseDims(llvm::StringRef text) {
+  std::vector<int64_t> dims;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, 'x');
+  for (llvm::StringRef part : parts) {
+    int64_t dim;
+    if (part.getAsInteger(10, dim) || dim < 0)
+      return std::nullopt;
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same
+/// directory, so that a failure never leaves a partial artifact behind.
+llvm::Error writeAtomically(const std::string &path, llvm::StringRef bytes) {
+  llvm::SmallString<256> temporary;
+  int fd;
+  llvm::StringRef directory = llvm::sys::path::parent_path(path);
+  llvm::SmallString<256> model(directory.empty() ? "." : directory);
+  llvm::sys::path::append(model, llvm::sys::path::filename(path) + ".tmp-%%%%%%");
+  if (std::error_code error = llvm::sys::fs::createUniqueFile(model, fd, temporary))
+    return llvm::createStringError(error, "cannot create a file next to %s",
+                                   path.c_str());
+  {
+    llvm::raw_fd_ostream stream(fd, /*shouldClose=*/true);
+    stream << bytes;
+    stream.close();
+    if (stream.has_error()) {
+      llvm::sys::fs::remove(temporary);
+      return llvm::createStringError(stream.error(), "cannot write %s",
+                                     path.c_str());
+    }
+  }
+  if (std::error_code error = llvm::sys::fs::rename(temporary, path)) {
+    llvm::sys::fs::remove(temporary);
+    return llvm::createStringError(error, "cannot write %s", path.c_str());
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Compile an ONNX model ahead of time into a Tessel artifact (.tsl)"};
+  std::string model, output;
+  std::string target = "x86", cpu, emit = "artifact";
+  int optLevel = 3;
+  std::vector<std::string> shapes;
+  bool quiet = false;
+  app.add_option("model", model, "ONNX model file")->required();
+  app.add_option("-o,--output", output,
+                 "Output file (required for artifacts; '-' or absent prints "
+                 "textual forms to stdout)");
+  app.add_option("--target", target, "Device to compile for")
+      ->check(CLI::IsMember({"x86"}));
+  app.add_option("-O", optLevel, "Optimization level (-O0 .. -O3)")
+      ->check(CLI::Range(0, 3));
+  app.add_option("--target-cpu", cpu,
+                 "CPU to generate code for (LLVM name, e.g. znver4, skylake-avx512); "
+                 "default: this machine's");
+  app.add_option("--emit", emit, "What to produce")
+      ->check(CLI::IsMember({"tessel", "linalg", "llvm", "asm", "artifact"}));
+  app.add_option("--shape", shapes,
+                 "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
+  app.add_flag("-q,--quiet", quiet, "Print no progress");
+  CLI11_PARSE(app, argc, argv);
+
+  tessel::CompileOptions options;
+  options.target = target;
+  options.optLevel = optLevel;
+  options.cpu = cpu;
+  for (int i = 1; i < argc; ++i)
+    options.commandLine += (i > 1 ? " " : "") + std::string(argv[i]);
+  for (const std::string &shape : shapes) {
+    auto [name, dims] = llvm::StringRef(shape).rsplit('=');
+    std::optional<std::vector<int64_t>> parsed = parseDims(dims);
+    if (name.empty() || !parsed) {
+      llvm::errs() << "tessel-compile: --shape expects NAME=1x3x224x224, got '"
+                   << shape << "'\n";
+      return 2;
+    }
+    options.import.inputShapes[name.str()] = *parsed;
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  if (!quiet)
+    options.progress = [&](llvm::StringRef stage) {
+      llvm::errs() << llvm::format("[%6.2fs] ", elapsed()) << stage << "\n";
+    };
+
+  static const std::map<std::string, tessel::EmitKind> kinds = {
+      {"tessel", tessel::EmitKind::Tessel},
+      {"linalg", tessel::EmitKind::Linalg},
+      {"llvm", tessel::EmitKind::LLVMIR},
+      {"asm", tessel::EmitKind::Assembly},
+      {"artifact", tessel::EmitKind::Artifact}};
+  tessel::EmitKind kind = kinds.at(emit);
+  if (kind == tessel::EmitKind::Artifact && (output.empty() || output == "-")) {
+    llvm::errs() << "tessel-compile: an artifact needs an output file (-o model.tsl)\n";
+    return 2;
+  }
+
+  std::string result;
+  llvm::raw_string_ostream stream(result);
+  if (llvm::Error error = tessel::compileModel(model, options, kind, stream)) {
+    llvm::errs() << "tessel-compile: error: " << llvm::toString(std::move(error))
+                 << "\n";
+    return 1;
+  }
+  if (output.empty() || output == "-") {
+    llvm::outs() << result;
+    return 0;
+  }
+  if (llvm::Error error = writeAtomically(output, result)) {
+    llvm::errs() << "tessel-compile: error: " << llvm::toString(std::move(error))
+                 << "\n";
+    return 1;
+  }
+  if (!quiet)
+    llvm::errs() << llvm::format("[%6.2fs] ", elapsed()) << "wrote " << output
+                 << " (" << llvm::format("%.2f", result.size() / 1e6) << " MB)\n";
+  return 0;
+}

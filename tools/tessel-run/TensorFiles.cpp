@@ -1,0 +1,214 @@
+//===- TensorFiles.cpp - Tensors from and to .pb and .npy files -----------===//
+
+#include "tools/tessel-run/TensorFiles.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace tessel::run {
+
+size_t HostTensor::elementCount() const {
+  size_t count = 1;
+  for (int64_t dim : shape)
+    count *= static_cast<size_t>(dim);
+  return count;
+}
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    throw std::runtime_error(path + ": cannot open");
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  return contents.str();
+}
+
+tsl_dtype dtypeOfOnnx(int32_t type, const std::string &path) {
+  using onnx::TensorProto;
+  static const std::map<int32_t, tsl_dtype> types = {
+      {TensorProto::FLOAT, TSL_F32},   {TensorProto::DOUBLE, TSL_F64},
+      {TensorProto::FLOAT16, TSL_F16}, {TensorProto::BFLOAT16, TSL_BF16},
+      {TensorProto::INT8, TSL_I8},     {TensorProto::INT16, TSL_I16},
+      {TensorProto::INT32, TSL_I32},   {TensorProto::INT64, TSL_I64},
+      {TensorProto::UINT8, TSL_U8},    {TensorProto::UINT16, TSL_U16},
+      {TensorProto::UINT32, TSL_U32},  {TensorProto::UINT64, TSL_U64},
+      {TensorProto::BOOL, TSL_BOOL}};
+  auto it = types.find(type);
+  if (it == types.end())
+    throw std::runtime_error(path + ": tensor data type " + std::to_string(type) +
+                             " is not supported");
+  return it->second;
+}
+
+template <typename Field>
+void packField(const Field &field, size_t elementBytes, std::vector<uint8_t> &out) {
+  out.resize(field.size() * elementBytes);
+  for (int i = 0; i < field.size(); ++i) {
+    auto value = field.Get(i);
+    std::memcpy(out.data() + i * elementBytes, &value, elementBytes);
+  }
+}
+
+} // namespace
+
+HostTensor readTensorProto(const std::string &path) {
+  onnx::TensorProto proto;
+  std::string bytes = readFile(path);
+  if (!proto.ParseFromString(bytes))
+    throw std::runtime_error(path + ": not a serialized onnx.TensorProto");
+  HostTensor tensor;
+  tensor.name = proto.name();
+  tensor.dtype = dtypeOfOnnx(proto.data_type(), path);
+  tensor.shape.assign(proto.dims().begin(), proto.dims().end());
+  size_t elementBytes = tsl_dtype_size(tensor.dtype);
+  if (proto.has_raw_data()) {
+    tensor.bytes.assign(proto.raw_data().begin(), proto.raw_data().end());
+  } else {
+    switch (proto.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      packField(proto.float_data(), 4, tensor.bytes);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      packField(proto.double_data(), 8, tensor.bytes);
+      break;
+    case onnx::TensorProto::INT64:
+      packField(proto.int64_data(), 8, tensor.bytes);
+      break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      packField(proto.uint64_data(), elementBytes, tensor.bytes);
+      break;
+    default:
+      packField(proto.int32_data(), elementBytes, tensor.bytes);
+      break;
+    }
+  }
+  if (tensor.bytes.size() != tensor.elementCount() * elementBytes)
+    throw std::runtime_error(path + ": holds " + std::to_string(tensor.bytes.size()) +
+                             " bytes but its shape needs " +
+                             std::to_string(tensor.elementCount() * elementBytes));
+  return tensor;
+}
+
+namespace {
+
+const std::map<std::string, tsl_dtype> &npyTypes() {
+  static const std::map<std::string, tsl_dtype> types = {
+      {"<f4", TSL_F32}, {"<f8", TSL_F64}, {"<f2", TSL_F16}, {"|i1", TSL_I8},
+      {"<i2", TSL_I16}, {"<i4", TSL_I32}, {"<i8", TSL_I64}, {"|u1", TSL_U8},
+      {"<u2", TSL_U16}, {"<u4", TSL_U32}, {"<u8", TSL_U64}, {"|b1", TSL_BOOL}};
+  return types;
+}
+
+/// The value of `key` in the .npy header dictionary, e.g. 'descr'.
+std::string headerField(const std::string &header, const std::string &key,
+                        const std::string &path) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos)
+    throw std::runtime_error(path + ": .npy header lacks '" + key + "'");
+  at = header.find(':', at);
+  size_t begin = header.find_first_not_of(" ", at + 1);
+  if (header[begin] == '(') {
+    size_t end = header.find(')', begin);
+    return header.substr(begin + 1, end - begin - 1);
+  }
+  size_t end = header.find_first_of(",}", begin);
+  std::string value = header.substr(begin, end - begin);
+  if (!value.empty() && value.front() == '\'')
+    value = value.substr(1, value.size() - 2);
+  return value;
+}
+
+} // namespace
+
+HostTensor readNpy(const std::string &path) {
+  std::string data = readFile(path);
+  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0)
+    throw std::runtime_error(path + ": not a .npy file");
+  int major = static_cast<unsigned char>(data[6]);
+  size_t headerLength, headerStart;
+  if (major == 1) {
+    headerLength = static_cast<unsigned char>(data[8]) |
+                   static_cast<unsigned char>(data[9]) << 8;
+    headerStart = 10;
+  } else {
+    if (data.size() < 12)
+      throw std::runtime_error(path + ": truncated .npy header");
+    uint32_t length;
+    std::memcpy(&length, &data[8], 4);
+    headerLength = length;
+    headerStart = 12;
+  }
+  if (headerStart + headerLength > data.size())
+    throw std::runtime_error(path + ": truncated .npy header");
+  std::string header = data.substr(headerStart, headerLength);
+  HostTensor tensor;
+  std::string descr = headerField(header, "descr", path);
+  auto type = npyTypes().find(descr);
+  if (type == npyTypes().end())
+    throw std::runtime_error(path + ": .npy element type '" + descr +
+                             "' is not supported");
+  tensor.dtype = type->second;
+  if (headerField(header, "fortran_order", path) != "False")
+    throw std::runtime_error(path + ": Fortran-ordered arrays are not supported");
+  std::stringstream dims(headerField(header, "shape", path));
+  std::string dim;
+  while (std::getline(dims, dim, ','))
+    if (dim.find_first_not_of(" ") != std::string::npos)
+      tensor.shape.push_back(std::stoll(dim));
+  size_t bytes = tensor.elementCount() * tsl_dtype_size(tensor.dtype);
+  size_t dataStart = headerStart + headerLength;
+  if (data.size() - dataStart != bytes)
+    throw std::runtime_error(path + ": holds " + std::to_string(data.size() - dataStart) +
+                             " bytes of data but its shape needs " + std::to_string(bytes));
+  tensor.bytes.assign(data.begin() + dataStart, data.end());
+  return tensor;
+}
+
+void writeNpy(const std::string &path, const HostTensor &tensor) {
+  std::string descr;
+  for (const auto &[name, dtype] : npyTypes())
+    if (dtype == tensor.dtype)
+      descr = name;
+  if (descr.empty())
+    throw std::runtime_error(path + ": " + tsl_dtype_name(tensor.dtype) +
+                             " has no .npy type");
+  std::string shape;
+  for (int64_t dim : tensor.shape)
+    shape += std::to_string(dim) + ", ";
+  if (tensor.shape.size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (tensor.shape.size() == 1)
+    shape.resize(shape.size() - 1);
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
+                       shape + "), }";
+  // Pad with spaces so that the data starts 64-byte aligned.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream file(path, std::ios::binary);
+  if (!file)
+    throw std::runtime_error(path + ": cannot create");
+  uint16_t length = header.size();
+  file.write("\x93NUMPY\x01\x00", 8);
+  file.write(reinterpret_cast<const char *>(&length), 2);
+  file << header;
+  file.write(reinterpret_cast<const char *>(tensor.bytes.data()), tensor.bytes.size());
+  if (!file)
+    throw std::runtime_error(path + ": write failed");
+}
+
+HostTensor readTensorFile(const std::string &path) {
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0)
+    return readNpy(path);
+  return readTensorProto(path);
+}
+
+} // namespace tessel::run

@@ -1,0 +1,39 @@
+//===- TensorFiles.h - Tensors from and to .pb and .npy files ---*- C++ -*-===//
+
+#ifndef TESSEL_TOOLS_TESSEL_RUN_TENSORFILES_H
+#define TESSEL_TOOLS_TESSEL_RUN_TENSORFILES_H
+
+#include "tessel/runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessel::run {
+
+/// A tensor in host memory, as files hold it.
+struct HostTensor {
+  std::string name;
+  tsl_dtype dtype = TSL_F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  size_t elementCount() const;
+};
+
+/// Reads a serialized onnx.TensorProto (the backend tests' input_N.pb and
+/// output_N.pb). Throws std::runtime_error naming the file on bad input.
+HostTensor readTensorProto(const std::string &path);
+
+/// Reads a NumPy .npy file (format 1.0-3.0, little-endian, C order).
+HostTensor readNpy(const std::string &path);
+
+/// Writes a NumPy .npy file (format 1.0).
+void writeNpy(const std::string &path, const HostTensor &tensor);
+
+/// Reads .npy or .pb by extension.
+HostTensor readTensorFile(const std::string &path);
+
+} // namespace tessel::run
+
+#endif // TESSEL_TOOLS_TESSEL_RUN_TENSORFILES_H
