@@ -44,6 +44,13 @@
 #include "mlir/Dialect/Vector/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -89,7 +96,16 @@ void registerCompilerDialects(DialectRegistry &registry) {
 }
 
 void registerCompilerPasses() {
+  // The upstream passes Tessel's pipelines are made of, so that each step
+  // can be run on its own in tests.
   registerTransformsPasses();
+  registerConversionPasses();
+  affine::registerAffinePasses();
+  bufferization::registerBufferizationPasses();
+  registerLinalgPasses();
+  memref::registerMemRefPasses();
+  registerSCFPasses();
+  vector::registerVectorPasses();
   registerTesselPasses();
   registerPipelines();
   x86::registerTesselX86Passes();

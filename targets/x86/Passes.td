@@ -23,6 +23,37 @@ def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::Fun
   ];
 }
 
+def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> {
+  let summary = "Tile the ops of each workgroup to vector sizes and vectorize them";
+  let description = [{
+    Inside a workgroup, every linalg op with static shapes and
+    projected-permutation indexing maps is tiled once more so that each
+    step works on registers (a row of `vector-width`-multiple elements, or
+    an m x n register block of a contraction with k stepped one at a time),
+    and the step is vectorized with linalg's vectorizer. Ops it cannot
+    vectorize (windowed reductions, convolutions for now) stay as loops.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+                           "mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of the widest vector register (16 for AVX-512, 8 for AVX2)">,
+  ];
+}
+
+def TesselX86LowerVectorsPass : Pass<"tessel-x86-lower-vectors", "mlir::func::FuncOp"> {
+  let summary = "Keep accumulators in registers and lower vector ops for LLVM";
+  let description = [{
+    After bufferization: hoists loop-invariant transfers out of reduction
+    loops (a matmul's accumulator tile stays in registers across k), then
+    lowers contractions to outer products (broadcast + FMA), reductions,
+    transposes and transfers to the 1-D vector operations LLVM maps onto
+    AVX2/AVX-512 instructions.
+  }];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def TesselX86WorkgroupLoopPass : Pass<"tessel-x86-workgroup-loop", "mlir::func::FuncOp"> {
   let summary = "Turn a kernel's workgroup forall into a loop over a range";
   let description = [{

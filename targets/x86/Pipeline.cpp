@@ -9,8 +9,10 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -24,6 +26,9 @@ namespace tessel::x86 {
 void buildX86CodegenPipeline(OpPassManager &pm) {
   // Tensors: workgroup tiles with their producers fused in.
   pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createTesselX86VectorizePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -41,7 +46,10 @@ void buildX86CodegenPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createTesselX86WorkgroupLoopPass());
   pm.addNestedPass<func::FuncOp>(createTesselX86ScratchPass());
 
-  // Loops and LLVM.
+  // Vectors, loops and LLVM.
+  pm.addNestedPass<func::FuncOp>(createTesselX86LowerVectorsPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createTesselX86ExpandToPrimitivesPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
@@ -56,6 +64,7 @@ void buildX86CodegenPipeline(OpPassManager &pm) {
   funcToLLVM.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createTesselX86EntryPointsPass());
   pm.addPass(createCanonicalizerPass());

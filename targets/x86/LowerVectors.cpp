@@ -1,0 +1,61 @@
+//===- LowerVectors.cpp - Vector ops down to what LLVM maps well ----------===//
+
+#include "targets/x86/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorTransforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace tessel::x86 {
+#define GEN_PASS_DEF_TESSELX86LOWERVECTORSPASS
+#include "targets/x86/Passes.h.inc"
+} // namespace tessel::x86
+
+using namespace mlir;
+
+namespace tessel::x86 {
+namespace {
+
+struct TesselX86LowerVectorsPass
+    : impl::TesselX86LowerVectorsPassBase<TesselX86LowerVectorsPass> {
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    MLIRContext *context = &getContext();
+    // Accumulators read and written in every k step move out of the loop.
+    linalg::hoistRedundantVectorTransfers(function);
+
+    auto apply = [&](auto populate) {
+      RewritePatternSet patterns(context);
+      populate(patterns);
+      return applyPatternsGreedily(function, std::move(patterns));
+    };
+    if (failed(apply([&](RewritePatternSet &patterns) {
+          vector::populateVectorContractLoweringPatterns(
+              patterns, vector::VectorContractLowering::OuterProduct);
+          vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+          vector::populateVectorMultiReductionLoweringPatterns(
+              patterns, vector::VectorMultiReductionLowering::InnerParallel);
+          vector::populateVectorBroadcastLoweringPatterns(patterns);
+          vector::populateVectorTransposeLoweringPatterns(
+              patterns, vector::VectorTransposeLowering::EltWise);
+          vector::populateVectorShapeCastLoweringPatterns(patterns);
+          vector::populateVectorMaskOpLoweringPatterns(patterns);
+        })))
+      return signalPassFailure();
+    if (failed(apply([&](RewritePatternSet &patterns) {
+          vector::populateVectorOuterProductLoweringPatterns(patterns);
+          vector::populateVectorTransferLoweringPatterns(patterns,
+                                                         /*maxTransferRank=*/1);
+          vector::populateVectorShapeCastLoweringPatterns(patterns);
+        })))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace tessel::x86

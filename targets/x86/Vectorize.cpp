@@ -1,0 +1,118 @@
+//===- Vectorize.cpp - Vector-sized tiles, vectorized ---------------------===//
+
+#include "targets/x86/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace tessel::x86 {
+#define GEN_PASS_DEF_TESSELX86VECTORIZEPASS
+#include "targets/x86/Passes.h.inc"
+} // namespace tessel::x86
+
+using namespace mlir;
+
+namespace tessel::x86 {
+namespace {
+
+/// The largest divisor of `extent` that is at most `limit`, preferring
+/// multiples of `multiple`: tiles of equal static shape vectorize without
+/// masks.
+int64_t divisorTile(int64_t extent, int64_t limit, int64_t multiple) {
+  int64_t best = 1;
+  for (int64_t tile = std::min(extent, limit); tile >= 1; --tile) {
+    if (extent % tile != 0)
+      continue;
+    if (tile % multiple == 0)
+      return tile;
+    best = std::max(best, tile);
+  }
+  return best;
+}
+
+/// Register-sized tiles for `op`, or nullopt to leave it as loops.
+std::optional<SmallVector<int64_t>> vectorTiles(linalg::LinalgOp op,
+                                                int64_t width) {
+  if (!op.hasPureTensorSemantics() || op.getNumLoops() == 0)
+    return std::nullopt;
+  if (isa<linalg::ConvolutionOpInterface>(op.getOperation()))
+    return std::nullopt;
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (!map.isProjectedPermutation())
+      return std::nullopt;
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  if (llvm::any_of(extents, ShapedType::isDynamic))
+    return std::nullopt;
+  SmallVector<int64_t> tiles(extents.size(), 1);
+
+  // A contraction: an m x n block of accumulators in registers, k stepped
+  // one at a time (outer products).
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
+      dims->k.size() == 1 && isa<linalg::GenericOp>(op.getOperation())) {
+    tiles[dims->m.front()] = divisorTile(extents[dims->m.front()], 6, 1);
+    tiles[dims->n.front()] = divisorTile(extents[dims->n.front()], 2 * width, width);
+    return tiles;
+  }
+  // Elementwise maps and reductions: rows along the innermost loop.
+  tiles.back() = divisorTile(extents.back(), 4 * width, width);
+  return tiles;
+}
+
+struct TesselX86VectorizePass
+    : impl::TesselX86VectorizePassBase<TesselX86VectorizePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    MLIRContext *context = &getContext();
+    SmallVector<linalg::LinalgOp> ops;
+    function.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+
+    IRRewriter rewriter(context);
+    for (linalg::LinalgOp op : ops) {
+      std::optional<SmallVector<int64_t>> tiles = vectorTiles(op, vectorWidth);
+      if (!tiles)
+        continue;
+      linalg::LinalgOp target = op;
+      if (llvm::any_of(llvm::zip(*tiles, op.getStaticLoopRanges()),
+                       [](auto pair) { return std::get<0>(pair) < std::get<1>(pair); })) {
+        scf::SCFTilingOptions options;
+        options.setTileSizes(getAsIndexOpFoldResult(context, *tiles));
+        rewriter.setInsertionPoint(op);
+        FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+            rewriter, cast<TilingInterface>(op.getOperation()), options);
+        if (failed(tiled))
+          continue;
+        rewriter.replaceOp(op, tiled->replacements);
+        target = cast<linalg::LinalgOp>(tiled->tiledOps.back());
+      }
+      rewriter.setInsertionPoint(target);
+      FailureOr<linalg::VectorizationResult> vectorized =
+          linalg::vectorize(rewriter, target);
+      if (failed(vectorized))
+        continue;
+      rewriter.replaceOp(target, vectorized->replacements);
+    }
+
+    RewritePatternSet patterns(context);
+    tensor::populateFoldTensorSubsetIntoVectorTransferPatterns(patterns);
+    vector::populateVectorReductionToContractPatterns(patterns);
+    vector::populateSinkVectorOpsPatterns(patterns);
+    vector::TransferReadOp::getCanonicalizationPatterns(patterns, context);
+    vector::TransferWriteOp::getCanonicalizationPatterns(patterns, context);
+    if (failed(applyPatternsGreedily(function, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace tessel::x86

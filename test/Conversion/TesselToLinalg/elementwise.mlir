@@ -1,0 +1,72 @@
+// RUN: tessel-opt %s --convert-tessel-to-linalg --split-input-file | FileCheck %s
+
+// Broadcast operands are collapsed views read through projected maps.
+// CHECK-DAG: #[[BCAST:.+]] = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: @add_channel_bias
+// CHECK-SAME: (%[[X:.+]]: tensor<1x8x4x4xf32>, %[[B:.+]]: tensor<8x1x1xf32>)
+// CHECK: %[[C:.+]] = tensor.collapse_shape %[[B]] {{\[}}[0, 1, 2]] : tensor<8x1x1xf32> into tensor<8xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[BCAST]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK-SAME: ins(%[[X]], %[[C]] : tensor<1x8x4x4xf32>, tensor<8xf32>)
+// CHECK: arith.addf
+func.func @add_channel_bias(%x: tensor<1x8x4x4xf32>, %b: tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32> {
+  %0 = tessel.add %x, %b : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  return %0 : tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// Unsigned tensors become signless; the division stays unsigned, and the
+// function signature is converted with the ops.
+// CHECK-LABEL: @div_unsigned
+// CHECK-SAME: (%{{.+}}: tensor<4xi8>, %{{.+}}: tensor<4xi8>) -> tensor<4xi8>
+// CHECK: arith.divui
+func.func @div_unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> tensor<4xui8> {
+  %0 = tessel.div %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  return %0 : tensor<4xui8>
+}
+
+// -----
+
+// CHECK-LABEL: @activations
+// CHECK: arith.maximumf
+// CHECK: arith.negf
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: math.tanh
+// CHECK: arith.maximumf
+// CHECK: arith.minimumf
+func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = tessel.relu %x : tensor<8xf32>
+  %1 = tessel.sigmoid %0 : tensor<8xf32>
+  %2 = tessel.tanh %1 : tensor<8xf32>
+  %3 = tessel.clip %2 {min = 0.0 : f32, max = 6.0 : f32} : tensor<8xf32>
+  return %3 : tensor<8xf32>
+}
+
+// -----
+
+// Clip without a lower bound only takes the minimum.
+// CHECK-LABEL: @clip_upper
+// CHECK-NOT: arith.maxsi
+// CHECK: arith.minsi
+func.func @clip_upper(%x: tensor<8xi8>) -> tensor<8xi8> {
+  %0 = tessel.clip %x {max = 5 : i8} : tensor<8xi8>
+  return %0 : tensor<8xi8>
+}
+
+// -----
+
+// A batch norm with runtime parameters computes the formula per channel.
+// CHECK-LABEL: @batch_norm
+// CHECK: tensor.collapse_shape
+// CHECK: linalg.generic
+// CHECK: math.sqrt
+// CHECK: arith.subf
+// CHECK: arith.divf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @batch_norm(%x: tensor<1x2x3x3xf32>, %p: tensor<2xf32>) -> tensor<1x2x3x3xf32> {
+  %0 = tessel.batch_norm %x, %p, %p, %p, %p {epsilon = 1.0e-5 : f32} : tensor<1x2x3x3xf32>, tensor<2xf32>
+  return %0 : tensor<1x2x3x3xf32>
+}

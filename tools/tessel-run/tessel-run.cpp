@@ -1,0 +1,199 @@
+//===- tessel-run.cpp - Run a Tessel artifact, check it, time it ----------===//
+
+#include "tools/tessel-run/Compare.h"
+#include "tools/tessel-run/TensorFiles.h"
+
+#include "tessel/runtime.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+using tessel::run::HostTensor;
+
+namespace {
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// "[0, 3, 1]" for flat element `index` of `shape`.
+std::string formatIndex(size_t index, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> position(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    position[i] = shape[i] ? index % shape[i] : 0;
+    index = shape[i] ? index / shape[i] : 0;
+  }
+  return formatShape(position);
+}
+
+HostTensor toHost(const tsl::Tensor &tensor, const std::string &name) {
+  HostTensor host;
+  host.name = name;
+  host.dtype = tensor.dtype();
+  host.shape = tensor.shape();
+  const auto *bytes = static_cast<const uint8_t *>(tensor.data());
+  host.bytes.assign(bytes, bytes + tensor.byteSize());
+  return host;
+}
+
+/// Deterministic inputs for timing runs without data: standard-normal
+/// floats, small integers.
+HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed) {
+  HostTensor tensor;
+  tensor.name = info.name;
+  tensor.dtype = info.dtype;
+  tensor.shape = info.shape;
+  tensor.bytes.resize(tensor.elementCount() * tsl_dtype_size(info.dtype));
+  std::mt19937 generator(seed);
+  if (info.dtype == TSL_F32) {
+    std::normal_distribution<float> normal;
+    auto *values = reinterpret_cast<float *>(tensor.bytes.data());
+    for (size_t i = 0; i < tensor.elementCount(); ++i)
+      values[i] = normal(generator);
+  } else {
+    for (uint8_t &byte : tensor.bytes)
+      byte = generator() % 4 == 0;
+  }
+  return tensor;
+}
+
+void printTensor(const HostTensor &tensor, size_t limit) {
+  std::printf("output '%s' %s %s:", tensor.name.c_str(),
+              formatShape(tensor.shape).c_str(), tsl_dtype_name(tensor.dtype));
+  size_t count = std::min(limit, tensor.elementCount());
+  for (size_t i = 0; i < count; ++i)
+    std::printf(" %.6g", tessel::run::elementAsDouble(tensor, i));
+  if (count < tensor.elementCount())
+    std::printf(" ... (%zu values)", tensor.elementCount());
+  std::printf("\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Run a Tessel artifact: check it against expected outputs, time it"};
+  std::string artifact, testData, outputDir;
+  std::vector<std::string> inputFiles;
+  double rtol = 1e-3, atol = 1e-5;
+  int bench = 0, warmup = 10;
+  unsigned threads = 0;
+  bool print = false;
+  app.add_option("artifact", artifact, "Compiled model (.tsl)")->required();
+  app.add_option("--test-data", testData,
+                 "Folder with input_N.pb and optionally output_N.pb (ONNX test-data layout)");
+  app.add_option("--input", inputFiles,
+                 "Input tensor file (.npy or TensorProto .pb), in signature order");
+  app.add_option("--output-dir", outputDir, "Write outputs there as output_N.npy");
+  app.add_option("--rtol", rtol, "Relative tolerance of the comparison");
+  app.add_option("--atol", atol, "Absolute tolerance of the comparison");
+  app.add_option("--bench", bench, "Time this many runs and print the latency");
+  app.add_option("--warmup", warmup, "Untimed runs before --bench");
+  app.add_option("--threads", threads, "Threads per run (0: one per core)");
+  app.add_flag("--print", print, "Print the outputs");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    tsl::Module module = tsl::Module::load(artifact);
+    std::vector<tsl::TensorInfo> inputInfos = module.inputs();
+    std::vector<tsl::TensorInfo> outputInfos = module.outputs();
+
+    std::vector<HostTensor> inputs, expected;
+    namespace fs = std::filesystem;
+    if (!testData.empty()) {
+      for (size_t i = 0; i < inputInfos.size(); ++i)
+        inputs.push_back(tessel::run::readTensorProto(
+            (fs::path(testData) / ("input_" + std::to_string(i) + ".pb")).string()));
+      for (size_t i = 0; i < outputInfos.size(); ++i) {
+        fs::path path = fs::path(testData) / ("output_" + std::to_string(i) + ".pb");
+        if (fs::exists(path))
+          expected.push_back(tessel::run::readTensorProto(path.string()));
+      }
+    }
+    for (const std::string &file : inputFiles)
+      inputs.push_back(tessel::run::readTensorFile(file));
+    if (inputs.empty() && bench > 0)
+      for (size_t i = 0; i < inputInfos.size(); ++i)
+        inputs.push_back(randomInput(inputInfos[i], 1234 + i));
+    if (inputs.size() != inputInfos.size()) {
+      std::fprintf(stderr,
+                   "tessel-run: error: the model has %zu inputs but %zu were "
+                   "given (use --test-data or --input)\n",
+                   inputInfos.size(), inputs.size());
+      return 1;
+    }
+
+    std::vector<tsl::Tensor> inputTensors;
+    for (HostTensor &input : inputs)
+      inputTensors.push_back(tsl::Tensor::wrap(input.dtype, input.shape,
+                                               input.bytes.data(), input.bytes.size()));
+    tsl::SessionOptions options;
+    options.threadCount = threads;
+    tsl::Session session(module, options);
+    std::vector<tsl::Tensor> outputs = session.run(inputTensors);
+
+    std::vector<HostTensor> results;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      results.push_back(toHost(outputs[i], outputInfos[i].name));
+    if (print)
+      for (const HostTensor &result : results)
+        printTensor(result, 16);
+    if (!outputDir.empty()) {
+      fs::create_directories(outputDir);
+      for (size_t i = 0; i < results.size(); ++i)
+        tessel::run::writeNpy(
+            (fs::path(outputDir) / ("output_" + std::to_string(i) + ".npy")).string(),
+            results[i]);
+    }
+
+    bool pass = true;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      tessel::run::Comparison comparison =
+          tessel::run::compareTensors(results[i], expected[i], rtol, atol);
+      std::printf("output %zu '%s' %s: ", i, outputInfos[i].name.c_str(),
+                  formatShape(results[i].shape).c_str());
+      if (!comparison.structuralProblem.empty()) {
+        std::printf("%s\n", comparison.structuralProblem.c_str());
+      } else {
+        std::printf("max abs error %.3g, max rel error %.3g, %zu of %zu outside "
+                    "rtol %g atol %g\n",
+                    comparison.maxAbsoluteError, comparison.maxRelativeError,
+                    comparison.mismatchCount, results[i].elementCount(), rtol, atol);
+        for (const tessel::run::Mismatch &mismatch : comparison.worst)
+          std::printf("  at %s: got %.9g, expected %.9g\n",
+                      formatIndex(mismatch.index, results[i].shape).c_str(),
+                      mismatch.actual, mismatch.expected);
+      }
+      pass &= comparison.pass;
+    }
+    if (!expected.empty())
+      std::printf("%s\n", pass ? "PASS" : "FAIL");
+
+    if (bench > 0) {
+      for (int i = 0; i < warmup; ++i)
+        session.run(inputTensors, outputs);
+      std::vector<double> times;
+      for (int i = 0; i < bench; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        session.run(inputTensors, outputs);
+        times.push_back(std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+      }
+      std::sort(times.begin(), times.end());
+      std::printf("latency median %.3f ms, min %.3f ms (%d runs)\n",
+                  times[times.size() / 2], times.front(), bench);
+    }
+    return pass ? 0 : 1;
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "tessel-run: error: %s\n", error.what());
+    return 1;
+  }
+}
