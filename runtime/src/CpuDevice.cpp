@@ -1,0 +1,163 @@
+//===- CpuDevice.cpp - The host CPU as a device ---------------------------===//
+//
+// Buffers are host memory, executables are shared objects whose entries
+// follow KernelAbi.h, and a stream spreads each dispatch's workgroups over
+// the session's thread pool, each thread with its own scratch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Device.h"
+#include "Memory.h"
+#include "SharedObject.h"
+#include "ThreadPool.h"
+
+#include "runtime/schema/KernelAbi.h"
+
+#include <algorithm>
+#include <cstring>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace tessel::runtime {
+
+namespace {
+
+struct CpuEntry {
+  tsl_cpu_kernel_entry function;
+  int64_t workgroupCount;
+};
+
+class CpuExecutable final : public Executable {
+public:
+  CpuExecutable(std::unique_ptr<SharedObject> object,
+                std::vector<CpuEntry> entries)
+      : object(std::move(object)), entries(std::move(entries)) {}
+
+  const CpuEntry &entry(uint32_t index) const { return entries[index]; }
+
+private:
+  /// Keeps the entries' code mapped.
+  std::unique_ptr<SharedObject> object;
+  /// Indexed like the artifact's KernelEntry list.
+  std::vector<CpuEntry> entries;
+};
+
+class CpuStream final : public Stream {
+public:
+  CpuStream(unsigned workerCount, std::vector<AlignedBytes> scratch)
+      : scratch(std::move(scratch)), pool(workerCount) {}
+
+  tsl_status dispatch(const Executable &executable, uint32_t entry,
+                      void *const *bindings) override {
+    const CpuEntry &kernel =
+        static_cast<const CpuExecutable &>(executable).entry(entry);
+    int64_t count = kernel.workgroupCount;
+    if (count == 1 || pool.threadCount() == 1) {
+      kernel.function(bindings, 0, count, scratch[0].get());
+      return nullptr;
+    }
+    auto body = [&](uint64_t begin, uint64_t end, unsigned thread) {
+      kernel.function(bindings, static_cast<int64_t>(begin),
+                      static_cast<int64_t>(end), scratch[thread].get());
+    };
+    pool.parallelFor(static_cast<uint64_t>(count), body);
+    return nullptr;
+  }
+
+  /// Every dispatch has finished by the time it returns.
+  tsl_status synchronize() override { return nullptr; }
+
+private:
+  /// One buffer per thread of the pool, indexed like its threads.
+  std::vector<AlignedBytes> scratch;
+  /// Declared last so that its threads are joined before the scratch goes.
+  ThreadPool pool;
+};
+
+class CpuDevice final : public Device {
+public:
+  CpuDevice()
+      : info{kBufferAlignment,
+             /*hostAccessible=*/true,
+             std::max(1u, std::thread::hardware_concurrency())} {}
+
+  const DeviceCapabilities &capabilities() const override { return info; }
+
+  tsl_status allocate(size_t bytes, size_t alignment, void *&buffer) override {
+    AlignedBytes memory = allocateAligned(
+        bytes, std::max(alignment, kBufferAlignment), /*zero=*/true);
+    if (!memory)
+      return makeError(TSL_OUT_OF_MEMORY,
+                       "cannot allocate %zu bytes of cpu memory", bytes);
+    buffer = memory.release();
+    return nullptr;
+  }
+
+  void deallocate(void *buffer) override { FreeDeleter()(buffer); }
+
+  tsl_status copy(void *destination, const void *source, size_t bytes,
+                  CopyDirection) override {
+    if (bytes)
+      std::memcpy(destination, source, bytes);
+    return nullptr;
+  }
+
+  tsl_status loadExecutable(const schema::Executable &executable,
+                            uint32_t index,
+                            std::unique_ptr<Executable> &loaded) override {
+    std::string what = "executable " + std::to_string(index);
+    std::unique_ptr<SharedObject> object;
+    TSL_RETURN_IF_ERROR(SharedObject::load(executable.binary()->data(),
+                                           executable.binary()->size(), what,
+                                           object));
+    std::vector<CpuEntry> entries;
+    entries.reserve(executable.entries()->size());
+    for (const schema::KernelEntry *entry : *executable.entries()) {
+      const char *symbol = entry->symbol()->c_str();
+      void *address = object->lookup(symbol);
+      if (!address)
+        return makeError(TSL_INVALID_ARTIFACT,
+                         "%s entry %zu: the shared object has no symbol '%s'",
+                         what.c_str(), entries.size(), symbol);
+      entries.push_back({reinterpret_cast<tsl_cpu_kernel_entry>(address),
+                         static_cast<int64_t>(entry->workgroup_count())});
+    }
+    loaded =
+        std::make_unique<CpuExecutable>(std::move(object), std::move(entries));
+    return nullptr;
+  }
+
+  tsl_status createStream(const StreamOptions &options,
+                          std::unique_ptr<Stream> &stream) override {
+    std::vector<AlignedBytes> scratch;
+    for (unsigned thread = 0; thread < options.threadCount; ++thread) {
+      scratch.push_back(allocateAligned(options.scratchBytes, kBufferAlignment,
+                                        /*zero=*/false));
+      if (!scratch.back())
+        return makeError(TSL_OUT_OF_MEMORY,
+                         "cannot allocate %zu bytes of scratch for thread %u",
+                         options.scratchBytes, thread);
+    }
+    try {
+      stream = std::make_unique<CpuStream>(options.threadCount - 1,
+                                           std::move(scratch));
+    } catch (const std::system_error &error) {
+      return makeError(TSL_OUT_OF_MEMORY, "cannot start %u worker threads: %s",
+                       options.threadCount - 1, error.what());
+    }
+    return nullptr;
+  }
+
+private:
+  DeviceCapabilities info;
+};
+
+} // namespace
+
+Device &getCpuDevice() {
+  static CpuDevice device;
+  return device;
+}
+
+} // namespace tessel::runtime

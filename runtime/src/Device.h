@@ -1,0 +1,151 @@
+//===- Device.h - The interface every device implements ---------*- C++ -*-===//
+//
+// A device allocates and frees buffers, copies into, out of and within them,
+// loads executables, dispatches their entries on a stream and reports what it
+// can do. The session drives the host schedule through this interface only,
+// so the CUDA device (libcuda through dlopen) and the NPU simulator slot in
+// beside the CPU without the session changing.
+//
+// Devices are process-wide and thread-safe: one device serves every module
+// and session. A Stream belongs to one session and is used by one thread at
+// a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_SRC_DEVICE_H
+#define TESSEL_RUNTIME_SRC_DEVICE_H
+
+#include "Status.h"
+
+#include "runtime/schema/Artifact.h"
+#include "tessel/runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+namespace tessel::runtime {
+
+struct DeviceCapabilities {
+  /// The least alignment of every buffer allocate() returns, and what
+  /// memory bound to a dispatch must have.
+  size_t bufferAlignment;
+  /// Whether device buffers are plain host pointers, so that suitably
+  /// aligned host memory can be bound to a dispatch without a copy.
+  bool hostAccessible;
+  /// Independent compute units: cores, streaming multiprocessors, arrays.
+  unsigned computeUnits;
+};
+
+enum class CopyDirection { HostToDevice, DeviceToHost, DeviceToDevice };
+
+/// An executable of the artifact, loaded onto its device. Its entries are
+/// indexed like the artifact's KernelEntry list. Immutable, so one loaded
+/// executable serves every session of a module at once.
+class Executable {
+public:
+  virtual ~Executable();
+};
+
+/// Per-session resources of a stream.
+struct StreamOptions {
+  /// Threads that run a dispatch, the calling one included (at least 1).
+  unsigned threadCount;
+  /// Scratch every thread needs: the maximum over the entries it runs.
+  size_t scratchBytes;
+};
+
+/// An ordered queue of dispatches. Not thread-safe: it belongs to one
+/// session, which runs one call at a time.
+class Stream {
+public:
+  virtual ~Stream();
+  /// Runs entry `entry` of `executable` (loaded by this stream's device)
+  /// with `bindings`, the entry's binding_count device buffers; the array
+  /// may be reused once the call returns.
+  virtual tsl_status dispatch(const Executable &executable, uint32_t entry,
+                              void *const *bindings) = 0;
+  /// Returns once every dispatch enqueued so far has finished.
+  virtual tsl_status synchronize() = 0;
+};
+
+class Device {
+public:
+  virtual ~Device();
+  virtual const DeviceCapabilities &capabilities() const = 0;
+  /// Zeroed device memory of `bytes` bytes, aligned to the larger of
+  /// `alignment` (a power of two, at most 4096) and bufferAlignment.
+  virtual tsl_status allocate(size_t bytes, size_t alignment,
+                              void *&buffer) = 0;
+  virtual void deallocate(void *buffer) = 0;
+  virtual tsl_status copy(void *destination, const void *source, size_t bytes,
+                          CopyDirection direction) = 0;
+  /// Loads executable `index` of the artifact, which the verifier has
+  /// checked targets this device.
+  virtual tsl_status loadExecutable(const schema::Executable &executable,
+                                    uint32_t index,
+                                    std::unique_ptr<Executable> &loaded) = 0;
+  virtual tsl_status createStream(const StreamOptions &options,
+                                  std::unique_ptr<Stream> &stream) = 0;
+};
+
+/// The device of `kind` in this process, or null when there is none.
+Device *findDevice(schema::DeviceKind kind);
+
+/// The device of `kind` in this process; TSL_UNAVAILABLE saying why when
+/// there is none.
+tsl_status getDevice(schema::DeviceKind kind, Device *&device);
+
+/// The device called `name` ("cpu", "cuda", "npu"); TSL_NOT_FOUND for a name
+/// that is none of them.
+tsl_status getDevice(const char *name, Device *&device);
+
+/// The process-wide CPU device (CpuDevice.cpp).
+Device &getCpuDevice();
+
+/// A device buffer freed when this goes away.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept {
+    reset();
+    device = other.device;
+    data = other.data;
+    size = other.size;
+    other.device = nullptr;
+    other.data = nullptr;
+    return *this;
+  }
+  ~DeviceBuffer() { reset(); }
+
+  tsl_status allocate(Device &owner, size_t bytes, size_t alignment = 1) {
+    reset();
+    TSL_RETURN_IF_ERROR(owner.allocate(bytes, alignment, data));
+    device = &owner;
+    size = bytes;
+    return nullptr;
+  }
+  void *get() const { return data; }
+  size_t byteSize() const { return size; }
+
+private:
+  void reset() {
+    if (device)
+      device->deallocate(data);
+    device = nullptr;
+    data = nullptr;
+    size = 0;
+  }
+
+  Device *device = nullptr;
+  void *data = nullptr;
+  size_t size = 0;
+};
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_SRC_DEVICE_H

@@ -1,0 +1,203 @@
+//===- Module.cpp - Loading and inspecting artifacts ----------------------===//
+
+#include "Module.h"
+
+#include "Status.h"
+#include "Verifier.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace tessel::runtime;
+namespace sc = tessel::schema;
+
+namespace {
+
+void describeSignature(
+    const flatbuffers::Vector<flatbuffers::Offset<sc::TensorSignature>> &from,
+    std::vector<tsl_tensor_info> &to) {
+  to.reserve(from.size());
+  for (const sc::TensorSignature *signature : from)
+    to.push_back({signature->name()->c_str(),
+                  static_cast<tsl_dtype>(signature->dtype()),
+                  signature->shape()->size(), signature->shape()->data()});
+}
+
+/// Verifies the `size` bytes in `bytes` and loads every executable whose
+/// device this process has; the others are refused when a session needs
+/// them.
+tsl_status createModule(AlignedBytes bytes, size_t size,
+                        tsl_module **outModule) {
+  const sc::Artifact *artifact;
+  TSL_RETURN_IF_ERROR(verifyArtifact(bytes.get(), size, artifact));
+
+  auto module = std::make_unique<tsl_module_t>();
+  module->bytes = std::move(bytes);
+  module->artifact = artifact;
+  describeSignature(*artifact->inputs(), module->inputs);
+  describeSignature(*artifact->outputs(), module->outputs);
+
+  const auto &executables = *artifact->executables();
+  module->executables.resize(executables.size());
+  for (flatbuffers::uoffset_t i = 0; i < executables.size(); ++i) {
+    const sc::Executable &executable = *executables.Get(i);
+    if (Device *device = findDevice(executable.device()))
+      TSL_RETURN_IF_ERROR(
+          device->loadExecutable(executable, i, module->executables[i]));
+  }
+  *outModule = module.release();
+  return nullptr;
+}
+
+/// Closes a file on every path out, exceptions included.
+struct FileCloser {
+  int fd;
+  ~FileCloser() { ::close(fd); }
+};
+
+/// Reads all of `fd` (`size` bytes) into `bytes`.
+tsl_status readAll(int fd, const std::string &what, uint8_t *bytes,
+                   size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t count = ::read(fd, bytes + done, size - done);
+    if (count < 0 && errno == EINTR)
+      continue;
+    if (count < 0)
+      return makeError(TSL_IO_ERROR, "cannot read %s: %s", what.c_str(),
+                       std::strerror(errno));
+    if (count == 0)
+      return makeError(TSL_IO_ERROR,
+                       "%s ended after %zu of its %zu bytes (it shrank while "
+                       "being read)",
+                       what.c_str(), done, size);
+    done += static_cast<size_t>(count);
+  }
+  return nullptr;
+}
+
+tsl_status loadFile(const char *path, tsl_module **outModule) {
+  std::string what = std::string("'") + path + "'";
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return makeError(errno == ENOENT ? TSL_NOT_FOUND : TSL_IO_ERROR,
+                     "cannot open %s: %s", what.c_str(), std::strerror(errno));
+  FileCloser closer{fd};
+
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    return makeError(TSL_IO_ERROR, "cannot stat %s: %s", what.c_str(),
+                     std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return makeError(TSL_IO_ERROR, "%s is not a regular file", what.c_str());
+  TSL_RETURN_IF_ERROR(
+      checkArtifactSize(static_cast<uint64_t>(info.st_size), what.c_str()));
+
+  auto size = static_cast<size_t>(info.st_size);
+  AlignedBytes bytes = allocateAligned(size, kBufferAlignment, /*zero=*/false);
+  if (!bytes)
+    return makeError(TSL_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s",
+                     size, what.c_str());
+  TSL_RETURN_IF_ERROR(readAll(fd, what, bytes.get(), size));
+  return createModule(std::move(bytes), size, outModule);
+}
+
+tsl_status signatureInfo(const tsl_module *module, size_t index,
+                         tsl_tensor_info *outInfo, bool input) {
+  const char *role = input ? "input" : "output";
+  if (!module || !outInfo)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_module_%s_info: module and out_info must not be NULL",
+                     role);
+  const std::vector<tsl_tensor_info> &infos =
+      input ? module->inputs : module->outputs;
+  if (index >= infos.size())
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "%s index %zu is out of range (the model has %zu %ss)",
+                     role, index, infos.size(), role);
+  *outInfo = infos[index];
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+tsl_status tsl_module_load_file(const char *path, tsl_module **out_module) {
+  if (!path || !out_module)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_module_load_file: path and out_module must not be "
+                     "NULL");
+  return guard([&] { return loadFile(path, out_module); });
+}
+
+tsl_status tsl_module_load_memory(const void *data, size_t size,
+                                  tsl_module **out_module) {
+  if ((!data && size) || !out_module)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_module_load_memory: data and out_module must not be "
+                     "NULL");
+  return guard([&]() -> tsl_status {
+    TSL_RETURN_IF_ERROR(checkArtifactSize(size, "the buffer"));
+    // The copy gives the artifact the alignment its weights need and
+    // frees the caller's memory as soon as this returns.
+    AlignedBytes bytes =
+        allocateAligned(size, kBufferAlignment, /*zero=*/false);
+    if (!bytes)
+      return makeError(TSL_OUT_OF_MEMORY,
+                       "cannot allocate %zu bytes for the artifact", size);
+    std::memcpy(bytes.get(), data, size);
+    return createModule(std::move(bytes), size, out_module);
+  });
+}
+
+void tsl_module_retain(tsl_module *module) {
+  if (module)
+    module->references.fetch_add(1, std::memory_order_relaxed);
+}
+
+void tsl_module_release(tsl_module *module) {
+  if (module && module->references.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    delete module;
+}
+
+size_t tsl_module_input_count(const tsl_module *module) {
+  return module ? module->inputs.size() : 0;
+}
+
+size_t tsl_module_output_count(const tsl_module *module) {
+  return module ? module->outputs.size() : 0;
+}
+
+tsl_status tsl_module_input_info(const tsl_module *module, size_t index,
+                                 tsl_tensor_info *out_info) {
+  return signatureInfo(module, index, out_info, /*input=*/true);
+}
+
+tsl_status tsl_module_output_info(const tsl_module *module, size_t index,
+                                  tsl_tensor_info *out_info) {
+  return signatureInfo(module, index, out_info, /*input=*/false);
+}
+
+const char *tsl_module_provenance(const tsl_module *module, const char *key) {
+  const sc::Provenance *provenance =
+      module ? module->artifact->provenance() : nullptr;
+  if (!provenance || !key)
+    return "";
+  const flatbuffers::String *value = nullptr;
+  if (std::strcmp(key, "compiler_version") == 0)
+    value = provenance->compiler_version();
+  else if (std::strcmp(key, "model_hash") == 0)
+    value = provenance->model_hash();
+  else if (std::strcmp(key, "options") == 0)
+    value = provenance->options();
+  else if (std::strcmp(key, "model_name") == 0)
+    value = provenance->model_name();
+  return value ? value->c_str() : "";
+}
+
+} // extern "C"

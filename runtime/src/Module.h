@@ -1,0 +1,35 @@
+//===- Module.h - A verified, loaded artifact -------------------*- C++ -*-===//
+//
+// The module owns the artifact's bytes (64-byte aligned, so the weights can
+// be bound to kernels in place) and the executables loaded from it. It is
+// never written after loading, which is what lets sessions on any number
+// of threads share it without locks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_SRC_MODULE_H
+#define TESSEL_RUNTIME_SRC_MODULE_H
+
+#include "Device.h"
+#include "Memory.h"
+
+#include "runtime/schema/Artifact.h"
+#include "tessel/runtime.h"
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+struct tsl_module_t {
+  std::atomic<size_t> references{1};
+  tessel::runtime::AlignedBytes bytes;
+  /// The verified root of `bytes`.
+  const tessel::schema::Artifact *artifact = nullptr;
+  /// The signature; names and shapes point into `bytes`.
+  std::vector<tsl_tensor_info> inputs, outputs;
+  /// Indexed like Artifact.executables; null where this process lacks the
+  /// executable's device.
+  std::vector<std::unique_ptr<tessel::runtime::Executable>> executables;
+};
+
+#endif // TESSEL_RUNTIME_SRC_MODULE_H

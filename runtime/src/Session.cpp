@@ -1,0 +1,424 @@
+//===- Session.cpp - Running a module -------------------------------------===//
+//
+// Everything a run needs is prepared when the session is created: the arena,
+// the stream with its threads and scratch, and one bindings table per step
+// with the arena and constant addresses already in place. A run only checks
+// its tensors, writes their addresses into the table slots that take them
+// and walks the schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Device.h"
+#include "Module.h"
+#include "Status.h"
+#include "Tensor.h"
+#include "TensorType.h"
+
+#include <algorithm>
+
+using namespace tessel::runtime;
+namespace sc = tessel::schema;
+
+namespace {
+
+/// More threads than any machine has cores only slow a session down; the
+/// limit keeps a mistyped count from exhausting the process.
+constexpr uint32_t kMaxThreads = 1024;
+
+/// A module reference that the session drops last.
+struct ModuleReference {
+  explicit ModuleReference(tsl_module *module) : module(module) {
+    tsl_module_retain(module);
+  }
+  ModuleReference(const ModuleReference &) = delete;
+  ModuleReference &operator=(const ModuleReference &) = delete;
+  ~ModuleReference() { tsl_module_release(module); }
+  tsl_module *module;
+};
+
+/// One schedule step, resolved.
+struct StepPlan {
+  /// The executable of a dispatch; null for a copy.
+  const Executable *executable;
+  uint32_t entry;
+  /// Where the step's bindings start in the session's slots: a dispatch's
+  /// entry.binding_count buffers, or a copy's source and destination.
+  size_t firstSlot;
+  size_t copyBytes;
+};
+
+/// A slot that takes the address of a caller's tensor.
+struct Patch {
+  size_t slot;
+  bool isOutput;
+  uint32_t index;
+};
+
+/// Clears the session's busy flag when a run ends, however it ends.
+struct RunningFlag {
+  std::atomic<bool> &flag;
+  ~RunningFlag() { flag.store(false, std::memory_order_release); }
+};
+
+} // namespace
+
+struct tsl_session_t {
+  explicit tsl_session_t(tsl_module *module) : module(module) {}
+
+  ModuleReference module;
+  std::atomic<size_t> references{1};
+  Device *device = nullptr;
+  DeviceBuffer arena;
+  std::unique_ptr<Stream> stream;
+  std::vector<StepPlan> steps;
+  /// Every step's bindings, one step after another.
+  std::vector<void *> slots;
+  std::vector<Patch> patches;
+  /// Device addresses of the current run's inputs, then outputs.
+  std::vector<void *> addresses;
+  /// Aligned copies of caller tensors the device cannot use in place
+  /// (inputs, then outputs), allocated the first time one is needed.
+  std::vector<DeviceBuffer> staging;
+  /// Outputs the current run allocates for NULL slots.
+  std::vector<tsl_tensor *> created;
+  std::atomic<bool> running{false};
+};
+
+namespace {
+
+const sc::Artifact &artifactOf(const tsl_session &session) {
+  return *session.module.module->artifact;
+}
+
+/// Refuses a schedule step whose device this process does not have.
+tsl_status checkStepDevice(uint32_t step, sc::DeviceKind kind) {
+  if (findDevice(kind))
+    return nullptr;
+  return makeError(TSL_UNAVAILABLE,
+                   "schedule step %u needs the %s device, which this runtime "
+                   "does not have yet",
+                   step, sc::EnumNameDeviceKind(kind));
+}
+
+/// Lays out every step's bindings and fills in what is known before a run.
+tsl_status planSteps(tsl_session &session) {
+  const sc::Artifact &artifact = artifactOf(session);
+  const tsl_module &module = *session.module.module;
+  const auto &buffers = *artifact.buffers();
+  const flatbuffers::Vector<uint8_t> *weights = artifact.weights();
+  auto *arena = static_cast<uint8_t *>(session.arena.get());
+
+  auto addSlot = [&](uint32_t bufferIndex) {
+    const sc::Buffer &buffer = *buffers.Get(bufferIndex);
+    void *address = nullptr;
+    switch (buffer.kind()) {
+    case sc::BufferKind_input:
+    case sc::BufferKind_output:
+      session.patches.push_back({session.slots.size(),
+                                 buffer.kind() == sc::BufferKind_output,
+                                 buffer.index()});
+      break;
+    case sc::BufferKind_constant:
+      // Kernels never write constants (a copy into one is refused by the
+      // verifier); the bindings table is simply not const.
+      if (weights)
+        address = const_cast<uint8_t *>(weights->data()) + buffer.offset();
+      break;
+    case sc::BufferKind_arena:
+      address = arena + buffer.offset();
+      break;
+    }
+    session.slots.push_back(address);
+  };
+
+  const auto &schedule = *artifact.schedule();
+  session.steps.reserve(schedule.size());
+  for (flatbuffers::uoffset_t i = 0; i < schedule.size(); ++i) {
+    const sc::ScheduleStep &step = *schedule.Get(i);
+    StepPlan plan{nullptr, 0, session.slots.size(), 0};
+    if (const sc::DispatchStep *dispatch = step.step_as_DispatchStep()) {
+      sc::DeviceKind kind =
+          artifact.executables()->Get(dispatch->executable())->device();
+      TSL_RETURN_IF_ERROR(checkStepDevice(i, kind));
+      plan.executable = module.executables[dispatch->executable()].get();
+      plan.entry = dispatch->entry();
+      for (uint32_t buffer : *dispatch->bindings())
+        addSlot(buffer);
+    } else {
+      const sc::CopyStep &copy = *step.step_as_CopyStep();
+      TSL_RETURN_IF_ERROR(checkStepDevice(i, copy.source_device()));
+      TSL_RETURN_IF_ERROR(checkStepDevice(i, copy.destination_device()));
+      plan.copyBytes = buffers.Get(copy.source())->size();
+      addSlot(copy.source());
+      addSlot(copy.destination());
+    }
+    session.steps.push_back(plan);
+  }
+  return nullptr;
+}
+
+/// The largest scratch any CPU entry asks for.
+size_t cpuScratchBytes(const sc::Artifact &artifact) {
+  uint64_t bytes = 0;
+  for (const sc::Executable *executable : *artifact.executables())
+    if (executable->device() == sc::DeviceKind_cpu)
+      for (const sc::KernelEntry *entry : *executable->entries())
+        bytes = std::max(bytes, entry->scratch_bytes());
+  return bytes;
+}
+
+tsl_status createSession(tsl_module *module, const tsl_session_options *given,
+                         tsl_session *&result) {
+  tsl_session_options options;
+  tsl_session_options_init(&options);
+  if (given)
+    options = *given;
+  if (options.thread_count > kMaxThreads)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "thread_count %u exceeds the limit of %u",
+                     options.thread_count, kMaxThreads);
+
+  auto session = std::make_unique<tsl_session_t>(module);
+  TSL_RETURN_IF_ERROR(
+      getDevice(options.device ? options.device : "cpu", session->device));
+  Device &device = *session->device;
+  const sc::Artifact &artifact = *module->artifact;
+
+  const sc::MemoryPlan &memoryPlan = *artifact.memory_plan();
+  TSL_RETURN_IF_ERROR(session->arena.allocate(device, memoryPlan.arena_size(),
+                                              memoryPlan.arena_alignment()));
+  TSL_RETURN_IF_ERROR(planSteps(*session));
+
+  StreamOptions streamOptions;
+  streamOptions.threadCount = options.thread_count
+                                  ? options.thread_count
+                                  : device.capabilities().computeUnits;
+  streamOptions.scratchBytes = cpuScratchBytes(artifact);
+  TSL_RETURN_IF_ERROR(device.createStream(streamOptions, session->stream));
+
+  size_t tensorCount = module->inputs.size() + module->outputs.size();
+  session->addresses.resize(tensorCount);
+  session->staging.resize(tensorCount);
+  session->created.resize(module->outputs.size());
+  result = session.release();
+  return nullptr;
+}
+
+/// Checks a caller's tensor against its signature entry.
+tsl_status checkTensor(const char *role, size_t index,
+                       const tsl_tensor_info &expected,
+                       const tsl_tensor *tensor) {
+  if (!tensor)
+    return makeError(TSL_INVALID_ARGUMENT, "%s %zu ('%s') is NULL", role, index,
+                     expected.name);
+  if (tensor->dtype != expected.dtype)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "%s %zu ('%s'): expected dtype %s but got %s", role, index,
+                     expected.name, tsl_dtype_name(expected.dtype),
+                     tsl_dtype_name(tensor->dtype));
+  const std::vector<int64_t> &shape = tensor->shape;
+  if (shape.size() != expected.rank)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "%s %zu ('%s'): expected rank %zu (shape %s) but got "
+                     "rank %zu (shape %s)",
+                     role, index, expected.name, expected.rank,
+                     formatShape(expected.shape, expected.rank).c_str(),
+                     shape.size(),
+                     formatShape(shape.data(), shape.size()).c_str());
+  if (!std::equal(shape.begin(), shape.end(), expected.shape))
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "%s %zu ('%s'): expected shape %s but got %s", role, index,
+                     expected.name,
+                     formatShape(expected.shape, expected.rank).c_str(),
+                     formatShape(shape.data(), shape.size()).c_str());
+  return nullptr;
+}
+
+bool overlaps(const tsl_tensor *a, const tsl_tensor *b) {
+  auto *aBegin = static_cast<const uint8_t *>(a->data);
+  auto *bBegin = static_cast<const uint8_t *>(b->data);
+  return a->byteSize && b->byteSize && aBegin < bBegin + b->byteSize &&
+         bBegin < aBegin + a->byteSize;
+}
+
+tsl_status checkArguments(const tsl_module &module, tsl_tensor *const *inputs,
+                          size_t inputCount, tsl_tensor **outputs,
+                          size_t outputCount) {
+  if (inputCount != module.inputs.size())
+    return makeError(TSL_INVALID_ARGUMENT, "expected %zu inputs but got %zu",
+                     module.inputs.size(), inputCount);
+  if (outputCount != module.outputs.size())
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "expected %zu output slots but got %zu",
+                     module.outputs.size(), outputCount);
+  if ((!inputs && inputCount) || (!outputs && outputCount))
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "the inputs or outputs array is NULL");
+  for (size_t i = 0; i < inputCount; ++i)
+    TSL_RETURN_IF_ERROR(checkTensor("input", i, module.inputs[i], inputs[i]));
+
+  for (size_t o = 0; o < outputCount; ++o) {
+    const tsl_tensor *output = outputs[o];
+    if (!output)
+      continue;
+    TSL_RETURN_IF_ERROR(checkTensor("output", o, module.outputs[o], output));
+    // Kernels read inputs while they write outputs; shared memory would
+    // make the result depend on their order.
+    for (size_t i = 0; i < inputCount; ++i)
+      if (overlaps(output, inputs[i]))
+        return makeError(
+            TSL_INVALID_ARGUMENT,
+            "output %zu ('%s') shares memory with input %zu ('%s')", o,
+            module.outputs[o].name, i, module.inputs[i].name);
+    for (size_t other = 0; other < o; ++other)
+      if (outputs[other] && overlaps(output, outputs[other]))
+        return makeError(TSL_INVALID_ARGUMENT,
+                         "output %zu ('%s') shares memory with output %zu "
+                         "('%s')",
+                         o, module.outputs[o].name, other,
+                         module.outputs[other].name);
+  }
+  return nullptr;
+}
+
+/// Sets the device address of caller tensor `slot` (inputs, then outputs):
+/// the tensor's own memory when the device can use it in place, else a
+/// staging buffer, filled here for an input.
+tsl_status bindTensor(tsl_session &session, size_t slot, tsl_tensor &tensor,
+                      bool isInput) {
+  Device &device = *session.device;
+  const DeviceCapabilities &capabilities = device.capabilities();
+  auto address = reinterpret_cast<uintptr_t>(tensor.data);
+  if (capabilities.hostAccessible &&
+      address % capabilities.bufferAlignment == 0) {
+    session.addresses[slot] = tensor.data;
+    return nullptr;
+  }
+  DeviceBuffer &staging = session.staging[slot];
+  if (!staging.get())
+    TSL_RETURN_IF_ERROR(staging.allocate(device, tensor.byteSize));
+  if (isInput)
+    TSL_RETURN_IF_ERROR(device.copy(staging.get(), tensor.data, tensor.byteSize,
+                                    CopyDirection::HostToDevice));
+  session.addresses[slot] = staging.get();
+  return nullptr;
+}
+
+tsl_status execute(tsl_session &session) {
+  for (const Patch &patch : session.patches) {
+    size_t slot = patch.index +
+                  (patch.isOutput ? session.module.module->inputs.size() : 0);
+    session.slots[patch.slot] = session.addresses[slot];
+  }
+  for (const StepPlan &step : session.steps) {
+    void *const *bindings = &session.slots[step.firstSlot];
+    if (step.executable)
+      TSL_RETURN_IF_ERROR(
+          session.stream->dispatch(*step.executable, step.entry, bindings));
+    else
+      TSL_RETURN_IF_ERROR(session.device->copy(bindings[1], bindings[0],
+                                               step.copyBytes,
+                                               CopyDirection::DeviceToDevice));
+  }
+  return session.stream->synchronize();
+}
+
+tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
+               size_t inputCount, tsl_tensor **outputs, size_t outputCount) {
+  const tsl_module &module = *session.module.module;
+  TSL_RETURN_IF_ERROR(
+      checkArguments(module, inputs, inputCount, outputs, outputCount));
+
+  std::fill(session.created.begin(), session.created.end(), nullptr);
+  // Created outputs belong to the caller only once the run succeeds.
+  struct ReleaseCreated {
+    std::vector<tsl_tensor *> &created;
+    ~ReleaseCreated() {
+      for (tsl_tensor *&tensor : created) {
+        tsl_tensor_release(tensor);
+        tensor = nullptr;
+      }
+    }
+  } releaseCreated{session.created};
+
+  for (size_t o = 0; o < outputCount; ++o) {
+    if (outputs[o])
+      continue;
+    const tsl_tensor_info &info = module.outputs[o];
+    TSL_RETURN_IF_ERROR(
+        allocateTensor(info.dtype, info.shape, info.rank, session.created[o]));
+  }
+  auto outputAt = [&](size_t o) {
+    return outputs[o] ? outputs[o] : session.created[o];
+  };
+
+  for (size_t i = 0; i < inputCount; ++i)
+    TSL_RETURN_IF_ERROR(bindTensor(session, i, *inputs[i], /*isInput=*/true));
+  for (size_t o = 0; o < outputCount; ++o)
+    TSL_RETURN_IF_ERROR(
+        bindTensor(session, inputCount + o, *outputAt(o), /*isInput=*/false));
+
+  TSL_RETURN_IF_ERROR(execute(session));
+
+  for (size_t o = 0; o < outputCount; ++o) {
+    tsl_tensor &output = *outputAt(o);
+    void *address = session.addresses[inputCount + o];
+    if (address != output.data)
+      TSL_RETURN_IF_ERROR(session.device->copy(
+          output.data, address, output.byteSize, CopyDirection::DeviceToHost));
+  }
+  for (size_t o = 0; o < outputCount; ++o) {
+    if (!outputs[o])
+      std::swap(outputs[o], session.created[o]);
+  }
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+void tsl_session_options_init(tsl_session_options *options) {
+  if (!options)
+    return;
+  options->thread_count = 0;
+  options->device = nullptr;
+}
+
+tsl_status tsl_session_create(tsl_module *module,
+                              const tsl_session_options *options,
+                              tsl_session **out_session) {
+  if (!module || !out_session)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_session_create: module and out_session must not be "
+                     "NULL");
+  return guard([&] { return createSession(module, options, *out_session); });
+}
+
+void tsl_session_retain(tsl_session *session) {
+  if (session)
+    session->references.fetch_add(1, std::memory_order_relaxed);
+}
+
+void tsl_session_release(tsl_session *session) {
+  if (session &&
+      session->references.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    delete session;
+}
+
+tsl_status tsl_session_run(tsl_session *session, tsl_tensor *const *inputs,
+                           size_t input_count, tsl_tensor **outputs,
+                           size_t output_count) {
+  if (!session)
+    return makeError(TSL_INVALID_ARGUMENT, "tsl_session_run: session is NULL");
+  if (session->running.exchange(true, std::memory_order_acquire))
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "the session is already running on another thread; give "
+                     "each thread its own session");
+  RunningFlag running{session->running};
+  return guard([&] {
+    return run(*session, inputs, input_count, outputs, output_count);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,32 @@
+//===- TensorType.h - Element types and shapes ------------------*- C++ -*-===//
+//
+// Byte sizes computed without overflow and shapes printed for messages,
+// shared by tensors, the verifier and the session's input checks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_SRC_TENSORTYPE_H
+#define TESSEL_RUNTIME_SRC_TENSORTYPE_H
+
+#include "tessel/runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tessel::runtime {
+
+/// Whether `dtype` is one of tsl_dtype's values.
+bool isValidDType(uint32_t dtype);
+
+/// Bytes of a tensor of `dtype` and `shape`; false when a dimension is
+/// negative, the dtype is invalid or the size does not fit in size_t.
+bool tensorByteSize(uint32_t dtype, const int64_t *shape, size_t rank,
+                    size_t &bytes);
+
+/// "[1, 3, 224, 224]".
+std::string formatShape(const int64_t *shape, size_t rank);
+
+} // namespace tessel::runtime
+
+#endif // TESSEL_RUNTIME_SRC_TENSORTYPE_H

@@ -1,0 +1,501 @@
+//===- Verifier.cpp - Checking an artifact before anything runs -----------===//
+
+#include "Verifier.h"
+
+#include "Memory.h"
+#include "Status.h"
+#include "TensorType.h"
+
+#include <cassert>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstring>
+#include <elf.h>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace tessel::runtime {
+
+namespace {
+
+namespace fb = flatbuffers;
+namespace sc = tessel::schema;
+
+/// The root table's offset and the file identifier.
+constexpr size_t kHeaderBytes =
+    sizeof(fb::uoffset_t) + fb::kFileIdentifierLength;
+/// FlatBuffers offsets are signed 32-bit; its Verifier takes buffers shorter
+/// than FLATBUFFERS_MAX_BUFFER_SIZE only (it asserts so).
+constexpr uint64_t kMaxArtifactBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
+
+/// The schema nests about seven deep; the limits bound the Verifier's work
+/// on a crafted file whose tables are shared many times over.
+constexpr fb::uoffset_t kMaxDepth = 16;
+constexpr fb::uoffset_t kMaxTables = 1u << 24;
+
+constexpr uint64_t kMaxScratchBytes = uint64_t(1) << 30;
+constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 40;
+constexpr uint32_t kMaxArenaAlignment = 4096;
+
+tsl_status invalid(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
+tsl_status invalid(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  tsl_status status = makeErrorV(TSL_INVALID_ARTIFACT, format, args);
+  va_end(args);
+  return status;
+}
+
+bool hasNulByte(const fb::String &text) {
+  return std::memchr(text.data(), '\0', text.size()) != nullptr;
+}
+
+bool isPowerOfTwo(uint32_t value) {
+  return value != 0 && (value & (value - 1)) == 0;
+}
+
+/// Whether an executable of `format` runs on `device`.
+bool formatRunsOn(sc::ExecutableFormat format, sc::DeviceKind device) {
+  switch (format) {
+  case sc::ExecutableFormat_elf_shared_object:
+    return device == sc::DeviceKind_cpu;
+  case sc::ExecutableFormat_cuda_ptx:
+  case sc::ExecutableFormat_cuda_cubin:
+    return device == sc::DeviceKind_cuda;
+  case sc::ExecutableFormat_npu_command_stream:
+    return device == sc::DeviceKind_npu;
+  }
+  return false;
+}
+
+/// Checks what FlatBuffers cannot: every index, offset and size the session
+/// uses without checking again.
+class SemanticChecker {
+public:
+  SemanticChecker(size_t size, const sc::Artifact &artifact)
+      : artifact(artifact), workLeft(size), fileBytes(size) {}
+
+  tsl_status check() {
+    TSL_RETURN_IF_ERROR(checkMemoryPlan());
+    TSL_RETURN_IF_ERROR(
+        checkSignatures("input", *artifact.inputs(), inputBytes));
+    TSL_RETURN_IF_ERROR(
+        checkSignatures("output", *artifact.outputs(), outputBytes));
+    TSL_RETURN_IF_ERROR(checkBuffers());
+    TSL_RETURN_IF_ERROR(checkExecutables());
+    return checkSchedule();
+  }
+
+private:
+  /// A file whose tables and vectors are not shared holds fewer elements
+  /// than bytes. Sharing lets a small file describe billions of bindings,
+  /// which checking (and later the session's tables) would pay for, so
+  /// every element visited is charged against the file's size.
+  tsl_status spend(uint64_t elements) {
+    if (elements > workLeft)
+      return invalid("artifact: describes more signature dimensions, buffers, "
+                     "entries, steps and bindings than a file of %zu bytes "
+                     "holds without sharing tables",
+                     fileBytes);
+    workLeft -= elements;
+    return nullptr;
+  }
+
+  tsl_status checkMemoryPlan() {
+    const sc::MemoryPlan &plan = *artifact.memory_plan();
+    if (plan.arena_size() > kMaxArenaBytes)
+      return invalid("artifact memory plan: arena_size %" PRIu64
+                     " exceeds the 1 TiB limit",
+                     plan.arena_size());
+    if (!isPowerOfTwo(plan.arena_alignment()) ||
+        plan.arena_alignment() > kMaxArenaAlignment)
+      return invalid("artifact memory plan: arena_alignment %" PRIu32
+                     " is not a power of two up to %" PRIu32,
+                     plan.arena_alignment(), kMaxArenaAlignment);
+    return nullptr;
+  }
+
+  tsl_status
+  checkSignatures(const char *role,
+                  const fb::Vector<fb::Offset<sc::TensorSignature>> &signatures,
+                  std::vector<uint64_t> &bytes) {
+    TSL_RETURN_IF_ERROR(spend(signatures.size()));
+    std::unordered_set<std::string_view> names;
+    for (fb::uoffset_t i = 0; i < signatures.size(); ++i) {
+      const sc::TensorSignature &signature = *signatures.Get(i);
+      const fb::String &name = *signature.name();
+      if (name.size() == 0)
+        return invalid("artifact %s %" PRIu32 ": the name is empty", role, i);
+      if (hasNulByte(name))
+        return invalid("artifact %s %" PRIu32 ": the name contains a NUL byte",
+                       role, i);
+      if (!names.insert(name.string_view()).second)
+        return invalid("artifact %s %" PRIu32
+                       ": the name '%s' is already taken by another %s",
+                       role, i, name.c_str(), role);
+      if (signature.dtype() > sc::DType_MAX)
+        return invalid(
+            "artifact %s %" PRIu32 " ('%s'): dtype %u is not a DType", role, i,
+            name.c_str(), static_cast<unsigned>(signature.dtype()));
+
+      const fb::Vector<int64_t> &shape = *signature.shape();
+      TSL_RETURN_IF_ERROR(spend(shape.size()));
+      // The Verifier aligns a vector's length, not its 8-byte elements; the
+      // module hands these out as an int64_t array.
+      if (reinterpret_cast<uintptr_t>(shape.data()) % alignof(int64_t) != 0)
+        return invalid("artifact %s %" PRIu32
+                       " ('%s'): the shape is not 8-byte aligned",
+                       role, i, name.c_str());
+      for (fb::uoffset_t d = 0; d < shape.size(); ++d)
+        if (shape[d] < 0)
+          return invalid("artifact %s %" PRIu32 " ('%s'): dimension %" PRIu32
+                         " is %" PRId64 ", which is negative",
+                         role, i, name.c_str(), d, shape[d]);
+      size_t size;
+      if (!tensorByteSize(signature.dtype(), shape.data(), shape.size(), size))
+        return invalid("artifact %s %" PRIu32
+                       " ('%s'): %s of shape %s has more bytes than memory",
+                       role, i, name.c_str(),
+                       sc::EnumNameDType(signature.dtype()),
+                       formatShape(shape.data(), shape.size()).c_str());
+      bytes.push_back(size);
+    }
+    return nullptr;
+  }
+
+  /// [offset, offset + size) must lie in the `limit` bytes of `region` and
+  /// start 64-byte aligned, as kernels expect of every buffer.
+  static tsl_status checkRange(fb::uoffset_t index, const char *kind,
+                               uint64_t offset, uint64_t size, uint64_t limit,
+                               const char *region) {
+    if (offset % sc::kAlignment != 0)
+      return invalid("artifact buffer %" PRIu32 ": %s offset %" PRIu64
+                     " is not a multiple of %zu",
+                     index, kind, offset, sc::kAlignment);
+    uint64_t end;
+    if (__builtin_add_overflow(offset, size, &end))
+      return invalid("artifact buffer %" PRIu32 ": %s range [%" PRIu64
+                     ", %" PRIu64 " + %" PRIu64 ") overflows",
+                     index, kind, offset, offset, size);
+    if (end > limit)
+      return invalid("artifact buffer %" PRIu32 ": %s range [%" PRIu64
+                     ", %" PRIu64 ") exceeds the %" PRIu64 " %s",
+                     index, kind, offset, end, limit, region);
+    return nullptr;
+  }
+
+  tsl_status checkBuffers() {
+    const auto &buffers = *artifact.buffers();
+    TSL_RETURN_IF_ERROR(spend(buffers.size()));
+
+    uint64_t weightBytes = 0;
+    if (const fb::Vector<uint8_t> *weights = artifact.weights()) {
+      weightBytes = weights->size();
+      // The file starts 64-byte aligned in memory, so this puts every
+      // constant buffer on a 64-byte boundary. (FlatBuffers aligns no empty
+      // vector, and an empty one holds no constant to misalign.)
+      if (weightBytes != 0 &&
+          reinterpret_cast<uintptr_t>(weights->data()) % sc::kAlignment != 0)
+        return invalid("artifact weights: the data is not %zu-byte aligned "
+                       "in the file",
+                       sc::kAlignment);
+    }
+
+    for (fb::uoffset_t i = 0; i < buffers.size(); ++i) {
+      const sc::Buffer &buffer = *buffers.Get(i);
+      switch (buffer.kind()) {
+      case sc::BufferKind_input:
+      case sc::BufferKind_output: {
+        bool isInput = buffer.kind() == sc::BufferKind_input;
+        const char *role = isInput ? "input" : "output";
+        const std::vector<uint64_t> &bytes = isInput ? inputBytes : outputBytes;
+        if (buffer.index() >= bytes.size())
+          return invalid("artifact buffer %" PRIu32 ": %s index %" PRIu32
+                         " is out of range (the model has %zu %ss)",
+                         i, role, buffer.index(), bytes.size(), role);
+        if (buffer.size() != bytes[buffer.index()])
+          return invalid("artifact buffer %" PRIu32 ": size %" PRIu64
+                         " differs from the %" PRIu64 " bytes of %s %" PRIu32,
+                         i, buffer.size(), bytes[buffer.index()], role,
+                         buffer.index());
+        break;
+      }
+      case sc::BufferKind_constant:
+        TSL_RETURN_IF_ERROR(checkRange(i, "constant", buffer.offset(),
+                                       buffer.size(), weightBytes,
+                                       "weight bytes"));
+        break;
+      case sc::BufferKind_arena:
+        TSL_RETURN_IF_ERROR(
+            checkRange(i, "arena", buffer.offset(), buffer.size(),
+                       artifact.memory_plan()->arena_size(), "arena bytes"));
+        break;
+      default:
+        return invalid("artifact buffer %" PRIu32
+                       ": kind %u is not a BufferKind",
+                       i, static_cast<unsigned>(buffer.kind()));
+      }
+    }
+    return nullptr;
+  }
+
+  tsl_status checkExecutables() {
+    const auto &executables = *artifact.executables();
+    TSL_RETURN_IF_ERROR(spend(executables.size()));
+    for (fb::uoffset_t i = 0; i < executables.size(); ++i)
+      TSL_RETURN_IF_ERROR(checkExecutable(i, *executables.Get(i)));
+    return nullptr;
+  }
+
+  tsl_status checkExecutable(fb::uoffset_t index,
+                             const sc::Executable &executable) {
+    if (executable.device() > sc::DeviceKind_MAX)
+      return invalid("artifact executable %" PRIu32
+                     ": device %u is not a DeviceKind",
+                     index, static_cast<unsigned>(executable.device()));
+    if (executable.format() > sc::ExecutableFormat_MAX)
+      return invalid("artifact executable %" PRIu32
+                     ": format %u is not an ExecutableFormat",
+                     index, static_cast<unsigned>(executable.format()));
+    const char *format = sc::EnumNameExecutableFormat(executable.format());
+    if (!formatRunsOn(executable.format(), executable.device()))
+      return invalid("artifact executable %" PRIu32
+                     ": a %s executable does not run on the %s device",
+                     index, format,
+                     sc::EnumNameDeviceKind(executable.device()));
+
+    const fb::Vector<uint8_t> *binary = executable.binary();
+    switch (executable.format()) {
+    case sc::ExecutableFormat_elf_shared_object:
+      if (!binary || binary->size() < SELFMAG ||
+          std::memcmp(binary->data(), ELFMAG, SELFMAG) != 0)
+        return invalid("artifact executable %" PRIu32
+                       ": the binary is not an ELF shared object (it does not "
+                       "start with \\x7fELF)",
+                       index);
+      break;
+    case sc::ExecutableFormat_cuda_ptx:
+    case sc::ExecutableFormat_cuda_cubin:
+      if (!binary || binary->size() == 0)
+        return invalid("artifact executable %" PRIu32
+                       ": the %s binary is empty",
+                       index, format);
+      break;
+    case sc::ExecutableFormat_npu_command_stream:
+      if (!executable.npu())
+        return invalid("artifact executable %" PRIu32
+                       ": the npu_command_stream has no npu program",
+                       index);
+      break;
+    }
+
+    const auto &entries = *executable.entries();
+    TSL_RETURN_IF_ERROR(spend(entries.size()));
+    for (fb::uoffset_t e = 0; e < entries.size(); ++e) {
+      const sc::KernelEntry &entry = *entries.Get(e);
+      const fb::String &symbol = *entry.symbol();
+      if (symbol.size() == 0)
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       ": the symbol is empty",
+                       index, e);
+      if (hasNulByte(symbol))
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       ": the symbol contains a NUL byte",
+                       index, e);
+      // Kernels take workgroup ranges as int64_t.
+      if (entry.workgroup_count() == 0 ||
+          entry.workgroup_count() > static_cast<uint64_t>(INT64_MAX))
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       " ('%s'): workgroup_count %" PRIu64
+                       " is not in [1, 2^63)",
+                       index, e, symbol.c_str(), entry.workgroup_count());
+      if (entry.binding_count() > artifact.buffers()->size())
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       " ('%s'): binding_count %" PRIu32 " exceeds the %" PRIu32
+                       " buffers",
+                       index, e, symbol.c_str(), entry.binding_count(),
+                       artifact.buffers()->size());
+      if (entry.scratch_bytes() > kMaxScratchBytes)
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       " ('%s'): scratch_bytes %" PRIu64
+                       " exceeds the 1 GiB limit",
+                       index, e, symbol.c_str(), entry.scratch_bytes());
+    }
+    return nullptr;
+  }
+
+  tsl_status checkSchedule() {
+    const auto &schedule = *artifact.schedule();
+    TSL_RETURN_IF_ERROR(spend(schedule.size()));
+    for (fb::uoffset_t i = 0; i < schedule.size(); ++i) {
+      const sc::ScheduleStep &step = *schedule.Get(i);
+      if (const sc::DispatchStep *dispatch = step.step_as_DispatchStep())
+        TSL_RETURN_IF_ERROR(checkDispatch(i, *dispatch));
+      else if (const sc::CopyStep *copy = step.step_as_CopyStep())
+        TSL_RETURN_IF_ERROR(checkCopy(i, *copy));
+      else
+        return invalid("artifact schedule step %" PRIu32
+                       ": type %u is not a Step",
+                       i, static_cast<unsigned>(step.step_type()));
+    }
+    return nullptr;
+  }
+
+  tsl_status checkDispatch(fb::uoffset_t index, const sc::DispatchStep &step) {
+    const auto &executables = *artifact.executables();
+    if (step.executable() >= executables.size())
+      return invalid("artifact schedule step %" PRIu32 ": executable %" PRIu32
+                     " is out of range (the artifact has %" PRIu32
+                     " executables)",
+                     index, step.executable(), executables.size());
+    const auto &entries = *executables.Get(step.executable())->entries();
+    if (step.entry() >= entries.size())
+      return invalid("artifact schedule step %" PRIu32 ": entry %" PRIu32
+                     " is out of range (executable %" PRIu32 " has %" PRIu32
+                     " entries)",
+                     index, step.entry(), step.executable(), entries.size());
+    const sc::KernelEntry &entry = *entries.Get(step.entry());
+    const auto &bindings = *step.bindings();
+    if (bindings.size() != entry.binding_count())
+      return invalid("artifact schedule step %" PRIu32 ": %" PRIu32
+                     " bindings, but entry %" PRIu32 " ('%s') of executable "
+                     "%" PRIu32 " takes %" PRIu32,
+                     index, bindings.size(), step.entry(),
+                     entry.symbol()->c_str(), step.executable(),
+                     entry.binding_count());
+    TSL_RETURN_IF_ERROR(spend(bindings.size()));
+    uint32_t bufferCount = artifact.buffers()->size();
+    for (fb::uoffset_t b = 0; b < bindings.size(); ++b)
+      if (bindings[b] >= bufferCount)
+        return invalid("artifact schedule step %" PRIu32 ": binding %" PRIu32
+                       " names buffer %" PRIu32
+                       ", which is out of range (the artifact has %" PRIu32
+                       " buffers)",
+                       index, b, bindings[b], bufferCount);
+    return nullptr;
+  }
+
+  tsl_status checkCopy(fb::uoffset_t index, const sc::CopyStep &step) {
+    const auto &buffers = *artifact.buffers();
+    for (auto [role, buffer] : {std::pair{"source", step.source()},
+                                std::pair{"destination", step.destination()}})
+      if (buffer >= buffers.size())
+        return invalid("artifact schedule step %" PRIu32 ": %s buffer %" PRIu32
+                       " is out of range (the artifact has %" PRIu32
+                       " buffers)",
+                       index, role, buffer, buffers.size());
+    for (auto [role, device] :
+         {std::pair{"source_device", step.source_device()},
+          std::pair{"destination_device", step.destination_device()}})
+      if (device > sc::DeviceKind_MAX)
+        return invalid("artifact schedule step %" PRIu32
+                       ": %s %u is not a DeviceKind",
+                       index, role, static_cast<unsigned>(device));
+
+    const sc::Buffer &source = *buffers.Get(step.source());
+    const sc::Buffer &destination = *buffers.Get(step.destination());
+    // Constants are shared by every session of a module and inputs belong
+    // to the caller: neither may be written.
+    if (destination.kind() == sc::BufferKind_constant ||
+        destination.kind() == sc::BufferKind_input)
+      return invalid("artifact schedule step %" PRIu32
+                     ": copies into buffer %" PRIu32
+                     ", which is read-only (kind %s)",
+                     index, step.destination(),
+                     sc::EnumNameBufferKind(destination.kind()));
+    if (source.size() != destination.size())
+      return invalid("artifact schedule step %" PRIu32 ": copies the %" PRIu64
+                     " bytes of buffer %" PRIu32 " into the %" PRIu64
+                     " bytes of buffer %" PRIu32,
+                     index, source.size(), step.source(), destination.size(),
+                     step.destination());
+    // memcpy needs disjoint memory. Distinct caller tensors are disjoint
+    // (the session checks), so only one buffer twice or two arena ranges
+    // can overlap.
+    bool overlaps =
+        step.source() == step.destination() ||
+        (source.kind() == sc::BufferKind_arena &&
+         destination.kind() == sc::BufferKind_arena && source.size() != 0 &&
+         source.offset() < destination.offset() + destination.size() &&
+         destination.offset() < source.offset() + source.size());
+    if (overlaps)
+      return invalid("artifact schedule step %" PRIu32
+                     ": the source (buffer %" PRIu32
+                     ") and the destination (buffer %" PRIu32 ") overlap",
+                     index, step.source(), step.destination());
+    return nullptr;
+  }
+
+  const sc::Artifact &artifact;
+  uint64_t workLeft;
+  size_t fileBytes;
+  /// Byte size of each signature tensor, by index.
+  std::vector<uint64_t> inputBytes, outputBytes;
+};
+
+} // namespace
+
+tsl_status checkArtifactSize(uint64_t size, const char *what) {
+  if (size == 0)
+    return makeError(TSL_INVALID_ARTIFACT, "%s is empty", what);
+  if (size < kHeaderBytes)
+    return makeError(TSL_INVALID_ARTIFACT,
+                     "%s is %" PRIu64 " bytes, too small for an artifact "
+                     "header (%zu bytes)",
+                     what, size, kHeaderBytes);
+  if (size > kMaxArtifactBytes)
+    return makeError(TSL_INVALID_ARTIFACT,
+                     "%s is %" PRIu64 " bytes, more than the %" PRIu64
+                     " a FlatBuffers artifact can hold",
+                     what, size, kMaxArtifactBytes);
+  return nullptr;
+}
+
+tsl_status verifyArtifact(const uint8_t *data, size_t size,
+                          const sc::Artifact *&artifact) {
+  assert(isBufferAligned(data) && "artifacts are verified in aligned memory");
+  TSL_RETURN_IF_ERROR(checkArtifactSize(size, "the artifact"));
+  if (!fb::BufferHasIdentifier(data, sc::ArtifactIdentifier()))
+    return invalid("not a Tessel artifact: the file identifier (bytes 4 to 7) "
+                   "is not \"%s\"",
+                   sc::ArtifactIdentifier());
+
+  fb::Verifier::Options options;
+  options.max_depth = kMaxDepth;
+  options.max_tables = kMaxTables;
+  fb::Verifier verifier(data, size, options);
+  if (!sc::VerifyArtifactBuffer(verifier))
+    return invalid("artifact: the FlatBuffers structure is invalid (an offset "
+                   "or length points outside the file, or a required field "
+                   "is missing)");
+  const sc::Artifact *root = sc::GetArtifact(data);
+
+  // Before the checksum: a newer format may checksum differently, and
+  // "unsupported" is the truer answer for it.
+  if (root->format_version() != sc::kFormatVersion)
+    return makeError(TSL_UNSUPPORTED,
+                     "artifact format_version %" PRIu32
+                     " is not supported (this runtime reads version %" PRIu32
+                     ")",
+                     root->format_version(), sc::kFormatVersion);
+
+  const sc::Integrity *integrity = root->integrity();
+  if (!integrity)
+    return invalid("artifact: the integrity checksum is missing");
+  size_t checksumOffset = reinterpret_cast<const uint8_t *>(integrity) - data;
+  uint64_t expected =
+      sc::checksum64(data, size, checksumOffset, sizeof(sc::Integrity));
+  if (integrity->checksum() != expected)
+    return invalid("artifact integrity: the stored checksum 0x%016" PRIx64
+                   " does not match the file's 0x%016" PRIx64
+                   "; the file is corrupt",
+                   integrity->checksum(), expected);
+
+  TSL_RETURN_IF_ERROR(SemanticChecker(size, *root).check());
+  artifact = root;
+  return nullptr;
+}
+
+} // namespace tessel::runtime

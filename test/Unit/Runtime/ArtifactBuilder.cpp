@@ -1,0 +1,108 @@
+//===- ArtifactBuilder.cpp - Artifacts for the runtime's tests ------------===//
+
+#include "ArtifactBuilder.h"
+
+namespace tessel::test {
+
+namespace fb = flatbuffers;
+namespace sc = tessel::schema;
+
+namespace {
+
+fb::Offset<fb::Vector<uint8_t>>
+alignedBytes(fb::FlatBufferBuilder &builder,
+             const std::vector<uint8_t> &bytes) {
+  builder.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), sc::kAlignment);
+  return builder.CreateVector(bytes);
+}
+
+fb::Offset<fb::Vector<fb::Offset<sc::TensorSignature>>>
+signatures(fb::FlatBufferBuilder &builder,
+           const std::vector<TensorSpec> &tensors) {
+  std::vector<fb::Offset<sc::TensorSignature>> result;
+  for (const TensorSpec &tensor : tensors)
+    result.push_back(sc::CreateTensorSignature(
+        builder, builder.CreateString(tensor.name), tensor.dtype,
+        builder.CreateVector(tensor.shape)));
+  return builder.CreateVector(result);
+}
+
+fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
+                                      const ExecutableSpec &spec) {
+  std::vector<fb::Offset<sc::KernelEntry>> entries;
+  for (const EntrySpec &entry : spec.entries)
+    entries.push_back(sc::CreateKernelEntry(
+        builder, builder.CreateString(entry.symbol), entry.workgroupCount,
+        entry.bindingCount, entry.scratchBytes));
+  auto binary = alignedBytes(builder, spec.binary);
+  auto entryVector = builder.CreateVector(entries);
+  return sc::CreateExecutable(builder, spec.device, spec.format, binary,
+                              entryVector);
+}
+
+fb::Offset<sc::ScheduleStep> step(fb::FlatBufferBuilder &builder,
+                                  const StepSpec &spec) {
+  if (const auto *dispatch = std::get_if<DispatchSpec>(&spec)) {
+    auto created =
+        sc::CreateDispatchStep(builder, dispatch->executable, dispatch->entry,
+                               builder.CreateVector(dispatch->bindings));
+    return sc::CreateScheduleStep(builder, sc::Step_DispatchStep,
+                                  created.Union());
+  }
+  const auto &copy = std::get<CopySpec>(spec);
+  auto created = sc::CreateCopyStep(builder, copy.source, copy.destination,
+                                    copy.sourceDevice, copy.destinationDevice);
+  return sc::CreateScheduleStep(builder, sc::Step_CopyStep, created.Union());
+}
+
+} // namespace
+
+std::vector<uint8_t> buildArtifact(const ArtifactSpec &spec) {
+  fb::FlatBufferBuilder builder;
+
+  std::vector<fb::Offset<sc::Executable>> executables;
+  for (const ExecutableSpec &executableSpec : spec.executables)
+    executables.push_back(executable(builder, executableSpec));
+  std::vector<fb::Offset<sc::ScheduleStep>> steps;
+  for (const StepSpec &stepSpec : spec.steps)
+    steps.insert(steps.end(), spec.stepReferences, step(builder, stepSpec));
+  std::vector<fb::Offset<sc::Buffer>> buffers;
+  for (const BufferSpec &buffer : spec.buffers)
+    buffers.push_back(sc::CreateBuffer(builder, buffer.kind, buffer.index,
+                                       buffer.offset, buffer.size));
+
+  auto inputs = signatures(builder, spec.inputs);
+  auto outputs = signatures(builder, spec.outputs);
+  auto bufferVector = builder.CreateVector(buffers);
+  auto weights = alignedBytes(builder, spec.weights);
+  auto executableVector = builder.CreateVector(executables);
+  auto stepVector = builder.CreateVector(steps);
+  auto memoryPlan =
+      sc::CreateMemoryPlan(builder, spec.arenaSize, spec.arenaAlignment);
+  auto provenance = sc::CreateProvenance(
+      builder, builder.CreateString(spec.compilerVersion),
+      builder.CreateString(spec.modelHash), builder.CreateString(spec.options),
+      builder.CreateString(spec.modelName));
+  sc::Integrity unsealed(0);
+  auto artifact = sc::CreateArtifact(
+      builder, spec.formatVersion, spec.withIntegrity ? &unsealed : nullptr,
+      inputs, outputs, bufferVector, weights, executableVector, stepVector,
+      memoryPlan, provenance);
+  builder.Finish(artifact, sc::ArtifactIdentifier());
+
+  std::vector<uint8_t> bytes(builder.GetBufferPointer(),
+                             builder.GetBufferPointer() + builder.GetSize());
+  if (spec.withIntegrity)
+    sealArtifact(bytes);
+  return bytes;
+}
+
+void sealArtifact(std::vector<uint8_t> &bytes) {
+  sc::Integrity *integrity =
+      sc::GetMutableArtifact(bytes.data())->mutable_integrity();
+  size_t offset = reinterpret_cast<uint8_t *>(integrity) - bytes.data();
+  integrity->mutate_checksum(sc::checksum64(bytes.data(), bytes.size(), offset,
+                                            sizeof(sc::Integrity)));
+}
+
+} // namespace tessel::test

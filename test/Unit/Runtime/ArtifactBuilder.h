@@ -1,0 +1,94 @@
+//===- ArtifactBuilder.h - Artifacts for the runtime's tests ----*- C++ -*-===//
+//
+// Describes an artifact with plain structs and serializes it the way the
+// compiler's writer does (weights and binaries 64-byte aligned, the checksum
+// sealed in last). Nothing is validated here: tests describe broken
+// artifacts on purpose to see the runtime refuse them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TEST_UNIT_RUNTIME_ARTIFACTBUILDER_H
+#define TESSEL_TEST_UNIT_RUNTIME_ARTIFACTBUILDER_H
+
+#include "runtime/schema/Artifact.h"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tessel::test {
+
+struct TensorSpec {
+  std::string name;
+  schema::DType dtype = schema::DType_f32;
+  std::vector<int64_t> shape;
+};
+
+struct BufferSpec {
+  schema::BufferKind kind = schema::BufferKind_arena;
+  uint32_t index = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct EntrySpec {
+  std::string symbol;
+  uint64_t workgroupCount = 1;
+  uint32_t bindingCount = 0;
+  uint64_t scratchBytes = 0;
+};
+
+struct ExecutableSpec {
+  schema::DeviceKind device = schema::DeviceKind_cpu;
+  schema::ExecutableFormat format = schema::ExecutableFormat_elf_shared_object;
+  std::vector<uint8_t> binary;
+  std::vector<EntrySpec> entries;
+};
+
+struct DispatchSpec {
+  uint32_t executable = 0;
+  uint32_t entry = 0;
+  std::vector<uint32_t> bindings;
+};
+
+struct CopySpec {
+  uint32_t source = 0;
+  uint32_t destination = 0;
+  schema::DeviceKind sourceDevice = schema::DeviceKind_cpu;
+  schema::DeviceKind destinationDevice = schema::DeviceKind_cpu;
+};
+
+using StepSpec = std::variant<DispatchSpec, CopySpec>;
+
+struct ArtifactSpec {
+  uint32_t formatVersion = schema::kFormatVersion;
+  /// Whether the file carries its integrity checksum at all.
+  bool withIntegrity = true;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::vector<BufferSpec> buffers;
+  std::vector<uint8_t> weights;
+  std::vector<ExecutableSpec> executables;
+  std::vector<StepSpec> steps;
+  /// How often the schedule refers to each step's one table. More than 1
+  /// is what a crafted file does to describe far more than its size.
+  uint32_t stepReferences = 1;
+  uint64_t arenaSize = 0;
+  uint32_t arenaAlignment = schema::kAlignment;
+  std::string compilerVersion;
+  std::string modelHash;
+  std::string options;
+  std::string modelName;
+};
+
+/// The sealed .tsl bytes of `spec`.
+std::vector<uint8_t> buildArtifact(const ArtifactSpec &spec);
+
+/// Recomputes the integrity checksum of an artifact whose bytes a test has
+/// edited, so that the edit reaches the checks after the checksum.
+void sealArtifact(std::vector<uint8_t> &bytes);
+
+} // namespace tessel::test
+
+#endif // TESSEL_TEST_UNIT_RUNTIME_ARTIFACTBUILDER_H

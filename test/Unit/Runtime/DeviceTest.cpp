@@ -1,0 +1,156 @@
+//===- DeviceTest.cpp - Devices and loading executables -------------------===//
+
+#include "Fixtures.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+namespace tessel::test {
+namespace {
+
+using ::testing::HasSubstr;
+namespace sc = tessel::schema;
+
+/// The add model compiled for CUDA: PTX the runtime cannot run yet.
+ArtifactSpec cudaAddModel() {
+  ArtifactSpec spec = addModel();
+  ExecutableSpec &executable = spec.executables[0];
+  executable.device = sc::DeviceKind_cuda;
+  executable.format = sc::ExecutableFormat_cuda_ptx;
+  std::string ptx = ".version 8.0\n.target sm_90\n";
+  executable.binary.assign(ptx.begin(), ptx.end());
+  return spec;
+}
+
+TEST(DeviceTest, CpuIsAvailable) {
+  EXPECT_EQ(tsl_device_check("cpu"), nullptr);
+}
+
+TEST(DeviceTest, CudaAndNpuAreNotAvailableYet) {
+  for (const char *device : {"cuda", "npu"}) {
+    StatusResult status = take(tsl_device_check(device));
+    EXPECT_EQ(status.code, TSL_UNAVAILABLE) << device;
+    EXPECT_EQ(status.message,
+              std::string("this runtime has no ") + device + " device yet");
+  }
+}
+
+TEST(DeviceTest, UnknownDeviceIsNotFound) {
+  StatusResult status = take(tsl_device_check("tpu"));
+  EXPECT_EQ(status.code, TSL_NOT_FOUND);
+  EXPECT_THAT(status.message, HasSubstr("unknown device 'tpu'"));
+  EXPECT_EQ(take(tsl_device_check(nullptr)).code, TSL_INVALID_ARGUMENT);
+}
+
+TEST(DeviceTest, CudaOnlyScheduleLoadsButCannotRunOnTheCpu) {
+  ModulePtr module = loadModule(buildArtifact(cudaAddModel()));
+  ASSERT_TRUE(module);
+  tsl_session *session = nullptr;
+  StatusResult status =
+      take(tsl_session_create(module.get(), nullptr, &session));
+  EXPECT_EQ(status.code, TSL_UNAVAILABLE);
+  EXPECT_EQ(status.message, "schedule step 0 needs the cuda device, which this "
+                            "runtime does not have yet");
+  EXPECT_EQ(session, nullptr);
+}
+
+TEST(DeviceTest, CopyToTheNpuIsUnavailable) {
+  ArtifactSpec spec = pipelineModel();
+  std::get<CopySpec>(spec.steps[2]).destinationDevice = sc::DeviceKind_npu;
+  ModulePtr module = loadModule(buildArtifact(spec));
+  ASSERT_TRUE(module);
+  tsl_session *session = nullptr;
+  StatusResult status =
+      take(tsl_session_create(module.get(), nullptr, &session));
+  EXPECT_EQ(status.code, TSL_UNAVAILABLE);
+  EXPECT_THAT(status.message,
+              HasSubstr("schedule step 2 needs the npu device"));
+}
+
+TEST(DeviceTest, SessionOnTheCudaDeviceIsUnavailable) {
+  ModulePtr module = loadModule(buildArtifact(addModel()));
+  tsl_session_options options;
+  tsl_session_options_init(&options);
+  options.device = "cuda";
+  tsl_session *session = nullptr;
+  StatusResult status =
+      take(tsl_session_create(module.get(), &options, &session));
+  EXPECT_EQ(status.code, TSL_UNAVAILABLE);
+  EXPECT_THAT(status.message, HasSubstr("cuda"));
+}
+
+TEST(DeviceTest, SessionOnAnUnknownDeviceIsNotFound) {
+  ModulePtr module = loadModule(buildArtifact(addModel()));
+  tsl_session_options options;
+  tsl_session_options_init(&options);
+  options.device = "gpu0";
+  tsl_session *session = nullptr;
+  EXPECT_EQ(take(tsl_session_create(module.get(), &options, &session)).code,
+            TSL_NOT_FOUND);
+}
+
+TEST(DeviceTest, MissingEntrySymbolIsRefusedByName) {
+  ArtifactSpec spec = pipelineModel();
+  spec.executables[0].entries[1].symbol = "softmax_f32_entry";
+  StatusResult status = loadStatus(buildArtifact(spec));
+  EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
+  EXPECT_EQ(status.message, "executable 0 entry 1: the shared object has no "
+                            "symbol 'softmax_f32_entry'");
+}
+
+TEST(DeviceTest, SharedObjectThatDoesNotLoadReportsTheLoaderError) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].binary = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0};
+  StatusResult status = loadStatus(buildArtifact(spec));
+  EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
+  EXPECT_THAT(status.message,
+              HasSubstr("executable 0: the shared object does not load: "));
+  EXPECT_THAT(status.message, HasSubstr("/proc/self/fd/"))
+      << "dlopen's own text should follow";
+}
+
+TEST(DeviceTest, ModulesLoadTheirExecutablesSideBySide) {
+  ModulePtr first = loadModule(buildArtifact(addModel()));
+  ModulePtr second = loadModule(buildArtifact(pipelineModel()));
+  ModulePtr third = loadModule(buildArtifact(addModel()));
+  ASSERT_TRUE(first && second && third);
+  second.reset();
+  ModulePtr fourth = loadModule(buildArtifact(pipelineModel()));
+  ASSERT_TRUE(fourth);
+
+  for (tsl_module *module : {first.get(), third.get()}) {
+    SessionPtr session = createSession(module);
+    TensorPtr x = floatTensor(std::vector<float>(kElements, 1.5f));
+    tsl_tensor *inputs[] = {x.get(), x.get()};
+    tsl_tensor *output = nullptr;
+    ASSERT_EQ(take(tsl_session_run(session.get(), inputs, 2, &output, 1)).code,
+              TSL_OK);
+    TensorPtr z(output);
+    EXPECT_EQ(floats(output), std::vector<float>(kElements, 3.0f));
+  }
+}
+
+size_t openFileCount() {
+  size_t count = 0;
+  if (DIR *directory = opendir("/proc/self/fd")) {
+    while (readdir(directory))
+      ++count;
+    closedir(directory);
+  }
+  return count;
+}
+
+TEST(DeviceTest, ReleasingModulesUnloadsTheirSharedObjects) {
+  std::vector<uint8_t> bytes = buildArtifact(addModel());
+  loadModule(bytes); // the loader's own first-use allocations
+  size_t before = openFileCount();
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(loadModule(bytes));
+  EXPECT_EQ(openFileCount(), before)
+      << "each loaded shared object holds an in-memory file until unloaded";
+}
+
+} // namespace
+} // namespace tessel::test

@@ -1,0 +1,282 @@
+//===- SessionTest.cpp - Running modules and checking their arguments -----===//
+
+#include "Fixtures.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace tessel::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<float> ramp(float start, float step) {
+  std::vector<float> values(kElements);
+  for (int64_t i = 0; i < kElements; ++i)
+    values[i] = start + step * static_cast<float>(i);
+  return values;
+}
+
+/// Runs of the add model: z = x + y.
+class AddModelTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    module = loadModule(buildArtifact(addModel()));
+    ASSERT_TRUE(module);
+    session = createSession(module.get());
+    ASSERT_TRUE(session);
+    x = floatTensor(ramp(0, 1));
+    y = floatTensor(ramp(100, -2));
+  }
+
+  StatusResult run(std::vector<tsl_tensor *> inputs, tsl_tensor **outputs) {
+    return take(tsl_session_run(session.get(), inputs.data(), inputs.size(),
+                                outputs, 1));
+  }
+
+  std::vector<float> expected() const {
+    std::vector<float> sum(kElements);
+    for (int64_t i = 0; i < kElements; ++i)
+      sum[i] = (0.0f + i) + (100.0f - 2.0f * i);
+    return sum;
+  }
+
+  ModulePtr module;
+  SessionPtr session;
+  TensorPtr x, y;
+};
+
+TEST_F(AddModelTest, NullOutputSlotReceivesANewTensor) {
+  tsl_tensor *output = nullptr;
+  StatusResult status = run({x.get(), y.get()}, &output);
+  ASSERT_EQ(status.code, TSL_OK) << status.message;
+  TensorPtr z(output);
+  ASSERT_NE(output, nullptr);
+  EXPECT_EQ(tsl_tensor_dtype(output), TSL_F32);
+  ASSERT_EQ(tsl_tensor_rank(output), 1u);
+  EXPECT_EQ(tsl_tensor_shape(output)[0], kElements);
+  EXPECT_EQ(floats(output), expected());
+}
+
+TEST_F(AddModelTest, ProvidedOutputIsWrittenInPlace) {
+  TensorPtr z = floatTensor(std::vector<float>(kElements, -7.0f));
+  tsl_tensor *output = z.get();
+  void *data = tsl_tensor_data(output);
+  ASSERT_EQ(run({x.get(), y.get()}, &output).code, TSL_OK);
+  EXPECT_EQ(output, z.get());
+  EXPECT_EQ(tsl_tensor_data(output), data);
+  EXPECT_EQ(floats(output), expected());
+}
+
+TEST_F(AddModelTest, RepeatedRunsFollowTheirInputs) {
+  for (int round = 0; round < 5; ++round) {
+    TensorPtr a = floatTensor(ramp(static_cast<float>(round), 0.25f));
+    tsl_tensor *output = nullptr;
+    ASSERT_EQ(run({a.get(), a.get()}, &output).code, TSL_OK);
+    TensorPtr z(output);
+    EXPECT_EQ(floats(output), ramp(2.0f * round, 0.5f));
+  }
+}
+
+TEST_F(AddModelTest, UnalignedWrappedInputIsStagedThroughAlignedMemory) {
+  // Kernels.c poisons its output with NaN when handed an unaligned buffer,
+  // so correct numbers show the runtime staged the input.
+  alignas(64) float storage[kElements + 16];
+  float *unaligned = storage + 1;
+  std::vector<float> values = ramp(0, 1);
+  std::memcpy(unaligned, values.data(), sizeof(float) * kElements);
+  int64_t shape[] = {kElements};
+  tsl_tensor *raw = nullptr;
+  ASSERT_EQ(take(tsl_tensor_wrap(TSL_F32, shape, 1, unaligned,
+                                 sizeof(float) * kElements, &raw))
+                .code,
+            TSL_OK);
+  TensorPtr wrapped(raw);
+
+  tsl_tensor *output = nullptr;
+  StatusResult status = run({wrapped.get(), y.get()}, &output);
+  ASSERT_EQ(status.code, TSL_OK) << status.message;
+  TensorPtr z(output);
+  EXPECT_EQ(floats(output), expected());
+  EXPECT_EQ(std::memcmp(unaligned, values.data(), sizeof(float) * kElements), 0)
+      << "the caller's input must not change";
+}
+
+TEST_F(AddModelTest, UnalignedWrappedOutputIsCopiedBack) {
+  alignas(64) float storage[kElements + 16] = {};
+  float *unaligned = storage + 3;
+  int64_t shape[] = {kElements};
+  tsl_tensor *raw = nullptr;
+  ASSERT_EQ(take(tsl_tensor_wrap(TSL_F32, shape, 1, unaligned,
+                                 sizeof(float) * kElements, &raw))
+                .code,
+            TSL_OK);
+  TensorPtr wrapped(raw);
+
+  tsl_tensor *output = wrapped.get();
+  ASSERT_EQ(run({x.get(), y.get()}, &output).code, TSL_OK);
+  EXPECT_EQ(std::vector<float>(unaligned, unaligned + kElements), expected());
+  EXPECT_EQ(storage[2], 0.0f) << "bytes before the output must not change";
+  EXPECT_EQ(storage[3 + kElements], 0.0f)
+      << "bytes after the output must not change";
+}
+
+TEST_F(AddModelTest, WrongInputDTypeIsRefused) {
+  int64_t shape[] = {kElements};
+  tsl_tensor *raw = nullptr;
+  ASSERT_EQ(take(tsl_tensor_allocate(TSL_I32, shape, 1, &raw)).code, TSL_OK);
+  TensorPtr integers(raw);
+  tsl_tensor *output = nullptr;
+  StatusResult status = run({x.get(), integers.get()}, &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "input 1 ('y'): expected dtype f32 but got i32");
+  EXPECT_EQ(output, nullptr);
+}
+
+TEST_F(AddModelTest, WrongInputRankIsRefused) {
+  int64_t shape[] = {4, 4};
+  tsl_tensor *raw = nullptr;
+  ASSERT_EQ(take(tsl_tensor_allocate(TSL_F32, shape, 2, &raw)).code, TSL_OK);
+  TensorPtr matrix(raw);
+  tsl_tensor *output = nullptr;
+  StatusResult status = run({matrix.get(), y.get()}, &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "input 0 ('x'): expected rank 1 (shape [16]) but "
+                            "got rank 2 (shape [4, 4])");
+}
+
+TEST_F(AddModelTest, WrongInputShapeIsRefused) {
+  int64_t shape[] = {17};
+  tsl_tensor *raw = nullptr;
+  ASSERT_EQ(take(tsl_tensor_allocate(TSL_F32, shape, 1, &raw)).code, TSL_OK);
+  TensorPtr longer(raw);
+  tsl_tensor *output = nullptr;
+  StatusResult status = run({longer.get(), y.get()}, &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "input 0 ('x'): expected shape [16] but got [17]");
+}
+
+TEST_F(AddModelTest, WrongInputCountIsRefused) {
+  tsl_tensor *output = nullptr;
+  StatusResult status = run({x.get()}, &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "expected 2 inputs but got 1");
+}
+
+TEST_F(AddModelTest, NullInputIsRefused) {
+  tsl_tensor *output = nullptr;
+  StatusResult status = run({x.get(), nullptr}, &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "input 1 ('y') is NULL");
+}
+
+TEST_F(AddModelTest, WrongOutputCountIsRefused) {
+  tsl_tensor *inputs[] = {x.get(), y.get()};
+  tsl_tensor *outputs[2] = {};
+  StatusResult status =
+      take(tsl_session_run(session.get(), inputs, 2, outputs, 2));
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message, HasSubstr("expected 1 output slots but got 2"));
+  EXPECT_EQ(outputs[0], nullptr);
+}
+
+TEST_F(AddModelTest, MismatchedProvidedOutputIsRefused) {
+  int64_t shape[] = {8};
+  tsl_tensor *raw = nullptr;
+  ASSERT_EQ(take(tsl_tensor_allocate(TSL_F32, shape, 1, &raw)).code, TSL_OK);
+  TensorPtr shorter(raw);
+  tsl_tensor *output = shorter.get();
+  StatusResult status = run({x.get(), y.get()}, &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "output 0 ('z'): expected shape [16] but got [8]");
+}
+
+TEST_F(AddModelTest, OutputSharingMemoryWithAnInputIsRefused) {
+  tsl_tensor *output = x.get();
+  StatusResult status = run({x.get(), y.get()}, &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "output 0 ('z') shares memory with input 0 ('x')");
+}
+
+TEST_F(AddModelTest, NullSessionIsRefused) {
+  tsl_tensor *inputs[] = {x.get(), y.get()};
+  tsl_tensor *output = nullptr;
+  EXPECT_EQ(take(tsl_session_run(nullptr, inputs, 2, &output, 1)).code,
+            TSL_INVALID_ARGUMENT);
+}
+
+TEST(SessionTest, PipelineUsesConstantsArenaScratchAndCopies) {
+  ModulePtr module = loadModule(buildArtifact(pipelineModel()));
+  ASSERT_TRUE(module);
+  SessionPtr session = createSession(module.get());
+  std::vector<float> input = ramp(1, 0.75f);
+  TensorPtr x = floatTensor(input);
+  tsl_tensor *inputs[] = {x.get()};
+  tsl_tensor *outputs[2] = {};
+  StatusResult status =
+      take(tsl_session_run(session.get(), inputs, 1, outputs, 2));
+  ASSERT_EQ(status.code, TSL_OK) << status.message;
+  TensorPtr y(outputs[0]), z(outputs[1]);
+
+  std::vector<float> weights = pipelineWeights();
+  std::vector<float> sum(kElements), doubled(kElements);
+  for (int64_t i = 0; i < kElements; ++i) {
+    sum[i] = input[i] + weights[i];
+    doubled[i] = 2.0f * sum[i];
+  }
+  EXPECT_EQ(floats(outputs[0]), doubled);
+  EXPECT_EQ(floats(outputs[1]), sum);
+}
+
+TEST(SessionTest, FailedRunFillsNoOutputSlot) {
+  ModulePtr module = loadModule(buildArtifact(pipelineModel()));
+  SessionPtr session = createSession(module.get());
+  TensorPtr x = floatTensor(ramp(0, 1));
+  TensorPtr wrongShape = floatTensor(std::vector<float>(3));
+  tsl_tensor *inputs[] = {x.get()};
+  tsl_tensor *outputs[2] = {nullptr, wrongShape.get()};
+  StatusResult status =
+      take(tsl_session_run(session.get(), inputs, 1, outputs, 2));
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message, HasSubstr("output 1 ('z')"));
+  EXPECT_EQ(outputs[0], nullptr);
+}
+
+TEST(SessionTest, OptionsInitGivesTheDefaults) {
+  tsl_session_options options;
+  options.thread_count = 7;
+  options.device = "npu";
+  tsl_session_options_init(&options);
+  EXPECT_EQ(options.thread_count, 0u);
+  EXPECT_EQ(options.device, nullptr);
+}
+
+TEST(SessionTest, ZeroThreadCountUsesEveryCoreAndRuns) {
+  ModulePtr module = loadModule(buildArtifact(pipelineModel()));
+  tsl_session *raw = nullptr;
+  ASSERT_EQ(take(tsl_session_create(module.get(), nullptr, &raw)).code, TSL_OK);
+  SessionPtr session(raw);
+  TensorPtr x = floatTensor(std::vector<float>(kElements, 0.0f));
+  tsl_tensor *inputs[] = {x.get()};
+  tsl_tensor *outputs[2] = {};
+  ASSERT_EQ(take(tsl_session_run(raw, inputs, 1, outputs, 2)).code, TSL_OK);
+  TensorPtr y(outputs[0]), z(outputs[1]);
+  EXPECT_EQ(floats(outputs[1]), pipelineWeights());
+}
+
+TEST(SessionTest, ThreadCountAboveTheLimitIsRefused) {
+  ModulePtr module = loadModule(buildArtifact(addModel()));
+  tsl_session_options options;
+  tsl_session_options_init(&options);
+  options.thread_count = 1u << 20;
+  tsl_session *raw = nullptr;
+  StatusResult status = take(tsl_session_create(module.get(), &options, &raw));
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message, HasSubstr("thread_count 1048576"));
+  EXPECT_EQ(raw, nullptr);
+}
+
+} // namespace
+} // namespace tessel::test

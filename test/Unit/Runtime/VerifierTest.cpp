@@ -1,0 +1,272 @@
+//===- VerifierTest.cpp - Semantic checks of well-formed artifacts --------===//
+//
+// Each artifact here is a valid FlatBuffer with a correct checksum but one
+// index, offset or size the runtime would misuse; the verifier must refuse
+// it with a message naming the field and index at fault.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Fixtures.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tessel::test {
+namespace {
+
+using ::testing::HasSubstr;
+namespace sc = tessel::schema;
+
+StatusResult load(const ArtifactSpec &spec) {
+  return loadStatus(buildArtifact(spec));
+}
+
+void expectRefused(const ArtifactSpec &spec, const std::string &message) {
+  StatusResult status = load(spec);
+  EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT) << status.message;
+  EXPECT_THAT(status.message, HasSubstr(message));
+}
+
+DispatchSpec &firstDispatch(ArtifactSpec &spec) {
+  return std::get<DispatchSpec>(spec.steps[0]);
+}
+
+TEST(VerifierTest, EmptyInputNameIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[1].name = "";
+  expectRefused(spec, "artifact input 1: the name is empty");
+}
+
+TEST(VerifierTest, DuplicateOutputNameIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.outputs[1].name = "y";
+  expectRefused(spec, "artifact output 1: the name 'y' is already taken");
+}
+
+TEST(VerifierTest, SameNameForAnInputAndAnOutputIsAllowed) {
+  ArtifactSpec spec = addModel();
+  spec.outputs[0].name = "x";
+  EXPECT_EQ(load(spec).code, TSL_OK);
+}
+
+TEST(VerifierTest, DTypeOutsideTheEnumIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].dtype = static_cast<sc::DType>(200);
+  expectRefused(spec, "artifact input 0 ('x'): dtype 200 is not a DType");
+}
+
+TEST(VerifierTest, NegativeDimensionIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.outputs[0].shape = {4, -4};
+  expectRefused(spec, "artifact output 0 ('z'): dimension 1 is -4");
+}
+
+TEST(VerifierTest, SignatureWhoseByteSizeOverflowsIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].shape = {INT64_MAX / 2, 3};
+  expectRefused(spec, "artifact input 0 ('x'): f32 of shape");
+}
+
+TEST(VerifierTest, BufferKindOutsideTheEnumIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.buffers[2].kind = static_cast<sc::BufferKind>(9);
+  expectRefused(spec, "artifact buffer 2: kind 9 is not a BufferKind");
+}
+
+TEST(VerifierTest, InputIndexOutOfRangeIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.buffers[1].index = 2;
+  expectRefused(spec, "artifact buffer 1: input index 2 is out of range "
+                      "(the model has 2 inputs)");
+}
+
+TEST(VerifierTest, OutputBufferOfTheWrongSizeIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.buffers[2].size = 32;
+  expectRefused(spec, "artifact buffer 2: size 32 differs from the 64 bytes "
+                      "of output 0");
+}
+
+TEST(VerifierTest, ConstantRangePastTheWeightsIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.buffers[1].size = 4096;
+  expectRefused(spec, "artifact buffer 1: constant range [64, 4160) exceeds "
+                      "the 128 weight bytes");
+}
+
+TEST(VerifierTest, UnalignedConstantOffsetIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.buffers[1].offset = 4;
+  spec.buffers[1].size = 16;
+  expectRefused(spec, "artifact buffer 1: constant offset 4 is not a "
+                      "multiple of 64");
+}
+
+TEST(VerifierTest, ConstantRangeWrappingPastUint64MaxIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.buffers[1].offset = UINT64_MAX & ~uint64_t(63);
+  spec.buffers[1].size = 128;
+  expectRefused(spec, "artifact buffer 1: constant range "
+                      "[18446744073709551552, 18446744073709551552 + 128) "
+                      "overflows");
+}
+
+TEST(VerifierTest, ArenaRangeWrappingPastUint64MaxIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.buffers[2].offset = UINT64_MAX & ~uint64_t(63);
+  expectRefused(spec, "artifact buffer 2: arena range");
+  expectRefused(spec, "overflows");
+}
+
+TEST(VerifierTest, ArenaRangePastTheArenaIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.buffers[2].offset = 128;
+  expectRefused(spec, "artifact buffer 2: arena range [128, 192) exceeds the "
+                      "128 arena bytes");
+}
+
+TEST(VerifierTest, HugeArenaIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.arenaSize = UINT64_MAX;
+  expectRefused(spec, "artifact memory plan: arena_size 18446744073709551615 "
+                      "exceeds the 1 TiB limit");
+}
+
+TEST(VerifierTest, ArenaAlignmentThatIsNoPowerOfTwoIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.arenaAlignment = 48;
+  expectRefused(spec, "arena_alignment 48 is not a power of two");
+}
+
+TEST(VerifierTest, ArenaAlignmentAbove4096IsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.arenaAlignment = 8192;
+  expectRefused(spec, "arena_alignment 8192 is not a power of two up to 4096");
+}
+
+TEST(VerifierTest, ExecutableDeviceOutsideTheEnumIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].device = static_cast<sc::DeviceKind>(7);
+  expectRefused(spec, "artifact executable 0: device 7 is not a DeviceKind");
+}
+
+TEST(VerifierTest, ExecutableFormatForAnotherDeviceIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].format = sc::ExecutableFormat_cuda_ptx;
+  expectRefused(spec, "artifact executable 0: a cuda_ptx executable does not "
+                      "run on the cpu device");
+}
+
+TEST(VerifierTest, NonElfBinaryIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].binary = {'#', '!', '/', 'b', 'i', 'n'};
+  expectRefused(spec, "artifact executable 0: the binary is not an ELF "
+                      "shared object");
+}
+
+TEST(VerifierTest, EmptySymbolIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].entries[0].symbol = "";
+  expectRefused(spec, "artifact executable 0 entry 0: the symbol is empty");
+}
+
+TEST(VerifierTest, ZeroWorkgroupsAreRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].entries[0].workgroupCount = 0;
+  expectRefused(spec, "artifact executable 0 entry 0 ('add_f32_entry'): "
+                      "workgroup_count 0");
+}
+
+TEST(VerifierTest, BindingCountAboveTheBufferCountIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].entries[0].bindingCount = 4;
+  expectRefused(spec, "binding_count 4 exceeds the 3 buffers");
+}
+
+TEST(VerifierTest, ScratchAboveOneGiBIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].entries[0].scratchBytes = (uint64_t(1) << 30) + 1;
+  expectRefused(spec, "scratch_bytes 1073741825 exceeds the 1 GiB limit");
+}
+
+TEST(VerifierTest, ExecutableIndexOutOfRangeIsRefused) {
+  ArtifactSpec spec = addModel();
+  firstDispatch(spec).executable = 1;
+  expectRefused(spec, "artifact schedule step 0: executable 1 is out of range "
+                      "(the artifact has 1 executables)");
+}
+
+TEST(VerifierTest, EntryIndexOutOfRangeIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  std::get<DispatchSpec>(spec.steps[1]).entry = 2;
+  expectRefused(spec, "artifact schedule step 1: entry 2 is out of range "
+                      "(executable 0 has 2 entries)");
+}
+
+TEST(VerifierTest, BindingIndexOutOfRangeIsRefused) {
+  ArtifactSpec spec = addModel();
+  firstDispatch(spec).bindings = {0, 1, 3};
+  expectRefused(spec, "artifact schedule step 0: binding 2 names buffer 3, "
+                      "which is out of range (the artifact has 3 buffers)");
+}
+
+TEST(VerifierTest, BindingCountThatDiffersFromTheEntryIsRefused) {
+  ArtifactSpec spec = addModel();
+  firstDispatch(spec).bindings = {0, 1};
+  expectRefused(spec, "artifact schedule step 0: 2 bindings, but entry 0 "
+                      "('add_f32_entry') of executable 0 takes 3");
+}
+
+TEST(VerifierTest, CopySourceOutOfRangeIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  std::get<CopySpec>(spec.steps[2]).source = 5;
+  expectRefused(spec, "artifact schedule step 2: source buffer 5 is out of "
+                      "range (the artifact has 5 buffers)");
+}
+
+TEST(VerifierTest, CopyBetweenBuffersOfDifferentSizesIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  spec.buffers[2].size = 32;
+  expectRefused(spec, "artifact schedule step 2: copies the 32 bytes of "
+                      "buffer 2 into the 64 bytes of buffer 4");
+}
+
+TEST(VerifierTest, CopyIntoAConstantIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  std::get<CopySpec>(spec.steps[2]).destination = 1;
+  expectRefused(spec, "artifact schedule step 2: copies into buffer 1, which "
+                      "is read-only (kind constant)");
+}
+
+TEST(VerifierTest, CopyOntoItselfIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  std::get<CopySpec>(spec.steps[2]).destination = 2;
+  expectRefused(spec, "the source (buffer 2) and the destination (buffer 2) "
+                      "overlap");
+}
+
+TEST(VerifierTest, CopyDeviceOutsideTheEnumIsRefused) {
+  ArtifactSpec spec = pipelineModel();
+  std::get<CopySpec>(spec.steps[2]).destinationDevice =
+      static_cast<sc::DeviceKind>(3);
+  expectRefused(spec, "artifact schedule step 2: destination_device 3 is not "
+                      "a DeviceKind");
+}
+
+TEST(VerifierTest, SharedTablesDescribingMoreThanTheFileHoldsAreRefused) {
+  // One dispatch of 64 bindings referred to 1000 times: 64000 bindings in a
+  // file of a few kilobytes.
+  ArtifactSpec spec = addModel();
+  spec.buffers.resize(64, {sc::BufferKind_arena, 0, 0, 64});
+  spec.arenaSize = 64;
+  spec.executables[0].entries[0].bindingCount = 64;
+  firstDispatch(spec).bindings.resize(64, 3);
+  spec.stepReferences = 1000;
+  expectRefused(spec, "holds without sharing tables");
+
+  spec.stepReferences = 1;
+  EXPECT_EQ(load(spec).code, TSL_OK) << "the same steps unshared are fine";
+}
+
+} // namespace
+} // namespace tessel::test
