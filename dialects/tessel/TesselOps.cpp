@@ -63,10 +63,13 @@ TESSEL_BROADCAST_INFERENCE(DivOp)
 
 LogicalResult ClipOp::verify() {
   Type elementType = getType().getElementType();
-  for (std::optional<TypedAttr> bound : {getMinAttr(), getMaxAttr()}) {
-    if (bound && *bound && bound->getType() != elementType)
-      return emitOpError("bound ") << *bound << " must have the element type "
-                                   << elementType;
+  for (Value bound : {getMin(), getMax()}) {
+    if (!bound)
+      continue;
+    RankedTensorType type = rankedType(bound);
+    if (type.getNumElements() != 1 || type.getElementType() != elementType)
+      return emitOpError("bounds must be single ")
+             << elementType << " values, got " << type;
   }
   return success();
 }

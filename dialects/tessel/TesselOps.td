@@ -161,21 +161,25 @@ def Tessel_TanhOp : Tessel_UnaryFloatOp<"tanh"> {
   }];
 }
 
-def Tessel_ClipOp : Tessel_Op<"clip", [SameOperandsAndResultType]> {
+def Tessel_ClipOp : Tessel_Op<"clip", [AttrSizedOperandSegments,
+    AllTypesMatch<["input", "result"]>]> {
   let summary = "Clamp into [min, max] elementwise (ONNX Clip)";
   let description = [{
-    Either bound may be absent. The bounds carry the tensor's element type;
-    the importer takes them from constant inputs (opset 11 and later) or
-    from attributes (opset 6).
+    Either bound may be absent. Bounds are scalar (rank-0) tensors of the
+    input's element type, constants or not; opset-6 attributes become
+    constants at import.
 
     ```mlir
-    %0 = tessel.clip %x {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x32x112x112xf32>
+    %0 = tessel.clip %x min(%zero : tensor<f32>) max(%six : tensor<f32>) : tensor<1x32x112x112xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input, OptionalAttr<TypedAttrInterface>:$min,
-                       OptionalAttr<TypedAttrInterface>:$max);
+  let arguments = (ins Tessel_Tensor:$input, Optional<Tessel_Tensor>:$min,
+                       Optional<Tessel_Tensor>:$max);
   let results = (outs Tessel_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`min` `(` $min^ `:` type($min) `)`)? (`max` `(` $max^ `:` type($max) `)`)?
+        attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
 }
 

@@ -5,6 +5,7 @@
 #include "passes/TesselToLinalg/TesselToLinalg.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
@@ -80,30 +81,47 @@ struct ClipLowering : OpConversionPattern<ClipOp> {
   LogicalResult
   matchAndRewrite(ClipOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     auto resultType =
         getTypeConverter()->convertType<RankedTensorType>(op.getType());
     Type elementType = resultType.getElementType();
     bool isUnsigned = hasUnsignedElements(op.getType());
-    // Bounds are rebuilt in the signless element type.
-    auto boundAttr = [&](TypedAttr bound) -> TypedAttr {
-      if (auto integer = dyn_cast<IntegerAttr>(bound))
-        return rewriter.getIntegerAttr(elementType, integer.getValue());
-      return bound;
-    };
-    std::optional<TypedAttr> minBound, maxBound;
-    if (op.getMinAttr())
-      minBound = boundAttr(op.getMinAttr());
-    if (op.getMaxAttr())
-      maxBound = boundAttr(op.getMaxAttr());
+    // Constant bounds become scalars in the body; others are read from
+    // their one-element tensors.
+    SmallVector<Value> operands{adaptor.getInput()};
+    struct Bound {
+      Value tensor;
+      TypedAttr constant;
+      int operand = -1;
+    } bounds[2] = {{adaptor.getMin()}, {adaptor.getMax()}};
+    for (Bound &bound : bounds) {
+      if (!bound.tensor)
+        continue;
+      DenseElementsAttr value;
+      if (matchPattern(bound.tensor, m_Constant(&value))) {
+        bound.constant = cast<TypedAttr>(*value.getValues<Attribute>().begin());
+        continue;
+      }
+      auto boundType = cast<RankedTensorType>(bound.tensor.getType());
+      bound.operand = operands.size();
+      operands.push_back(reshapeTensor(
+          rewriter, loc, bound.tensor,
+          RankedTensorType::get({}, boundType.getElementType())));
+    }
     Value result = buildElementwise(
-        rewriter, op.getLoc(), resultType, {adaptor.getInput()},
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          ScalarBuilder scalar(b, loc, elementType, isUnsigned);
+        rewriter, loc, resultType, operands,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          ScalarBuilder scalar(b, nestedLoc, elementType, isUnsigned);
+          auto boundValue = [&](const Bound &bound) -> Value {
+            if (bound.constant)
+              return arith::ConstantOp::create(b, nestedLoc, bound.constant);
+            return args[bound.operand];
+          };
           Value value = args[0];
-          if (minBound)
-            value = scalar.max(value, arith::ConstantOp::create(b, loc, *minBound));
-          if (maxBound)
-            value = scalar.min(value, arith::ConstantOp::create(b, loc, *maxBound));
+          if (bounds[0].tensor)
+            value = scalar.max(value, boundValue(bounds[0]));
+          if (bounds[1].tensor)
+            value = scalar.min(value, boundValue(bounds[1]));
           return value;
         });
     rewriter.replaceOp(op, result);

@@ -176,7 +176,7 @@ reshapeReassociation(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
       product *= from[i];
       group.push_back(i++);
     }
-    if (product != target)
+    if (product != target || group.empty())
       return std::nullopt;
     groups.push_back(group);
   }

@@ -26,42 +26,30 @@ LogicalResult importUnary(NodeImporter &node) {
   return success();
 }
 
-/// A bound from a scalar constant input (opset 11 and later), which ONNX
-/// types like the clipped tensor.
-TypedAttr boundAttr(ElementsAttr value) {
-  if (!value || value.getNumElements() != 1)
-    return {};
-  Attribute element = *value.getValues<Attribute>().begin();
-  return cast<TypedAttr>(element);
-}
-
+/// Opset 6: the bounds are float attributes.
 LogicalResult importClip6(NodeImporter &node) {
-  Type elementType = node.inputType(0).getElementType();
-  if (!isa<FloatType>(elementType))
+  RankedTensorType type = node.inputType(0);
+  if (!isa<FloatType>(type.getElementType()))
     return node.unsupported("only floating-point inputs are supported");
   OpBuilder &b = node.builder();
-  float minValue = node.floatAttr("min", std::numeric_limits<float>::lowest());
-  float maxValue = node.floatAttr("max", std::numeric_limits<float>::max());
-  auto min = b.getFloatAttr(elementType, minValue);
-  auto max = b.getFloatAttr(elementType, maxValue);
-  node.setOutput(0, ClipOp::create(b, node.loc(), node.input(0).getType(),
-                                   node.input(0), min, max));
+  auto scalarType = RankedTensorType::get({}, type.getElementType());
+  auto bound = [&](llvm::StringRef name, float fallback) -> Value {
+    float value = node.floatAttr(name, fallback);
+    return ConstantOp::create(
+        b, node.loc(),
+        DenseElementsAttr::get(scalarType, b.getFloatAttr(type.getElementType(), value)));
+  };
+  Value min = bound("min", std::numeric_limits<float>::lowest());
+  Value max = bound("max", std::numeric_limits<float>::max());
+  node.setOutput(0, ClipOp::create(b, node.loc(), type, node.input(0), min, max));
   return success();
 }
 
+/// Opset 11 and later: the bounds are optional scalar inputs.
 LogicalResult importClip11(NodeImporter &node) {
-  TypedAttr bounds[2];
-  for (int i = 1; i <= 2; ++i) {
-    if (!node.input(i))
-      continue;
-    bounds[i - 1] = boundAttr(node.constantInput(i));
-    if (!bounds[i - 1])
-      return node.unsupported(Twine(i == 1 ? "min" : "max") +
-                              " must be a constant scalar");
-  }
   node.setOutput(0, ClipOp::create(node.builder(), node.loc(),
                                    node.input(0).getType(), node.input(0),
-                                   bounds[0], bounds[1]));
+                                   node.input(1), node.input(2)));
   return success();
 }
 

@@ -17,9 +17,10 @@ const OpRegistry &onnxOpRegistry() {
 
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                      bool inclusive) {
+  // Negative axes count from the back in both forms: -1 is rank - 1.
   int64_t limit = inclusive ? rank + 1 : rank;
   if (axis < 0)
-    axis += limit;
+    axis += rank;
   if (axis < 0 || axis >= limit)
     return std::nullopt;
   return axis;

@@ -28,30 +28,39 @@ func.func @div_unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> tensor<4xui8> {
 
 // -----
 
+// Constant clip bounds become scalars of the body.
 // CHECK-LABEL: @activations
 // CHECK: arith.maximumf
 // CHECK: arith.negf
 // CHECK: math.exp
 // CHECK: arith.divf
 // CHECK: math.tanh
-// CHECK: arith.maximumf
-// CHECK: arith.minimumf
+// CHECK: linalg.generic {{.*}} ins(%{{.+}} : tensor<8xf32>)
+// CHECK: %[[LO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: arith.maximumf %{{.+}}, %[[LO]]
+// CHECK: %[[HI:.+]] = arith.constant 6.000000e+00 : f32
+// CHECK: arith.minimumf %{{.+}}, %[[HI]]
 func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %zero = tessel.constant dense<0.0> : tensor<f32>
+  %six = tessel.constant dense<6.0> : tensor<f32>
   %0 = tessel.relu %x : tensor<8xf32>
   %1 = tessel.sigmoid %0 : tensor<8xf32>
   %2 = tessel.tanh %1 : tensor<8xf32>
-  %3 = tessel.clip %2 {min = 0.0 : f32, max = 6.0 : f32} : tensor<8xf32>
+  %3 = tessel.clip %2 min(%zero : tensor<f32>) max(%six : tensor<f32>) : tensor<8xf32>
   return %3 : tensor<8xf32>
 }
 
 // -----
 
-// Clip without a lower bound only takes the minimum.
+// Clip without a lower bound only takes the minimum; a runtime bound is
+// read from its rank-0 tensor.
+// CHECK-DAG: #[[SCALAR:.+]] = affine_map<(d0) -> ()>
 // CHECK-LABEL: @clip_upper
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[SCALAR]], #{{.+}}]
 // CHECK-NOT: arith.maxsi
 // CHECK: arith.minsi
-func.func @clip_upper(%x: tensor<8xi8>) -> tensor<8xi8> {
-  %0 = tessel.clip %x {max = 5 : i8} : tensor<8xi8>
+func.func @clip_upper(%x: tensor<8xi8>, %hi: tensor<i8>) -> tensor<8xi8> {
+  %0 = tessel.clip %x max(%hi : tensor<i8>) : tensor<8xi8>
   return %0 : tensor<8xi8>
 }
 

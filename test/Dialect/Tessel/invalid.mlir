@@ -35,9 +35,17 @@ func.func @relu_int(%a: tensor<2xi32>) -> tensor<2xi32> {
 
 // -----
 
-func.func @clip_bound_type(%a: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{bound 6 : i32 must have the element type 'f32'}}
-  %0 = tessel.clip %a {max = 6 : i32} : tensor<2xf32>
+func.func @clip_bound_type(%a: tensor<2xf32>, %b: tensor<i32>) -> tensor<2xf32> {
+  // expected-error @+1 {{bounds must be single 'f32' values, got 'tensor<i32>'}}
+  %0 = tessel.clip %a max(%b : tensor<i32>) : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @clip_bound_shape(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{bounds must be single 'f32' values, got 'tensor<2xf32>'}}
+  %0 = tessel.clip %a min(%b : tensor<2xf32>) : tensor<2xf32>
   return %0 : tensor<2xf32>
 }
 

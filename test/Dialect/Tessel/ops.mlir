@@ -31,10 +31,12 @@ func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
   %1 = tessel.sigmoid %0 : tensor<8xf32>
   // CHECK: tessel.tanh
   %2 = tessel.tanh %1 : tensor<8xf32>
-  // CHECK: tessel.clip %{{.*}} {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<8xf32>
-  %3 = tessel.clip %2 {min = 0.0 : f32, max = 6.0 : f32} : tensor<8xf32>
-  // CHECK: tessel.clip %{{.*}} {max = 1.000000e+00 : f32} : tensor<8xf32>
-  %4 = tessel.clip %3 {max = 1.0 : f32} : tensor<8xf32>
+  // CHECK: tessel.clip %{{.*}} min(%{{.*}} : tensor<f32>) max(%{{.*}} : tensor<f32>) : tensor<8xf32>
+  %zero = tessel.constant dense<0.0> : tensor<f32>
+  %six = tessel.constant dense<6.0> : tensor<f32>
+  %3 = tessel.clip %2 min(%zero : tensor<f32>) max(%six : tensor<f32>) : tensor<8xf32>
+  // CHECK: tessel.clip %{{.*}} max(%{{.*}} : tensor<f32>) : tensor<8xf32>
+  %4 = tessel.clip %3 max(%six : tensor<f32>) : tensor<8xf32>
   return %4 : tensor<8xf32>
 }
 
