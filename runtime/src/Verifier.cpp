@@ -143,8 +143,10 @@ private:
       const fb::Vector<int64_t> &shape = *signature.shape();
       TSL_RETURN_IF_ERROR(spend(shape.size()));
       // The Verifier aligns a vector's length, not its 8-byte elements; the
-      // module hands these out as an int64_t array.
-      if (reinterpret_cast<uintptr_t>(shape.data()) % alignof(int64_t) != 0)
+      // module hands these out as an int64_t array. The builder leaves the
+      // empty vector of a rank-0 tensor unaligned, which is harmless.
+      if (shape.size() > 0 &&
+          reinterpret_cast<uintptr_t>(shape.data()) % alignof(int64_t) != 0)
         return invalid("artifact %s %" PRIu32
                        " ('%s'): the shape is not 8-byte aligned",
                        role, i, name.c_str());

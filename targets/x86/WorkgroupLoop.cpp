@@ -58,6 +58,11 @@ struct TesselX86WorkgroupLoopPass
     func::FuncOp function = getOperation();
     if (function.isExternal())
       return;
+    if (function.getNumResults() != 0) {
+      function.emitError("kernels must return their results through output "
+                         "arguments before workgroup loops are formed");
+      return signalPassFailure();
+    }
     MLIRContext *context = &getContext();
     Location loc = function.getLoc();
     IndexType index = IndexType::get(context);

@@ -5,15 +5,15 @@
 // The workgroup forall becomes a loop over the [begin, end) range the
 // runtime passes; the count is recorded for the artifact, and the tile's
 // temporary comes out of the scratch argument.
-// CHECK-LABEL: func.func @tiled
-// CHECK-SAME: (%[[IN:.+]]: memref<8x16xf32>, %[[OUT:.+]]: memref<8x16xf32>, %[[BEGIN:.+]]: index, %[[END:.+]]: index, %[[SCRATCH:.+]]: memref<256xi8>)
-// CHECK-SAME: tessel.scratch_bytes = 256 : i64, tessel.workgroup_count = 4 : i64
+// CHECK-LABEL: func.func private @tiled
+// CHECK-SAME: (%[[IN:.+]]: memref<8x16xf32>, %[[OUT:.+]]: memref<8x16xf32>, %[[BEGIN:.+]]: index, %[[END:.+]]: index, %[[SCRATCH:.+]]: memref<128xi8>)
+// CHECK-SAME: tessel.scratch_bytes = 128 : i64, tessel.workgroup_count = 4 : i64
 // CHECK: scf.for %[[WG:.+]] = %[[BEGIN]] to %[[END]]
 // CHECK: %[[ROW:.+]] = arith.muli %[[WG]], %c2
-// CHECK: memref.view %[[SCRATCH]][%{{.+}}][] : memref<256xi8> to memref<2x16xf32>
+// CHECK: memref.view %[[SCRATCH]][%{{.+}}][] : memref<128xi8> to memref<2x16xf32>
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: scf.forall
-func.func @tiled(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+func.func private @tiled(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %e = tensor.empty() : tensor<8x16xf32>
   %r = scf.forall (%i) in (4) shared_outs(%o = %e) -> (tensor<8x16xf32>) {
     %row = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
@@ -44,11 +44,11 @@ func.func @tiled(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
 // -----
 
 // Without a workgroup forall the whole body is one workgroup.
-// CHECK-LABEL: func.func @untiled
+// CHECK-LABEL: func.func private @untiled
 // CHECK-SAME: tessel.scratch_bytes = 0 : i64, tessel.workgroup_count = 1 : i64
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
 // CHECK: linalg.generic
-func.func @untiled(%x: tensor<4xf32>) -> tensor<4xf32> {
+func.func private @untiled(%x: tensor<4xf32>) -> tensor<4xf32> {
   %e = tensor.empty() : tensor<4xf32>
   %0 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
       ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
