@@ -100,8 +100,8 @@ struct TesselX86WorkgroupLoopPass
                      forall.getMixedLowerBound(), forall.getMixedStep())) {
         Value lower = getValueOrCreateConstantIndexOp(builder, loc, lb);
         Value stride = getValueOrCreateConstantIndexOp(builder, loc, step);
-        Value scaled = arith::MulIOp::create(builder, loc, idx, stride);
-        mapping.map(iv, arith::AddIOp::create(builder, loc, lower, scaled));
+        Value scaled = builder.createOrFold<arith::MulIOp>(loc, idx, stride);
+        mapping.map(iv, builder.createOrFold<arith::AddIOp>(loc, lower, scaled));
       }
       for (Operation &op : forall.getBody()->without_terminator())
         builder.clone(op, mapping);

@@ -9,7 +9,7 @@
 // CHECK-SAME: (%[[IN:.+]]: memref<8x16xf32>, %[[OUT:.+]]: memref<8x16xf32>, %[[BEGIN:.+]]: index, %[[END:.+]]: index, %[[SCRATCH:.+]]: memref<128xi8>)
 // CHECK-SAME: tessel.scratch_bytes = 128 : i64, tessel.workgroup_count = 4 : i64
 // CHECK: scf.for %[[WG:.+]] = %[[BEGIN]] to %[[END]]
-// CHECK: %[[ROW:.+]] = arith.muli %[[WG]], %c2
+// CHECK: affine.apply #{{.+}}(%[[WG]])
 // CHECK: memref.view %[[SCRATCH]][%{{.+}}][] : memref<128xi8> to memref<2x16xf32>
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: scf.forall
