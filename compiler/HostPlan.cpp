@@ -64,6 +64,19 @@ FailureOr<uint32_t> Planner::bufferOf(Value value, Operation *user) {
   auto it = bufferOfValue.find(value);
   if (it != bufferOfValue.end())
     return it->second;
+  if (auto constant = value.getDefiningOp<arith::ConstantOp>()) {
+    auto data = cast<DenseElementsAttr>(constant.getValue());
+    auto [entry, inserted] = bufferOfConstant.try_emplace(data, 0);
+    if (inserted) {
+      plan.weights.resize(llvm::alignTo(plan.weights.size(), kAlignment));
+      uint64_t offset = plan.weights.size();
+      appendConstant(data, plan.weights);
+      entry->second = newBuffer(
+          {BufferKind::Constant, 0, offset, plan.weights.size() - offset});
+    }
+    bufferOfValue[value] = entry->second;
+    return entry->second;
+  }
   return user->emitError("host planning: operand has no buffer");
 }
 
@@ -76,18 +89,10 @@ FailureOr<HostPlan> Planner::run(func::FuncOp main) {
   for (Operation &op : main.getBody().front()) {
     size_t step = plan.steps.size();
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-      auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
-      if (!value)
+      // Weights are placed when first used, so that dead constants (left
+      // over at -O0) cost nothing.
+      if (!isa<DenseElementsAttr>(constant.getValue()))
         return constant.emitError("host planning: unsupported constant");
-      auto [entry, inserted] = bufferOfConstant.try_emplace(value, 0);
-      if (inserted) {
-        plan.weights.resize(llvm::alignTo(plan.weights.size(), kAlignment));
-        uint64_t offset = plan.weights.size();
-        appendConstant(value, plan.weights);
-        entry->second = newBuffer({BufferKind::Constant, 0, offset,
-                                   plan.weights.size() - offset});
-      }
-      bufferOfValue[constant.getResult()] = entry->second;
     } else if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op)) {
       // A view: same bytes, same buffer.
       FailureOr<uint32_t> source = bufferOf(op.getOperand(0), &op);

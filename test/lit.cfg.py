@@ -9,7 +9,7 @@ import lit.formats
 
 config.name = "Tessel"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".mlir", ".test", ".py"]
+config.suffixes = [".mlir", ".test", ".onnxtxt"]
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
                    "Unit", "lib"]
 config.test_source_root = os.path.dirname(__file__)

@@ -262,8 +262,11 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   LogicalResult imported = (*handler)(importer);
   builder.setListener(nullptr);
   std::vector<std::string> reasons = importer.problems();
-  for (const std::string &attr : importer.unreadAttributes())
-    reasons.push_back("attribute '" + attr + "' is not supported");
+  // A handler that gave up early has not read the rest of the attributes;
+  // its own reason is the one to report.
+  if (succeeded(imported))
+    for (const std::string &attr : importer.unreadAttributes())
+      reasons.push_back("attribute '" + attr + "' is not supported");
   if (succeeded(imported))
     for (int i = 0; i < node.output_size(); ++i)
       if (importer.outputUsed(i) && !importer.outputs()[i])
