@@ -23,8 +23,17 @@ inline constexpr llvm::StringLiteral kBindingCountAttr = "tessel.binding_count";
 /// Suffix of the exported entry of each kernel.
 inline constexpr llvm::StringLiteral kEntrySuffix = "_entry";
 
+struct X86CodegenOptions : public mlir::PassPipelineOptions<X86CodegenOptions> {
+  Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("f32 lanes of the widest vector register (8 for AVX2, "
+                     "16 for AVX-512)"),
+      llvm::cl::init(16)};
+};
+
 /// Kernels on tensors (linalg) -> LLVM dialect with exported entries.
-void buildX86CodegenPipeline(mlir::OpPassManager &pm);
+void buildX86CodegenPipeline(mlir::OpPassManager &pm,
+                             const X86CodegenOptions &options);
 
 void registerX86Pipelines();
 

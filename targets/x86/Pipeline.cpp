@@ -23,12 +23,14 @@ using namespace mlir;
 
 namespace tessel::x86 {
 
-void buildX86CodegenPipeline(OpPassManager &pm) {
+void buildX86CodegenPipeline(OpPassManager &pm,
+                             const X86CodegenOptions &options) {
   // Tensors: workgroup tiles with their producers fused in.
   pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addNestedPass<func::FuncOp>(createTesselX86VectorizePass());
+  pm.addNestedPass<func::FuncOp>(
+      createTesselX86VectorizePass({options.vectorWidth}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -48,7 +50,10 @@ void buildX86CodegenPipeline(OpPassManager &pm) {
 
   // Vectors, loops and LLVM.
   pm.addNestedPass<func::FuncOp>(createTesselX86LowerVectorsPass());
-  pm.addPass(createConvertVectorToSCFPass());
+  // Unrolled: the loop form stages vectors through allocas, which LLVM
+  // cannot hoist out of the enclosing loops.
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createTesselX86ExpandToPrimitivesPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -71,7 +76,7 @@ void buildX86CodegenPipeline(OpPassManager &pm) {
 }
 
 void registerX86Pipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<X86CodegenOptions>(
       "tessel-x86-codegen",
       "Lower tessel kernels (linalg on tensors) to LLVM dialect for x86",
       buildX86CodegenPipeline);

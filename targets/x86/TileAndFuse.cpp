@@ -35,7 +35,9 @@ TilingInterface findRoot(func::FuncOp function) {
 
 /// Splits the outermost parallel loops so that the kernel has about
 /// `work / minWork` workgroups (at most `maxWorkgroups`). Tile sizes divide
-/// the loop extents, so every workgroup has the same static shape.
+/// the loop extents, so every workgroup has the same static shape, and stay
+/// large enough for register blocks: 8 along outer loops (output channels,
+/// rows), 64 along the innermost, contiguous one.
 SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root,
                                           int64_t maxWorkgroups,
                                           int64_t minWork) {
@@ -53,14 +55,22 @@ SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root,
                ? std::numeric_limits<int64_t>::max()
                : work * *size;
   }
+  int64_t innermostParallel = -1;
+  for (size_t d = 0; d < domain.size(); ++d)
+    if (iterators[d] == utils::IteratorType::parallel)
+      innermostParallel = d;
+
   int64_t wanted = std::clamp<int64_t>(work / minWork, 1, maxWorkgroups);
   SmallVector<int64_t> tiles(domain.size(), 0);
   for (size_t d = 0; d < domain.size() && wanted > 1; ++d) {
     int64_t extent = extents[d];
     if (iterators[d] != utils::IteratorType::parallel || extent <= 1)
       continue;
-    // The smallest divisor of the extent that makes at most `wanted` parts.
-    int64_t tile = llvm::divideCeil(extent, std::min(extent, wanted));
+    int64_t minTile = std::min<int64_t>(
+        extent, static_cast<int64_t>(d) == innermostParallel ? 64 : 8);
+    // The smallest divisor of the extent, at least minTile, that makes at
+    // most `wanted` parts.
+    int64_t tile = std::max<int64_t>(minTile, llvm::divideCeil(extent, wanted));
     while (extent % tile != 0)
       ++tile;
     if (tile == extent)

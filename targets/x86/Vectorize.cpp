@@ -1,5 +1,6 @@
 //===- Vectorize.cpp - Vector-sized tiles, vectorized ---------------------===//
 
+#include "targets/x86/ConvolutionBlocking.h"
 #include "targets/x86/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -79,6 +80,9 @@ struct TesselX86VectorizePass
 
     IRRewriter rewriter(context);
     for (linalg::LinalgOp op : ops) {
+      if (isa<linalg::ConvolutionOpInterface>(op.getOperation()) &&
+          succeeded(registerBlockConvolution(rewriter, op, vectorWidth)))
+        continue;
       std::optional<SmallVector<int64_t>> tiles = vectorTiles(op, vectorWidth);
       if (!tiles)
         continue;

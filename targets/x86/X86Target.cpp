@@ -88,8 +88,16 @@ public:
   FailureOr<Executable> compile(ModuleOp kernels,
                                 const TargetOptions &options) override {
     MLIRContext *context = kernels.getContext();
+    FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+        createMachine(kernels, options);
+    if (failed(machine))
+      return failure();
+
+    x86::X86CodegenOptions codegen;
+    codegen.vectorWidth =
+        (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
     PassManager pm(context);
-    x86::buildX86CodegenPipeline(pm);
+    x86::buildX86CodegenPipeline(pm, codegen);
     if (failed(pm.run(kernels)))
       return failure();
 
@@ -110,11 +118,6 @@ public:
           entry->getAttrOfType<IntegerAttr>(x86::kScratchBytesAttr).getInt();
       executable.entries.push_back(std::move(info));
     }
-
-    FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-        createMachine(kernels, options);
-    if (failed(machine))
-      return failure();
 
     registerBuiltinDialectTranslation(*context);
     registerLLVMDialectTranslation(*context);

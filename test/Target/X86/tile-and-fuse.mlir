@@ -1,43 +1,44 @@
 // RUN: tessel-opt %s --tessel-x86-tile-and-fuse="min-work-per-workgroup=64 max-workgroups=4" --canonicalize --split-input-file | FileCheck %s
 
 // Conv + bias + relu: the relu is tiled into workgroups along the output
-// channels and the convolution, its bias initialization and the padding
-// are computed inside each tile.
+// channels (at least 8 per workgroup, a register block's worth) and the
+// convolution, its bias initialization and the padding are computed inside
+// each tile.
 // CHECK-LABEL: @conv_relu
-// CHECK: scf.forall (%[[I:.+]]) in (4)
+// CHECK: scf.forall (%[[I:.+]]) = (0) to (32) step (8)
 // CHECK-DAG: tensor.pad
-// CHECK-DAG: linalg.generic {{.*}}ins(%{{.+}} : tensor<1xf32>)
-// CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x1x8x8xf32>
+// CHECK-DAG: linalg.generic {{.*}}ins(%{{.+}} : tensor<8xf32>)
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} -> tensor<1x8x8x8xf32>
 // CHECK: arith.maximumf
 // CHECK: scf.forall.in_parallel
-// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %[[I]], 0, 0] [1, 1, 8, 8]
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %[[I]], 0, 0] [1, 8, 8, 8]
 // CHECK-NOT: linalg.conv_2d_nchw_fchw
-func.func @conv_relu(%arg0: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
-  %w = arith.constant dense<0.5> : tensor<4x3x3x3xf32>
-  %b = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+func.func @conv_relu(%arg0: tensor<1x3x8x8xf32>) -> tensor<1x32x8x8xf32> {
+  %w = arith.constant dense<0.5> : tensor<32x3x3x3xf32>
+  %b = arith.constant dense<1.0> : tensor<32xf32>
   %zero = arith.constant 0.0 : f32
   %padded = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1] {
   ^bb0(%i: index, %j: index, %k: index, %l: index):
     tensor.yield %zero : f32
   } : tensor<1x3x8x8xf32> to tensor<1x3x10x10xf32>
-  %e0 = tensor.empty() : tensor<1x4x8x8xf32>
+  %e0 = tensor.empty() : tensor<1x32x8x8xf32>
   %bias = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
                           iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
-      ins(%b : tensor<4xf32>) outs(%e0 : tensor<1x4x8x8xf32>) {
+      ins(%b : tensor<32xf32>) outs(%e0 : tensor<1x32x8x8xf32>) {
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
-  } -> tensor<1x4x8x8xf32>
+  } -> tensor<1x32x8x8xf32>
   %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-      ins(%padded, %w : tensor<1x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%bias : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
-  %e1 = tensor.empty() : tensor<1x4x8x8xf32>
+      ins(%padded, %w : tensor<1x3x10x10xf32>, tensor<32x3x3x3xf32>) outs(%bias : tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %e1 = tensor.empty() : tensor<1x32x8x8xf32>
   %relu = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
                           iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
-      ins(%conv : tensor<1x4x8x8xf32>) outs(%e1 : tensor<1x4x8x8xf32>) {
+      ins(%conv : tensor<1x32x8x8xf32>) outs(%e1 : tensor<1x32x8x8xf32>) {
   ^bb0(%in: f32, %out: f32):
     %m = arith.maximumf %in, %zero : f32
     linalg.yield %m : f32
-  } -> tensor<1x4x8x8xf32>
-  return %relu : tensor<1x4x8x8xf32>
+  } -> tensor<1x32x8x8xf32>
+  return %relu : tensor<1x32x8x8xf32>
 }
 
 // -----

@@ -1,0 +1,58 @@
+// RUN: tessel-opt %s --tessel-x86-vectorize="vector-width=8" --canonicalize --cse --split-input-file | FileCheck %s
+
+// A convolution becomes register blocks: 8 output channels x one 8-wide row
+// segment, accumulated over (c, kh, kw) in eight loop-carried vectors. Each
+// step loads one input row and broadcasts one filter scalar per channel.
+// CHECK-LABEL: @conv
+// CHECK-NOT: linalg.conv_2d_nchw_fchw
+// CHECK: scf.for %{{.+}} = %c0 to %c16 step %c8
+// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c1
+// CHECK-COUNT-8: vector.transfer_read {{.*}} : tensor<1x16x8x8xf32>, vector<8xf32>
+// CHECK: scf.for {{.*}} to %c4 {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for {{.*}} to %c3
+// CHECK: scf.for {{.*}} to %c3
+// CHECK: vector.transfer_read {{.*}} : tensor<1x4x10x10xf32>, vector<8xf32>
+// CHECK-COUNT-8: vector.broadcast
+// CHECK-COUNT-8: vector.transfer_write {{.*}} : vector<8xf32>, tensor<1x8x1x8xf32>
+func.func @conv(%input: tensor<1x4x10x10xf32>, %filter: tensor<16x4x3x3xf32>,
+                %init: tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%input, %filter : tensor<1x4x10x10xf32>, tensor<16x4x3x3xf32>)
+      outs(%init : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  return %0 : tensor<1x16x8x8xf32>
+}
+
+// -----
+
+// A row of 12 columns with AVX2 is one whole vector and a 4-wide piece, never
+// an odd-sized vector that LLVM would legalize through the stack.
+// CHECK-LABEL: @odd_row
+// CHECK-NOT: vector<12xf32>
+// CHECK: vector.transfer_read {{.*}} vector<8xf32>
+// CHECK: vector.transfer_read {{.*}} vector<4xf32>
+func.func @odd_row(%input: tensor<1x8x14x14xf32>, %filter: tensor<8x8x3x3xf32>,
+                   %init: tensor<1x8x12x12xf32>) -> tensor<1x8x12x12xf32> {
+  %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%input, %filter : tensor<1x8x14x14xf32>, tensor<8x8x3x3xf32>)
+      outs(%init : tensor<1x8x12x12xf32>) -> tensor<1x8x12x12xf32>
+  return %0 : tensor<1x8x12x12xf32>
+}
+
+// -----
+
+// Depthwise: each channel has its own input row and filter scalar, and only
+// (kh, kw) are reduced.
+// CHECK-LABEL: @depthwise
+// CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
+// CHECK: scf.for {{.*}} to %c3
+// CHECK: scf.for {{.*}} to %c3
+// CHECK: tensor.extract %{{.+}}[%c0, %{{.+}}, %{{.+}}] : tensor<8x3x3xf32>
+// CHECK: vector.broadcast
+// CHECK: arith.mulf {{.*}} : vector<8xf32>
+func.func @depthwise(%input: tensor<1x8x18x18xf32>, %filter: tensor<8x3x3xf32>,
+                     %init: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %0 = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%input, %filter : tensor<1x8x18x18xf32>, tensor<8x3x3xf32>)
+      outs(%init : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  return %0 : tensor<1x8x8x8xf32>
+}
