@@ -115,6 +115,21 @@ std::string modelHash(llvm::StringRef path) {
       .str();
 }
 
+/// The options that shape the compiled code, in a canonical spelling: the
+/// provenance must not depend on file paths or argument order, so that the
+/// same model compiled twice gives the same bytes.
+std::string describeOptions(const CompileOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "--target " << options.target << " -O" << options.optLevel
+     << " --target-cpu " << (options.cpu.empty() ? "native" : options.cpu);
+  for (const auto &[name, dims] : options.import.inputShapes) {
+    os << " --shape " << name << "=";
+    llvm::interleave(dims, os, "x");
+  }
+  return text;
+}
+
 } // namespace
 
 llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
@@ -208,7 +223,7 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   contents.plan = &*plan;
   contents.executables.push_back(std::move(*executable));
   contents.provenance = {compilerVersion().str(), modelHash(modelPath),
-                         options.commandLine,
+                         describeOptions(options),
                          llvm::sys::path::stem(modelPath).str()};
   llvm::Expected<std::vector<uint8_t>> bytes = serializeArtifact(contents);
   if (!bytes)

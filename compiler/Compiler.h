@@ -33,8 +33,6 @@ struct CompileOptions {
   /// CPU to generate code for; empty means the host.
   std::string cpu;
   ImportOptions import;
-  /// Recorded in the artifact's provenance.
-  std::string commandLine;
   /// Called at the start of each stage with a one-line description.
   std::function<void(llvm::StringRef)> progress;
 };

@@ -88,8 +88,6 @@ int main(int argc, char **argv) {
   options.target = target;
   options.optLevel = optLevel;
   options.cpu = cpu;
-  for (int i = 1; i < argc; ++i)
-    options.commandLine += (i > 1 ? " " : "") + std::string(argv[i]);
   for (const std::string &shape : shapes) {
     auto [name, dims] = llvm::StringRef(shape).rsplit('=');
     std::optional<std::vector<int64_t>> parsed = parseDims(dims);
