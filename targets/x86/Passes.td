@@ -30,8 +30,10 @@ def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> 
     projected-permutation indexing maps is tiled once more so that each
     step works on registers (a row of `vector-width`-multiple elements, or
     an m x n register block of a contraction with k stepped one at a time),
-    and the step is vectorized with linalg's vectorizer. Ops it cannot
-    vectorize (windowed reductions, convolutions for now) stay as loops.
+    and the step is vectorized with linalg's vectorizer. 2-D NCHW
+    convolutions become register blocks instead: a few output channels x one
+    output-row segment, accumulated over (c, kh, kw) in loop-carried vectors.
+    Ops it cannot vectorize (windowed reductions) stay as loops.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::tensor::TensorDialect"];
@@ -39,6 +41,18 @@ def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> 
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of the widest vector register (16 for AVX-512, 8 for AVX2)">,
   ];
+}
+
+def TesselX86NumberConstantsPass : Pass<"tessel-x86-number-constants", "mlir::ModuleOp"> {
+  let summary = "Name and order constant globals by their first use";
+  let description = [{
+    Bufferization creates a `memref.global` for every constant tensor, in an
+    order and with name suffixes that can change from one run to the next.
+    This pass renames them `__constant_N` in the order the kernels first use
+    them and moves them into that order, so that compiling a model twice
+    gives the same bytes.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 def TesselX86LowerVectorsPass : Pass<"tessel-x86-lower-vectors", "mlir::func::FuncOp"> {
