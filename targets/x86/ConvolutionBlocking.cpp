@@ -3,8 +3,8 @@
 // Vectorizing along the output row is what NCHW allows without changing
 // layouts: input and output rows are contiguous, and a block of `Ft` output
 // channels reuses every input vector `Ft` times from registers. The filter
-// scalars are broadcast. Strided convolutions read the input row with a
-// stride (gathered loads), which costs far less than the FMAs they feed.
+// scalars are broadcast. Strided convolutions read the input row
+// contiguously and pick every stride-th lane with a shuffle.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,24 +22,19 @@ namespace tessel::x86 {
 namespace {
 
 /// A row of `columns` output elements held in registers: whole vectors of
-/// `width` lanes, then power-of-two pieces for the remainder (28 lanes with
-/// AVX2 are 8 + 8 + 8 + 4). LLVM legalizes odd-sized vectors through the
-/// stack; power-of-two pieces map to single instructions.
+/// `width` lanes, and for the remainder one more vector whose lanes past the
+/// row are masked off in every load and store (7 columns with AVX2 are one
+/// vector with 7 lanes live). Odd-sized vectors would instead be legalized by
+/// LLVM through the stack.
 struct RowChunk {
   int64_t offset;
-  int64_t size;
+  int64_t size; // live lanes
 };
 
 SmallVector<RowChunk> splitRow(int64_t columns, int64_t width) {
   SmallVector<RowChunk> chunks;
-  int64_t offset = 0;
-  for (int64_t size = width; size >= 1; size /= 2)
-    while (columns - offset >= size) {
-      chunks.push_back({offset, size});
-      offset += size;
-      if (size != width)
-        break;
-    }
+  for (int64_t offset = 0; offset < columns; offset += width)
+    chunks.push_back({offset, std::min(width, columns - offset)});
   return chunks;
 }
 
@@ -49,7 +44,7 @@ struct BlockShape {
 };
 
 /// Chooses `channels` x `columns` accumulators that fit `registers` vector
-/// registers and maximize the useful FMA lanes per load: a regular block
+/// registers and keep both the FMA and the load ports busy: a regular block
 /// loads `channels` filter scalars and one input row per step, a depthwise
 /// block one scalar and one row per channel. Both sizes divide their extents
 /// so that every block has the same static shape.
@@ -69,10 +64,10 @@ BlockShape chooseBlock(int64_t channelExtent, int64_t columnExtent,
         continue;
       int64_t loads = depthwise ? channels * (1 + rowRegisters)
                                 : channels + rowRegisters;
-      double score = double(channels * columns) / double(width * loads);
-      // Measured: whole vectors win over a better load ratio with pieces.
-      if (columns % width != 0)
-        score /= 2;
+      // Each step issues `channels * rowRegisters` FMAs and `loads` loads,
+      // two of each per cycle; the score is live lanes per issue slot.
+      double score = double(channels * columns) /
+                     double(width * std::max(channels * rowRegisters, loads));
       bool larger = channels * columns > best.channels * best.columns;
       if (score > bestScore + 1e-9 || (score > bestScore - 1e-9 && larger)) {
         bestScore = score;
@@ -144,8 +139,9 @@ LogicalResult registerBlockConvolution(RewriterBase &rewriter,
   auto index = [](OpBuilder &b, Location at, int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, at, value);
   };
-  auto chunkType = [&](const RowChunk &chunk) {
-    return VectorType::get({chunk.size}, elementType);
+  auto vectorType = VectorType::get({width}, elementType);
+  auto inBounds = [&](const RowChunk &chunk) {
+    return SmallVector<bool>{chunk.size == width};
   };
 
   // Accumulators: one vector per (output channel, chunk), row-major.
@@ -154,10 +150,10 @@ LogicalResult registerBlockConvolution(RewriterBase &rewriter,
   for (int64_t row = 0; row < channels; ++row)
     for (const RowChunk &chunk : chunks)
       accumulators.push_back(vector::TransferReadOp::create(
-          rewriter, loc, chunkType(chunk), output,
+          rewriter, loc, vectorType, output,
           ValueRange{zero, index(rewriter, loc, row), zero,
                      index(rewriter, loc, chunk.offset)},
-          padding, ArrayRef<bool>{true}));
+          padding, inBounds(chunk)));
 
   // One reduction step at (c, kh, kw): accumulator[f] += filter[f, c, kh, kw]
   // * the input row at (c, kh * dh, kw * dw + w * stride).
@@ -167,21 +163,37 @@ LogicalResult registerBlockConvolution(RewriterBase &rewriter,
         b, at, kh, index(b, at, dims->dilations[0]));
     Value columnOffset = arith::MulIOp::create(
         b, at, kw, index(b, at, dims->dilations[1]));
+    // Strided rows are read contiguously, `stride` vectors' worth, and the
+    // lanes used are picked with a shuffle: a few shuffles instead of a
+    // gather of scalar loads.
+    int64_t stride = dims->strides[1];
+    auto wideType = VectorType::get({width * stride}, elementType);
+    SmallVector<int64_t> picked;
+    for (int64_t lane = 0; lane < width; ++lane)
+      picked.push_back(lane * stride);
     auto inputChunks = [&](Value inputChannel) {
       SmallVector<Value> loaded;
       for (const RowChunk &chunk : chunks) {
         Value start = arith::AddIOp::create(
-            b, at, columnOffset,
-            index(b, at, chunk.offset * dims->strides[1]));
+            b, at, columnOffset, index(b, at, chunk.offset * stride));
         SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), inputChannel,
                                           rowOffset, start};
+        int64_t span = (chunk.size - 1) * stride + 1;
         Value slice = tensor::ExtractSliceOp::create(
-            b, at, RankedTensorType::get({chunk.size}, elementType), input,
-            offsets, getAsIndexOpFoldResult(context, {1, 1, 1, chunk.size}),
-            getAsIndexOpFoldResult(context, {1, 1, 1, dims->strides[1]}));
-        loaded.push_back(vector::TransferReadOp::create(
-            b, at, chunkType(chunk), slice, ValueRange{index(b, at, 0)},
-            padding, ArrayRef<bool>{true}));
+            b, at, RankedTensorType::get({span}, elementType), input, offsets,
+            getAsIndexOpFoldResult(context, {1, 1, 1, span}),
+            getAsIndexOpFoldResult(context, {1, 1, 1, 1}));
+        if (stride == 1) {
+          loaded.push_back(vector::TransferReadOp::create(
+              b, at, vectorType, slice, ValueRange{index(b, at, 0)}, padding,
+              inBounds(chunk)));
+          continue;
+        }
+        Value wide = vector::TransferReadOp::create(
+            b, at, wideType, slice, ValueRange{index(b, at, 0)}, padding,
+            ArrayRef<bool>{span == width * stride});
+        loaded.push_back(
+            vector::ShuffleOp::create(b, at, wide, wide, picked));
       }
       return loaded;
     };
@@ -196,8 +208,7 @@ LogicalResult registerBlockConvolution(RewriterBase &rewriter,
           depthwise ? ValueRange{rowIndex, kh, kw}
                     : ValueRange{rowIndex, channel, kh, kw});
       for (auto [chunk, value] : llvm::zip(chunks, rowInput)) {
-        Value broadcast =
-            vector::BroadcastOp::create(b, at, chunkType(chunk), weight);
+        Value broadcast = vector::BroadcastOp::create(b, at, vectorType, weight);
         Value product = arith::MulFOp::create(b, at, broadcast, value);
         updated.push_back(arith::AddFOp::create(
             b, at, sums[updated.size()], product));
@@ -222,7 +233,7 @@ LogicalResult registerBlockConvolution(RewriterBase &rewriter,
                    rewriter, loc, nest.results[next++], result,
                    ValueRange{zero, index(rewriter, loc, row), zero,
                               index(rewriter, loc, chunk.offset)},
-                   ArrayRef<bool>{true})
+                   inBounds(chunk))
                    .getResult();
   rewriter.replaceOp(block, result);
   return success();

@@ -33,27 +33,41 @@ TilingInterface findRoot(func::FuncOp function) {
   return value.getDefiningOp<TilingInterface>();
 }
 
+/// Iterations of the kernel's costliest loop nest: a convolution's reduction
+/// loops count even when the kernel's root is the elementwise op after it.
+int64_t kernelWork(func::FuncOp function) {
+  int64_t work = 1;
+  function.walk([&](linalg::LinalgOp op) {
+    int64_t iterations = 1;
+    for (int64_t extent : op.getStaticLoopRanges()) {
+      if (ShapedType::isDynamic(extent) || extent <= 0)
+        return;
+      iterations = iterations > std::numeric_limits<int64_t>::max() / extent
+                       ? std::numeric_limits<int64_t>::max()
+                       : iterations * extent;
+    }
+    work = std::max(work, iterations);
+  });
+  return work;
+}
+
 /// Splits the outermost parallel loops so that the kernel has about
 /// `work / minWork` workgroups (at most `maxWorkgroups`). Tile sizes divide
 /// the loop extents, so every workgroup has the same static shape, and stay
 /// large enough for register blocks: 8 along outer loops (output channels,
 /// rows), 64 along the innermost, contiguous one.
-SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root,
+SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
                                           int64_t maxWorkgroups,
                                           int64_t minWork) {
   OpBuilder builder(root);
   SmallVector<Range> domain = root.getIterationDomain(builder);
   SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
   SmallVector<int64_t> extents;
-  int64_t work = 1;
   for (Range range : domain) {
     std::optional<int64_t> size = getConstantIntValue(range.size);
     if (!size)
       return SmallVector<int64_t>(domain.size(), 0);
     extents.push_back(*size);
-    work = *size > 0 && work > std::numeric_limits<int64_t>::max() / *size
-               ? std::numeric_limits<int64_t>::max()
-               : work * *size;
   }
   int64_t innermostParallel = -1;
   for (size_t d = 0; d < domain.size(); ++d)
@@ -92,8 +106,8 @@ struct TesselX86TileAndFusePass
     TilingInterface root = findRoot(function);
     if (!root)
       return;
-    SmallVector<int64_t> tiles =
-        chooseWorkgroupTiles(root, maxWorkgroups, minWorkPerWorkgroup);
+    SmallVector<int64_t> tiles = chooseWorkgroupTiles(
+        root, kernelWork(function), maxWorkgroups, minWorkPerWorkgroup);
     if (llvm::all_of(tiles, [](int64_t t) { return t == 0; }))
       return;
 

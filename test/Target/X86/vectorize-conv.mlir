@@ -24,12 +24,14 @@ func.func @conv(%input: tensor<1x4x10x10xf32>, %filter: tensor<16x4x3x3xf32>,
 
 // -----
 
-// A row of 12 columns with AVX2 is one whole vector and a 4-wide piece, never
-// an odd-sized vector that LLVM would legalize through the stack.
+// A row of 12 columns with AVX2 is one whole vector and one whose lanes past
+// the row are masked (a transfer that may run out of bounds), never an
+// odd-sized vector that LLVM would legalize through the stack.
 // CHECK-LABEL: @odd_row
 // CHECK-NOT: vector<12xf32>
-// CHECK: vector.transfer_read {{.*}} vector<8xf32>
-// CHECK: vector.transfer_read {{.*}} vector<4xf32>
+// CHECK-NOT: vector<4xf32>
+// CHECK: vector.transfer_read %{{.+}}[%c0, %{{.+}}, %{{.+}}, %c0], %{{.+}} {in_bounds = [true]} : tensor<1x8x12x12xf32>, vector<8xf32>
+// CHECK-NEXT: vector.transfer_read %{{.+}}[%c0, %c0, %c0, %c8], %{{[^ ]+}} : tensor<1x4x1x12xf32>, vector<8xf32>
 func.func @odd_row(%input: tensor<1x8x14x14xf32>, %filter: tensor<8x8x3x3xf32>,
                    %init: tensor<1x8x12x12xf32>) -> tensor<1x8x12x12xf32> {
   %0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
@@ -41,11 +43,14 @@ func.func @odd_row(%input: tensor<1x8x14x14xf32>, %filter: tensor<8x8x3x3xf32>,
 // -----
 
 // Depthwise: each channel has its own input row and filter scalar, and only
-// (kh, kw) are reduced.
+// (kh, kw) are reduced. With stride 2 a row is read contiguously (15 elements,
+// masked to 16 lanes) and every other lane picked by a shuffle.
 // CHECK-LABEL: @depthwise
 // CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
 // CHECK: scf.for {{.*}} to %c3
 // CHECK: scf.for {{.*}} to %c3
+// CHECK: vector.transfer_read %{{.+}}[%c0], %{{[^ ]+}} : tensor<15xf32>, vector<16xf32>
+// CHECK-NEXT: vector.shuffle %{{.+}}, %{{.+}} [0, 2, 4, 6, 8, 10, 12, 14]
 // CHECK: tensor.extract %{{.+}}[%c0, %{{.+}}, %{{.+}}] : tensor<8x3x3xf32>
 // CHECK: vector.broadcast
 // CHECK: arith.mulf {{.*}} : vector<8xf32>
