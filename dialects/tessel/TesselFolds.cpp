@@ -225,28 +225,44 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     return {};
   if (dense.isSplat())
     return dense.resizeSplat(getType());
-  // Walk the result in row-major order and read the operand through perm.
+  // Walk the result in row-major order and read the operand through perm,
+  // moving raw element bytes (booleans are bit-packed: through attributes).
   ArrayRef<int64_t> inputShape = getInput().getType().getShape();
   int64_t rank = inputShape.size();
   SmallVector<int64_t> inputStrides(rank, 1);
   for (int64_t i = rank - 2; i >= 0; --i)
     inputStrides[i] = inputStrides[i + 1] * inputShape[i + 1];
+  ArrayRef<int64_t> resultShape = getType().getShape();
+  auto forEachSourceOffset = [&](auto visit) {
+    SmallVector<int64_t> index(rank, 0);
+    for (int64_t linear = 0; linear < dense.getNumElements(); ++linear) {
+      int64_t offset = 0;
+      for (int64_t i = 0; i < rank; ++i)
+        offset += index[i] * inputStrides[perm[i]];
+      visit(offset);
+      for (int64_t i = rank - 1; i >= 0; --i) {
+        if (++index[i] < resultShape[i])
+          break;
+        index[i] = 0;
+      }
+    }
+  };
+  unsigned bitWidth = getElementTypeOrSelf(dense.getType()).getIntOrFloatBitWidth();
+  if (bitWidth % 8 == 0) {
+    size_t elementBytes = bitWidth / 8;
+    ArrayRef<char> raw = dense.getRawData();
+    std::vector<char> transposed;
+    transposed.reserve(raw.size());
+    forEachSourceOffset([&](int64_t offset) {
+      auto element = raw.slice(offset * elementBytes, elementBytes);
+      transposed.insert(transposed.end(), element.begin(), element.end());
+    });
+    return DenseElementsAttr::getFromRawBuffer(getType(), transposed);
+  }
   auto values = llvm::to_vector(dense.getValues<Attribute>());
   SmallVector<Attribute> transposed;
   transposed.reserve(values.size());
-  ArrayRef<int64_t> resultShape = getType().getShape();
-  SmallVector<int64_t> index(rank, 0);
-  for (size_t linear = 0; linear < values.size(); ++linear) {
-    int64_t offset = 0;
-    for (int64_t i = 0; i < rank; ++i)
-      offset += index[i] * inputStrides[perm[i]];
-    transposed.push_back(values[offset]);
-    for (int64_t i = rank - 1; i >= 0; --i) {
-      if (++index[i] < resultShape[i])
-        break;
-      index[i] = 0;
-    }
-  }
+  forEachSourceOffset([&](int64_t offset) { transposed.push_back(values[offset]); });
   return DenseElementsAttr::get(getType(), transposed);
 }
 
@@ -265,4 +281,38 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
     llvm::append_range(values, dense.getValues<Attribute>());
   }
   return DenseElementsAttr::get(getType(), values);
+}
+
+namespace {
+
+/// gemm(a, constant b, trans_b) -> gemm(a, transpose(b)): the transpose folds
+/// into the constant, and B's rows become the contiguous, vectorized axis.
+struct PretransposeConstantB : OpRewritePattern<GemmOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GemmOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<RankedTensorType>(op.getB().getType());
+    if (!op.getTransB() || !type || !type.hasStaticShape() ||
+        type.getNumElements() > kMaxFoldedElements ||
+        !matchPattern(op.getB(), m_Constant()))
+      return failure();
+    auto transposedType = RankedTensorType::get(
+        {type.getDimSize(1), type.getDimSize(0)}, type.getElementType());
+    Value transposed = TransposeOp::create(
+        rewriter, op.getLoc(), transposedType, op.getB(),
+        rewriter.getDenseI64ArrayAttr({1, 0}));
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getBMutable().assign(transposed);
+      op.setTransB(false);
+    });
+    return success();
+  }
+};
+
+} // namespace
+
+void GemmOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                         MLIRContext *context) {
+  patterns.add<PretransposeConstantB>(context);
 }

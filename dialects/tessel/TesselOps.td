@@ -209,7 +209,9 @@ def Tessel_GemmOp : Tessel_Op<"gemm", [InferTypeOpAdaptor]> {
   let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
   let description = [{
     `op(X)` transposes X when the matching `trans_*` flag is set. C is
-    optional and unidirectionally broadcast to the result.
+    optional and unidirectionally broadcast to the result. A constant B with
+    `trans_b` is transposed at compile time (canonicalization), so that the
+    kernels stream its rows.
 
     ```mlir
     %0 = tessel.gemm %a, %b, %c {trans_b = true}
@@ -227,6 +229,7 @@ def Tessel_GemmOp : Tessel_Op<"gemm", [InferTypeOpAdaptor]> {
     $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

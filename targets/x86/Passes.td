@@ -18,7 +18,7 @@ def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::Fun
   let options = [
     Option<"maxWorkgroups", "max-workgroups", "int64_t", "64",
            "Upper bound on the number of workgroups of one kernel">,
-    Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", "65536",
+    Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", "1048576",
            "Iterations of the loop nest below which a kernel is not split">,
   ];
 }
@@ -60,7 +60,8 @@ def TesselX86LowerVectorsPass : Pass<"tessel-x86-lower-vectors", "mlir::func::Fu
   let description = [{
     After bufferization: hoists loop-invariant transfers out of reduction
     loops (a matmul's accumulator tile stays in registers across k), then
-    lowers contractions to outer products (broadcast + FMA), reductions,
+    lowers contractions (k stepped one at a time) to elementwise
+    broadcast-multiply-adds that LLVM turns into FMAs, reductions,
     transposes and transfers to the 1-D vector operations LLVM maps onto
     AVX2/AVX-512 instructions.
   }];

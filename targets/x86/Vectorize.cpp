@@ -59,8 +59,15 @@ std::optional<SmallVector<int64_t>> vectorTiles(linalg::LinalgOp op,
       linalg::inferContractionDims(op);
   if (succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
       dims->k.size() == 1 && isa<linalg::GenericOp>(op.getOperation())) {
-    tiles[dims->m.front()] = divisorTile(extents[dims->m.front()], 6, 1);
-    tiles[dims->n.front()] = divisorTile(extents[dims->n.front()], 2 * width, width);
+    // Accumulator registers: 12 of AVX2's 16, 28 of AVX-512's 32. Few rows
+    // (a matrix-vector product) get wider rows, so that enough independent
+    // FMAs hide their latency.
+    int64_t registers = width >= 16 ? 28 : 12;
+    int64_t m = divisorTile(extents[dims->m.front()], 6, 1);
+    int64_t rowRegisters = std::max<int64_t>(2, registers / m);
+    tiles[dims->m.front()] = m;
+    tiles[dims->n.front()] =
+        divisorTile(extents[dims->n.front()], rowRegisters * width, width);
     return tiles;
   }
   // Elementwise maps and reductions: rows along the innermost loop.

@@ -147,3 +147,18 @@ func.func @concat_constants(%x: tensor<2xf32>) -> (tensor<3xi64>, tensor<2xf32>)
   %1 = tessel.concat %x {axis = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
   return %0, %1 : tensor<3xi64>, tensor<2xf32>
 }
+
+// -----
+
+// A constant B of a Gemm with trans_b is transposed at compile time; a
+// B that is not constant keeps the flag.
+// CHECK-LABEL: @gemm_constant_trans_b
+func.func @gemm_constant_trans_b(%a: tensor<1x2xf32>, %b: tensor<3x2xf32>) -> (tensor<1x3xf32>, tensor<1x3xf32>) {
+  // CHECK: %[[T:.+]] = tessel.constant dense<{{\[}}[1.000000e+00, 3.000000e+00, 5.000000e+00], [2.000000e+00, 4.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>
+  // CHECK: tessel.gemm %arg0, %[[T]] : (tensor<1x2xf32>, tensor<2x3xf32>) -> tensor<1x3xf32>
+  // CHECK: tessel.gemm %arg0, %arg1 {trans_b = true}
+  %w = tessel.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %0 = tessel.gemm %a, %w {trans_b = true} : (tensor<1x2xf32>, tensor<3x2xf32>) -> tensor<1x3xf32>
+  %1 = tessel.gemm %a, %b {trans_b = true} : (tensor<1x2xf32>, tensor<3x2xf32>) -> tensor<1x3xf32>
+  return %0, %1 : tensor<1x3xf32>, tensor<1x3xf32>
+}
