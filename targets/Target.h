@@ -49,6 +49,11 @@ struct Executable {
   ExecutableFormat format = ExecutableFormat::ElfSharedObject;
   std::vector<uint8_t> binary;
   std::vector<KernelEntry> entries;
+  /// The CPU or GPU the binary was generated for ("znver4", "sm_90").
+  std::string architecture;
+  /// CPU only: instruction-set extensions the binary may use, by their
+  /// LLVM names; the runtime checks each before loading.
+  std::vector<std::string> cpuFeatures;
 };
 
 struct TargetOptions {

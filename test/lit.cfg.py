@@ -33,5 +33,15 @@ if os.path.isdir(config.onnx_testdata_dir):
     config.available_features.add("onnx-testdata")
 if os.path.exists(config.torch_python_executable):
     config.available_features.add("torch")
+# x86 extensions of the host CPU, as /proc/cpuinfo spells them.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                for flag in line.split(":", 1)[1].split():
+                    config.available_features.add("host-" + flag)
+                break
+except OSError:
+    pass
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-gpu")

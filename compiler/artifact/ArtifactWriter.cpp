@@ -83,10 +83,12 @@ serializeArtifact(const ArtifactContents &contents) {
     }
     auto binary = alignedBytes(builder, executable.binary);
     auto entryVector = builder.CreateVector(entries);
+    auto architecture = builder.CreateString(executable.architecture);
+    auto cpuFeatures = builder.CreateVectorOfStrings(executable.cpuFeatures);
     executables.push_back(sc::CreateExecutable(
         builder, static_cast<sc::DeviceKind>(executable.device),
         static_cast<sc::ExecutableFormat>(executable.format), binary,
-        entryVector));
+        entryVector, architecture, /*npu=*/0, cpuFeatures));
   }
 
   std::vector<fb::Offset<sc::ScheduleStep>> steps;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CpuFeatures.h"
 #include "Device.h"
 #include "Memory.h"
 #include "SharedObject.h"
@@ -22,6 +23,30 @@
 namespace tessel::runtime {
 
 namespace {
+
+/// Refuses an executable that uses an x86 extension this CPU lacks: its
+/// first such instruction would kill the process with SIGILL.
+tsl_status checkCpuFeatures(const schema::Executable &executable,
+                            const std::string &what) {
+  if (!executable.cpu_features())
+    return nullptr;
+  const char *architecture =
+      executable.architecture() ? executable.architecture()->c_str() : "?";
+  for (const flatbuffers::String *feature : *executable.cpu_features()) {
+    std::optional<bool> present = hostHasCpuFeature(feature->string_view());
+    if (!present)
+      return makeError(TSL_INVALID_ARTIFACT,
+                       "%s needs the CPU feature '%s', which this runtime "
+                       "cannot check; update the runtime",
+                       what.c_str(), feature->c_str());
+    if (!*present)
+      return makeError(TSL_UNSUPPORTED,
+                       "%s was compiled for %s and uses %s, which this CPU "
+                       "lacks; recompile with --target-cpu for this machine",
+                       what.c_str(), architecture, feature->c_str());
+  }
+  return nullptr;
+}
 
 struct CpuEntry {
   tsl_cpu_kernel_entry function;
@@ -107,6 +132,7 @@ public:
                             uint32_t index,
                             std::unique_ptr<Executable> &loaded) override {
     std::string what = "executable " + std::to_string(index);
+    TSL_RETURN_IF_ERROR(checkCpuFeatures(executable, what));
     std::unique_ptr<SharedObject> object;
     TSL_RETURN_IF_ERROR(SharedObject::load(executable.binary()->data(),
                                            executable.binary()->size(), what,

@@ -1,6 +1,7 @@
 //===- X86Target.cpp - The x86 CPU target ---------------------------------===//
 
 #include "targets/x86/X86Target.h"
+#include "runtime/schema/CpuFeatures.h"
 #include "targets/x86/Linker.h"
 #include "targets/x86/Passes.h"
 
@@ -104,6 +105,11 @@ public:
     Executable executable;
     executable.device = DeviceKind::Cpu;
     executable.format = ExecutableFormat::ElfSharedObject;
+    executable.architecture = (*machine)->getTargetCPU().str();
+    for (const char *feature : schema::kCheckedCpuFeatures)
+      if ((*machine)->getMCSubtargetInfo()->checkFeatures(
+              std::string("+") + feature))
+        executable.cpuFeatures.push_back(feature);
     for (auto entry : kernels.getOps<LLVM::LLVMFuncOp>()) {
       auto bindings = entry->getAttrOfType<IntegerAttr>(x86::kBindingCountAttr);
       if (!bindings)

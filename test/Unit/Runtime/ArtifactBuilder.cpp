@@ -36,8 +36,10 @@ fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
         entry.bindingCount, entry.scratchBytes));
   auto binary = alignedBytes(builder, spec.binary);
   auto entryVector = builder.CreateVector(entries);
+  auto architecture = builder.CreateString(spec.architecture);
+  auto cpuFeatures = builder.CreateVectorOfStrings(spec.cpuFeatures);
   return sc::CreateExecutable(builder, spec.device, spec.format, binary,
-                              entryVector);
+                              entryVector, architecture, /*npu=*/0, cpuFeatures);
 }
 
 fb::Offset<sc::ScheduleStep> step(fb::FlatBufferBuilder &builder,

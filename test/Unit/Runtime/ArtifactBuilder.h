@@ -44,6 +44,8 @@ struct ExecutableSpec {
   schema::ExecutableFormat format = schema::ExecutableFormat_elf_shared_object;
   std::vector<uint8_t> binary;
   std::vector<EntrySpec> entries;
+  std::string architecture;
+  std::vector<std::string> cpuFeatures;
 };
 
 struct DispatchSpec {

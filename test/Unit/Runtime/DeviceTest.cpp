@@ -1,6 +1,7 @@
 //===- DeviceTest.cpp - Devices and loading executables -------------------===//
 
 #include "Fixtures.h"
+#include "runtime/schema/CpuFeatures.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -98,6 +99,53 @@ TEST(DeviceTest, MissingEntrySymbolIsRefusedByName) {
   EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
   EXPECT_EQ(status.message, "executable 0 entry 1: the shared object has no "
                             "symbol 'softmax_f32_entry'");
+}
+
+/// An x86 extension this CPU lacks, from the newest down; empty on a CPU
+/// that has them all.
+std::string missingCpuFeature() {
+  if (!__builtin_cpu_supports("avx512fp16"))
+    return "avx512fp16";
+  if (!__builtin_cpu_supports("avx512bf16"))
+    return "avx512bf16";
+  if (!__builtin_cpu_supports("avx512f"))
+    return "avx512f";
+  return "";
+}
+
+TEST(DeviceTest, ExecutableForAMissingCpuFeatureIsRefused) {
+  std::string missing = missingCpuFeature();
+  if (missing.empty())
+    GTEST_SKIP() << "this CPU has every extension the test could require";
+  ArtifactSpec spec = addModel();
+  spec.executables[0].architecture = "sapphirerapids";
+  spec.executables[0].cpuFeatures = {"avx", missing};
+  StatusResult status = loadStatus(buildArtifact(spec));
+  EXPECT_EQ(status.code, TSL_UNSUPPORTED);
+  EXPECT_EQ(status.message,
+            "executable 0 was compiled for sapphirerapids and uses " + missing +
+                ", which this CPU lacks; recompile with --target-cpu for "
+                "this machine");
+}
+
+TEST(DeviceTest, RuntimeChecksEveryFeatureTheCompilerRecords) {
+  for (const char *feature : sc::kCheckedCpuFeatures) {
+    ArtifactSpec spec = addModel();
+    spec.executables[0].cpuFeatures = {feature};
+    StatusResult status = loadStatus(buildArtifact(spec));
+    EXPECT_TRUE(status.code == TSL_OK || status.code == TSL_UNSUPPORTED)
+        << feature << ": " << status.message;
+  }
+}
+
+TEST(DeviceTest, ExecutableNeedingAnUnknownCpuFeatureIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].cpuFeatures = {"avx-9000"};
+  StatusResult status = loadStatus(buildArtifact(spec));
+  EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
+  EXPECT_EQ(status.message, "executable 0 needs the CPU feature 'avx-9000', "
+                            "which this runtime cannot check; update the "
+                            "runtime");
 }
 
 TEST(DeviceTest, SharedObjectThatDoesNotLoadReportsTheLoaderError) {

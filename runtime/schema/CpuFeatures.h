@@ -1,0 +1,24 @@
+//===- CpuFeatures.h - x86 extensions an executable may require -*- C++ -*-===//
+//
+// The x86 instruction-set extensions that the compiler records in
+// Executable.cpu_features and the runtime checks on the CPU it runs on, by
+// their LLVM (and GCC __builtin_cpu_supports) names. Extensions outside this
+// list are not recorded: every x86-64 CPU has them, or code generation does
+// not use them for the kernels Tessel emits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_SCHEMA_CPUFEATURES_H
+#define TESSEL_RUNTIME_SCHEMA_CPUFEATURES_H
+
+namespace tessel::schema {
+
+inline constexpr const char *kCheckedCpuFeatures[] = {
+    "sse4.2",   "avx",      "avx2",     "fma",      "f16c",
+    "bmi2",     "avx512f",  "avx512bw", "avx512dq", "avx512vl",
+    "avx512vnni", "avx512bf16", "avx512fp16",
+};
+
+} // namespace tessel::schema
+
+#endif // TESSEL_RUNTIME_SCHEMA_CPUFEATURES_H
