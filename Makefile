@@ -4,7 +4,7 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build demo test conformance clean
 
 all: build
 
@@ -22,6 +22,10 @@ demo: build
 
 test: build
 	@./scripts/run-tests.sh $(BUILD_DIR)
+
+# ONNX backend node tests of both pinned releases -> docs/conformance.md.
+conformance: build
+	@.venv/bin/python scripts/conformance.py
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -3,6 +3,7 @@
 # onnxruntime.
 
 import os
+import subprocess
 import shutil
 
 import lit.formats
@@ -31,6 +32,21 @@ config.substitutions.append(("%onnx-testdata", config.onnx_testdata_dir))
 # Features that gate tests on what this machine has.
 if os.path.isdir(config.onnx_testdata_dir):
     config.available_features.add("onnx-testdata")
+# The node tests shipped in the onnx wheel of the project's environment.
+config.onnx_wheel_node_tests_dir = ""
+try:
+    probe = subprocess.run(
+        [config.python_executable, "-c",
+         "import onnx, os; print(onnx.__version__); "
+         "print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data', 'node'))"],
+        capture_output=True, text=True, timeout=60)
+    if probe.returncode == 0:
+        version, directory = probe.stdout.split()
+        config.onnx_wheel_node_tests_dir = directory
+        if version.startswith("1.22.") and os.path.isdir(directory):
+            config.available_features.add("onnx-1.22-testdata")
+except (OSError, subprocess.TimeoutExpired, ValueError):
+    pass
 if os.path.exists(config.torch_python_executable):
     config.available_features.add("torch")
 # x86 extensions of the host CPU, as /proc/cpuinfo spells them.

@@ -359,8 +359,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   }
   if (!problems.empty()) {
     std::string message = path + ": " + std::to_string(problems.size()) +
-                          (problems.size() == 1 ? " problem" : " problems") +
-                          " prevent compiling this model:";
+                          (problems.size() == 1 ? " problem prevents"
+                                                : " problems prevent") +
+                          " compiling this model:";
     for (const std::string &problem : problems)
       message += "\n  " + problem;
     return importError(message);

@@ -1,0 +1,112 @@
+"""Runs one ONNX backend node test through tessel-compile and tessel-run.
+
+A test is a folder with model.onnx and test_data_set_*/ (input_N.pb,
+output_N.pb). Both the lit format (the expected-to-pass lists) and the
+conformance runner (scripts/conformance.py) classify tests with this module,
+so that the two can never disagree on what passing means.
+"""
+
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+
+# onnx.backend.test's default tolerances.
+RTOL = 1e-3
+ATOL = 1e-7
+
+PASS = "pass"
+COMPILE_FAILURE = "compile failure"
+WRONG_RESULT = "wrong result"
+RUN_FAILURE = "run failure"
+CRASH = "crash"
+TIMEOUT = "timeout"
+OUTCOMES = (PASS, COMPILE_FAILURE, WRONG_RESULT, RUN_FAILURE, CRASH, TIMEOUT)
+
+_MAX_ABS_ERROR = re.compile(r"max abs error ([^,]+), max rel error ([^,]+)")
+
+
+@dataclasses.dataclass
+class Outcome:
+    status: str
+    detail: str  # one line: the first diagnostic, the largest error, ...
+    log: str  # everything the tools printed
+
+
+def _first_error(output):
+    """The first diagnostic; for a list of problems, the first problem."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if "error:" not in line:
+            continue
+        message = line.split("error:", 1)[1].strip()
+        if message.endswith(":") and i + 1 < len(lines):
+            return lines[i + 1].strip()
+        # Drop the model path that starts most messages.
+        return re.sub(r"^\S*\.onnx: ", "", message)
+    return lines[0].strip() if lines else "no message"
+
+
+def _signal_name(code):
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return "signal %d" % -code
+
+
+def _largest_error(output):
+    errors = _MAX_ABS_ERROR.findall(output)
+    if not errors:
+        return _first_error(output)
+    worst = max(errors, key=lambda pair: float(pair[0]))
+    return "max abs error %s, max rel error %s" % worst
+
+
+def _run(command, timeout):
+    try:
+        process = subprocess.run(command, capture_output=True, text=True,
+                                 errors="replace", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %d s: %s\n" % (timeout, " ".join(command))
+    return process.returncode, process.stdout + process.stderr
+
+
+def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
+                  rtol=RTOL, atol=ATOL):
+    """Compiles model_dir/model.onnx into work_dir and runs every data set."""
+    os.makedirs(work_dir, exist_ok=True)
+    name = os.path.basename(os.path.normpath(model_dir))
+    artifact = os.path.join(work_dir, name + ".tsl")
+    compile_command = [os.path.join(tools_dir, "tessel-compile"),
+                       os.path.join(model_dir, "model.onnx"), "-o", artifact, "-q"]
+    code, output = _run(compile_command, timeout)
+    log = [output]
+    if code is None:
+        return Outcome(TIMEOUT, "tessel-compile " + output.strip(), "".join(log))
+    if code < 0:
+        return Outcome(CRASH, "tessel-compile died of " + _signal_name(code),
+                       "".join(log))
+    if code != 0:
+        return Outcome(COMPILE_FAILURE, _first_error(output), "".join(log))
+
+    data_sets = sorted(d for d in os.listdir(model_dir)
+                       if d.startswith("test_data_set_"))
+    details = []
+    for data_set in data_sets:
+        code, output = _run([os.path.join(tools_dir, "tessel-run"), artifact,
+                             "--test-data", os.path.join(model_dir, data_set),
+                             "--rtol", str(rtol), "--atol", str(atol)], timeout)
+        log.append(output)
+        if code is None:
+            return Outcome(TIMEOUT, "tessel-run " + output.strip(), "".join(log))
+        if code < 0:
+            return Outcome(CRASH, "tessel-run died of %s on %s"
+                           % (_signal_name(code), data_set), "".join(log))
+        if code != 0:
+            if "FAIL" in output.split():
+                return Outcome(WRONG_RESULT, "%s: %s" % (data_set, _largest_error(output)),
+                               "".join(log))
+            return Outcome(RUN_FAILURE, _first_error(output), "".join(log))
+        details.append(_largest_error(output))
+    return Outcome(PASS, details[-1] if details else "no test data", "".join(log))
