@@ -33,8 +33,7 @@ bool staysInEntry(Operation *op) {
 
 /// Ops that may join the kernel of one of their operands.
 bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SigmoidOp, TanhOp, ClipOp,
-             BatchNormOp>(op);
+  return op->hasTrait<tessel::OpTrait::ElementwiseMap>();
 }
 
 struct Kernel {

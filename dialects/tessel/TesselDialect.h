@@ -18,6 +18,16 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace tessel::OpTrait {
+
+/// Marks ops that compute each result element from the operand elements at
+/// the same (broadcast) index; kernel formation fuses them into producers.
+template <typename ConcreteType>
+class ElementwiseMap
+    : public mlir::OpTrait::TraitBase<ConcreteType, ElementwiseMap> {};
+
+} // namespace tessel::OpTrait
+
 #include "dialects/tessel/TesselDialect.h.inc"
 
 #define GET_OP_CLASSES

@@ -21,13 +21,6 @@ static RankedTensorType rankedType(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
-static LogicalResult emitOptionalError(std::optional<Location> loc,
-                                       const Twine &message) {
-  if (loc)
-    return mlir::emitError(*loc, message);
-  return failure();
-}
-
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -60,6 +53,12 @@ TESSEL_BROADCAST_INFERENCE(SubOp)
 TESSEL_BROADCAST_INFERENCE(MulOp)
 TESSEL_BROADCAST_INFERENCE(DivOp)
 #undef TESSEL_BROADCAST_INFERENCE
+
+LogicalResult CeluOp::verify() {
+  if (getAlpha().isZero())
+    return emitOpError("alpha must not be 0 (the input is divided by it)");
+  return success();
+}
 
 LogicalResult ClipOp::verify() {
   Type elementType = getType().getElementType();
@@ -312,7 +311,7 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult FlattenOp::verify() {
-  if (getAxis() < 0 || getAxis() > getInput().getType().getRank())
+  if (static_cast<int64_t>(getAxis()) > getInput().getType().getRank())
     return emitOpError("axis ") << getAxis() << " is out of range";
   return success();
 }

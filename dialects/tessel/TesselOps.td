@@ -37,6 +37,13 @@ def Tessel_Dialect : Dialect {
 // Base classes
 //===----------------------------------------------------------------------===//
 
+/// Ops that compute each result element from the operand elements at the same
+/// (broadcast) index: kernel formation lets them join their producer's
+/// kernel.
+def Tessel_ElementwiseMap : NativeOpTrait<"ElementwiseMap"> {
+  let cppNamespace = "::tessel::OpTrait";
+}
+
 /// Every tessel op is a side-effect-free function of its operands.
 class Tessel_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tessel_Dialect, mnemonic, !listconcat(traits, [Pure])>;
@@ -47,7 +54,7 @@ def Tessel_FloatTensor : RankedTensorOf<[AnyFloat]>;
 /// Elementwise binary arithmetic with multidirectional (numpy) broadcasting.
 class Tessel_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
     : Tessel_Op<mnemonic, !listconcat(traits, [
-          InferTypeOpAdaptor,
+          InferTypeOpAdaptor, Tessel_ElementwiseMap,
           AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
   let arguments = (ins Tessel_Tensor:$lhs, Tessel_Tensor:$rhs);
   let results = (outs Tessel_Tensor:$result);
@@ -59,10 +66,25 @@ class Tessel_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
 
 /// Elementwise unary function on floating-point tensors.
 class Tessel_UnaryFloatOp<string mnemonic, list<Trait> traits = []>
-    : Tessel_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+    : Tessel_Op<mnemonic, !listconcat(traits, [SameOperandsAndResultType,
+                                               Tessel_ElementwiseMap])> {
   let arguments = (ins Tessel_FloatTensor:$input);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+/// A unary math function without attributes: `formula` of x, elementwise.
+class Tessel_MathOp<string mnemonic, string formula, string onnxName>
+    : Tessel_UnaryFloatOp<mnemonic> {
+  let summary = formula # " elementwise (ONNX " # onnxName # ")";
+  let description = "```mlir\n%0 = tessel." # mnemonic #
+                    " %x : tensor<8xf32>\n```";
+}
+
+/// A unary activation with float parameters given as attributes.
+class Tessel_ParametricActivationOp<string mnemonic, dag parameters>
+    : Tessel_UnaryFloatOp<mnemonic> {
+  let arguments = !con((ins Tessel_FloatTensor:$input), parameters);
 }
 
 //===----------------------------------------------------------------------===//
@@ -161,8 +183,118 @@ def Tessel_TanhOp : Tessel_UnaryFloatOp<"tanh"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Elementwise math
+//===----------------------------------------------------------------------===//
+
+def Tessel_AbsOp : Tessel_MathOp<"abs", "|x|", "Abs">;
+def Tessel_NegOp : Tessel_MathOp<"neg", "-x", "Neg">;
+def Tessel_ExpOp : Tessel_MathOp<"exp", "e^x", "Exp">;
+def Tessel_LogOp : Tessel_MathOp<"log", "Natural logarithm", "Log">;
+def Tessel_SqrtOp : Tessel_MathOp<"sqrt", "Square root", "Sqrt">;
+def Tessel_ReciprocalOp : Tessel_MathOp<"reciprocal", "1 / x", "Reciprocal">;
+def Tessel_FloorOp : Tessel_MathOp<"floor", "Round toward -inf", "Floor">;
+def Tessel_CeilOp : Tessel_MathOp<"ceil", "Round toward +inf", "Ceil">;
+def Tessel_RoundOp : Tessel_MathOp<"round", "Round half to even", "Round">;
+def Tessel_SignOp : Tessel_MathOp<"sign", "-1, 0 or 1 by the sign of x", "Sign">;
+def Tessel_ErfOp : Tessel_MathOp<"erf", "Gauss error function", "Erf">;
+def Tessel_SinOp : Tessel_MathOp<"sin", "Sine", "Sin">;
+def Tessel_CosOp : Tessel_MathOp<"cos", "Cosine", "Cos">;
+def Tessel_TanOp : Tessel_MathOp<"tan", "Tangent", "Tan">;
+def Tessel_AsinOp : Tessel_MathOp<"asin", "Arcsine", "Asin">;
+def Tessel_AcosOp : Tessel_MathOp<"acos", "Arccosine", "Acos">;
+def Tessel_AtanOp : Tessel_MathOp<"atan", "Arctangent", "Atan">;
+def Tessel_SinhOp : Tessel_MathOp<"sinh", "Hyperbolic sine", "Sinh">;
+def Tessel_CoshOp : Tessel_MathOp<"cosh", "Hyperbolic cosine", "Cosh">;
+def Tessel_AsinhOp : Tessel_MathOp<"asinh", "Inverse hyperbolic sine", "Asinh">;
+def Tessel_AcoshOp : Tessel_MathOp<"acosh", "Inverse hyperbolic cosine", "Acosh">;
+def Tessel_AtanhOp : Tessel_MathOp<"atanh", "Inverse hyperbolic tangent", "Atanh">;
+def Tessel_SoftplusOp : Tessel_MathOp<"softplus", "log(1 + e^x)", "Softplus">;
+def Tessel_SoftsignOp : Tessel_MathOp<"softsign", "x / (1 + |x|)", "Softsign">;
+def Tessel_HardSwishOp
+    : Tessel_MathOp<"hard_swish", "x * max(0, min(1, x / 6 + 1/2))", "HardSwish">;
+def Tessel_MishOp : Tessel_MathOp<"mish", "x * tanh(log(1 + e^x))", "Mish">;
+
+//===----------------------------------------------------------------------===//
+// Activations with parameters
+//===----------------------------------------------------------------------===//
+
+def Tessel_LeakyReluOp : Tessel_ParametricActivationOp<"leaky_relu",
+    (ins F32Attr:$alpha)> {
+  let summary = "x if x >= 0, else alpha * x (ONNX LeakyRelu)";
+  let description = [{
+    ```mlir
+    %0 = tessel.leaky_relu %x {alpha = 1.000000e-01 : f32} : tensor<8xf32>
+    ```
+  }];
+}
+
+def Tessel_EluOp : Tessel_ParametricActivationOp<"elu", (ins F32Attr:$alpha)> {
+  let summary = "x if x >= 0, else alpha * (e^x - 1) (ONNX Elu)";
+  let description = [{
+    ```mlir
+    %0 = tessel.elu %x {alpha = 1.000000e+00 : f32} : tensor<8xf32>
+    ```
+  }];
+}
+
+def Tessel_SeluOp : Tessel_ParametricActivationOp<"selu",
+    (ins F32Attr:$alpha, F32Attr:$gamma)> {
+  let summary = "gamma * (x if x > 0, else alpha * (e^x - 1)) (ONNX Selu)";
+  let description = [{
+    ```mlir
+    %0 = tessel.selu %x {alpha = 1.67326319 : f32, gamma = 1.05070102 : f32}
+        : tensor<8xf32>
+    ```
+  }];
+}
+
+def Tessel_CeluOp : Tessel_ParametricActivationOp<"celu", (ins F32Attr:$alpha)> {
+  let summary = "max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) (ONNX Celu)";
+  let description = [{
+    ```mlir
+    %0 = tessel.celu %x {alpha = 2.000000e+00 : f32} : tensor<8xf32>
+    ```
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_HardSigmoidOp : Tessel_ParametricActivationOp<"hard_sigmoid",
+    (ins F32Attr:$alpha, F32Attr:$beta)> {
+  let summary = "max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid)";
+  let description = [{
+    ```mlir
+    %0 = tessel.hard_sigmoid %x {alpha = 2.000000e-01 : f32, beta = 5.000000e-01 : f32}
+        : tensor<8xf32>
+    ```
+  }];
+}
+
+def Tessel_ThresholdedReluOp : Tessel_ParametricActivationOp<"thresholded_relu",
+    (ins F32Attr:$alpha)> {
+  let summary = "x if x > alpha, else 0 (ONNX ThresholdedRelu)";
+  let description = [{
+    ```mlir
+    %0 = tessel.thresholded_relu %x {alpha = 1.000000e+00 : f32} : tensor<8xf32>
+    ```
+  }];
+}
+
+def Tessel_GeluOp : Tessel_ParametricActivationOp<"gelu", (ins BoolAttr:$tanh)> {
+  let summary = "x * Phi(x), exactly or with tanh (ONNX Gelu)";
+  let description = [{
+    Phi is the standard normal CDF, 0.5 * (1 + erf(x / sqrt(2))); with `tanh`
+    (ONNX approximate = "tanh") it is approximated by
+    0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))).
+
+    ```mlir
+    %0 = tessel.gelu %x {tanh = false} : tensor<8xf32>
+    ```
+  }];
+}
+
 def Tessel_ClipOp : Tessel_Op<"clip", [AttrSizedOperandSegments,
-    AllTypesMatch<["input", "result"]>]> {
+    Tessel_ElementwiseMap, AllTypesMatch<["input", "result"]>]> {
   let summary = "Clamp into [min, max] elementwise (ONNX Clip)";
   let description = [{
     Either bound may be absent. Bounds are scalar (rank-0) tensors of the
@@ -317,7 +449,7 @@ def Tessel_GlobalAveragePoolOp : Tessel_Op<"global_average_pool", [InferTypeOpAd
   let hasVerifier = 1;
 }
 
-def Tessel_BatchNormOp : Tessel_Op<"batch_norm", [
+def Tessel_BatchNormOp : Tessel_Op<"batch_norm", [Tessel_ElementwiseMap,
     AllTypesMatch<["input", "result"]>,
     AllTypesMatch<["scale", "bias", "mean", "variance"]>]> {
   let summary = "Inference-mode batch normalization (ONNX BatchNormalization)";

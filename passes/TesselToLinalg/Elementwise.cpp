@@ -34,47 +34,6 @@ struct BinaryLowering : OpConversionPattern<OpTy> {
   }
 };
 
-/// Lowers a unary float op with `body` applied to each element.
-template <typename OpTy>
-struct UnaryLowering : OpConversionPattern<OpTy> {
-  using BodyFn = Value (*)(OpBuilder &, Location, Value);
-  UnaryLowering(const TypeConverter &converter, MLIRContext *context,
-                BodyFn body)
-      : OpConversionPattern<OpTy>(converter, context), body(body) {}
-
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), op.getType(), {adaptor.getInput()},
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          return body(b, loc, args[0]);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-
-  BodyFn body;
-};
-
-Value reluBody(OpBuilder &b, Location loc, Value x) {
-  ScalarBuilder scalar(b, loc, x.getType(), /*isUnsigned=*/false);
-  return scalar.max(x, scalar.constant(0.0));
-}
-
-Value sigmoidBody(OpBuilder &b, Location loc, Value x) {
-  // 1 / (1 + exp(-x)): exp overflows to +inf for very negative x, giving 0.
-  ScalarBuilder scalar(b, loc, x.getType(), /*isUnsigned=*/false);
-  Value negated = arith::NegFOp::create(b, loc, x);
-  Value exp = math::ExpOp::create(b, loc, negated);
-  Value one = scalar.constant(1.0);
-  return scalar.div(one, scalar.add(one, exp));
-}
-
-Value tanhBody(OpBuilder &b, Location loc, Value x) {
-  return math::TanhOp::create(b, loc, x);
-}
-
 struct ClipLowering : OpConversionPattern<ClipOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -195,9 +154,6 @@ void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
                BinaryLowering<MulOp, &ScalarBuilder::mul>,
                BinaryLowering<DivOp, &ScalarBuilder::div>, ClipLowering,
                BatchNormLowering, ConstantLowering>(converter, context);
-  patterns.add<UnaryLowering<ReluOp>>(converter, context, reluBody);
-  patterns.add<UnaryLowering<SigmoidOp>>(converter, context, sigmoidBody);
-  patterns.add<UnaryLowering<TanhOp>>(converter, context, tanhBody);
 }
 
 } // namespace tessel

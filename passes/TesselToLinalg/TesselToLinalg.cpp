@@ -33,6 +33,7 @@ TesselToLinalgTypeConverter::TesselToLinalgTypeConverter() {
 void populateTesselToLinalgPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns) {
   populateElementwiseToLinalgPatterns(converter, patterns);
+  populateActivationsToLinalgPatterns(converter, patterns);
   populateContractionToLinalgPatterns(converter, patterns);
   populateWindowToLinalgPatterns(converter, patterns);
   populateDataMovementToLinalgPatterns(converter, patterns);

@@ -21,6 +21,8 @@ void populateTesselToLinalgPatterns(const mlir::TypeConverter &converter,
 // The patterns of each op family (one source file each).
 void populateElementwiseToLinalgPatterns(const mlir::TypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
+void populateActivationsToLinalgPatterns(const mlir::TypeConverter &converter,
+                                         mlir::RewritePatternSet &patterns);
 void populateContractionToLinalgPatterns(const mlir::TypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
 void populateWindowToLinalgPatterns(const mlir::TypeConverter &converter,

@@ -26,6 +26,53 @@ LogicalResult importUnary(NodeImporter &node) {
   return success();
 }
 
+/// An activation whose float parameters are ONNX attributes with defaults.
+template <typename OpTy, typename... Parameters>
+LogicalResult importActivation(NodeImporter &node, Parameters... parameters) {
+  if (!isa<FloatType>(node.inputType(0).getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  OpBuilder &b = node.builder();
+  Value input = node.input(0);
+  node.setOutput(0, OpTy::create(b, node.loc(), input.getType(), input,
+                                 b.getF32FloatAttr(node.floatAttr(
+                                     parameters.first, parameters.second))...));
+  return success();
+}
+
+template <typename OpTy>
+LogicalResult importAlphaActivation(NodeImporter &node, float alpha) {
+  return importActivation<OpTy>(node, std::pair{"alpha", alpha});
+}
+
+LogicalResult importSelu(NodeImporter &node) {
+  return importActivation<SeluOp>(node, std::pair{"alpha", 1.67326319217681884765625f},
+                                  std::pair{"gamma", 1.05070102214813232421875f});
+}
+
+LogicalResult importHardSigmoid(NodeImporter &node) {
+  return importActivation<HardSigmoidOp>(node, std::pair{"alpha", 0.2f},
+                                         std::pair{"beta", 0.5f});
+}
+
+LogicalResult importCelu(NodeImporter &node) {
+  if (node.floatAttr("alpha", 1.0f) == 0.0f)
+    return node.unsupported("alpha = 0 divides by zero");
+  return importAlphaActivation<CeluOp>(node, 1.0f);
+}
+
+LogicalResult importGelu(NodeImporter &node) {
+  if (!isa<FloatType>(node.inputType(0).getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  std::string approximate = node.stringAttr("approximate").value_or("none");
+  if (approximate != "none" && approximate != "tanh")
+    return node.unsupported("approximate = '" + approximate +
+                            "' is not 'none' or 'tanh'");
+  Value input = node.input(0);
+  node.setOutput(0, GeluOp::create(node.builder(), node.loc(), input.getType(),
+                                   input, approximate == "tanh"));
+  return success();
+}
+
 /// Opset 6: the bounds are float attributes.
 LogicalResult importClip6(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
@@ -82,6 +129,47 @@ void registerElementwiseHandlers(OpRegistry &registry) {
   registry.on("Relu", 6, importUnary<ReluOp>);
   registry.on("Sigmoid", 6, importUnary<SigmoidOp>);
   registry.on("Tanh", 6, importUnary<TanhOp>);
+  // Math functions; later opsets only add types.
+  registry.on("Abs", 6, importUnary<AbsOp>);
+  registry.on("Neg", 6, importUnary<NegOp>);
+  registry.on("Exp", 6, importUnary<ExpOp>);
+  registry.on("Log", 6, importUnary<LogOp>);
+  registry.on("Sqrt", 6, importUnary<SqrtOp>);
+  registry.on("Reciprocal", 6, importUnary<ReciprocalOp>);
+  registry.on("Floor", 6, importUnary<FloorOp>);
+  registry.on("Ceil", 6, importUnary<CeilOp>);
+  registry.on("Round", 11, importUnary<RoundOp>);
+  registry.on("Sign", 9, importUnary<SignOp>);
+  registry.on("Erf", 9, importUnary<ErfOp>);
+  registry.on("Sin", 7, importUnary<SinOp>);
+  registry.on("Cos", 7, importUnary<CosOp>);
+  registry.on("Tan", 7, importUnary<TanOp>);
+  registry.on("Asin", 7, importUnary<AsinOp>);
+  registry.on("Acos", 7, importUnary<AcosOp>);
+  registry.on("Atan", 7, importUnary<AtanOp>);
+  registry.on("Sinh", 9, importUnary<SinhOp>);
+  registry.on("Cosh", 9, importUnary<CoshOp>);
+  registry.on("Asinh", 9, importUnary<AsinhOp>);
+  registry.on("Acosh", 9, importUnary<AcoshOp>);
+  registry.on("Atanh", 9, importUnary<AtanhOp>);
+  // Activations.
+  registry.on("Softplus", 1, importUnary<SoftplusOp>);
+  registry.on("Softsign", 1, importUnary<SoftsignOp>);
+  registry.on("HardSwish", 14, importUnary<HardSwishOp>);
+  registry.on("Mish", 18, importUnary<MishOp>);
+  registry.on("LeakyRelu", 6, [](NodeImporter &node) {
+    return importAlphaActivation<LeakyReluOp>(node, 0.01f);
+  });
+  registry.on("Elu", 6, [](NodeImporter &node) {
+    return importAlphaActivation<EluOp>(node, 1.0f);
+  });
+  registry.on("ThresholdedRelu", 10, [](NodeImporter &node) {
+    return importAlphaActivation<ThresholdedReluOp>(node, 1.0f);
+  });
+  registry.on("Selu", 6, importSelu);
+  registry.on("Celu", 12, importCelu);
+  registry.on("HardSigmoid", 6, importHardSigmoid);
+  registry.on("Gelu", 20, importGelu);
   registry.on("Clip", 6, importClip6);
   registry.on("Clip", 11, importClip11);
   registry.on("Dropout", 1, importDropout);

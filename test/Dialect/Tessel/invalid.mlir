@@ -199,3 +199,19 @@ func.func @concat_mismatch(%a: tensor<1x2xf32>, %b: tensor<2x3xf32>) -> tensor<1
   %0 = tessel.concat %a, %b {axis = 1 : i64} : (tensor<1x2xf32>, tensor<2x3xf32>) -> tensor<1x5xf32>
   return %0 : tensor<1x5xf32>
 }
+
+// -----
+
+func.func @celu_zero_alpha(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{alpha must not be 0 (the input is divided by it)}}
+  %0 = tessel.celu %a {alpha = 0.0 : f32} : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @exp_int(%a: tensor<2xi32>) -> tensor<2xi32> {
+  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  %0 = tessel.exp %a : tensor<2xi32>
+  return %0 : tensor<2xi32>
+}

@@ -94,3 +94,18 @@ func.func @data_movement(%x: tensor<1x512x1x1xf32>, %t: tensor<1x3x4x5xf32>, %a:
   %3 = tessel.concat %a, %b {axis = 1 : i64} : (tensor<1x2xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
   return %0, %1, %2, %3 : tensor<1x512xf32>, tensor<512xf32>, tensor<1x4x5x3xf32>, tensor<1x5xf32>
 }
+
+// CHECK-LABEL: @math_and_activations
+func.func @math_and_activations(%x: tensor<2x3xf64>) -> tensor<2x3xf64> {
+  // CHECK: tessel.abs %{{.*}} : tensor<2x3xf64>
+  %0 = tessel.abs %x : tensor<2x3xf64>
+  // CHECK: tessel.atanh
+  %1 = tessel.atanh %0 : tensor<2x3xf64>
+  // CHECK: tessel.hard_swish
+  %2 = tessel.hard_swish %1 : tensor<2x3xf64>
+  // CHECK: tessel.celu %{{.*}} {alpha = 2.000000e+00 : f32} : tensor<2x3xf64>
+  %3 = tessel.celu %2 {alpha = 2.0 : f32} : tensor<2x3xf64>
+  // CHECK: tessel.gelu %{{.*}} {tanh = false} : tensor<2x3xf64>
+  %4 = tessel.gelu %3 {tanh = false} : tensor<2x3xf64>
+  return %4 : tensor<2x3xf64>
+}
