@@ -33,7 +33,7 @@ bool staysInEntry(Operation *op) {
 
 /// Ops that may join the kernel of one of their operands.
 bool isElementwise(Operation *op) {
-  return op->hasTrait<tessel::OpTrait::ElementwiseMap>();
+  return op->hasTrait<ElementwiseMap>();
 }
 
 struct Kernel {

@@ -60,6 +60,7 @@ private:
   void inferShapes();
   llvm::Expected<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   Value lookup(const std::string &name);
+  Value foldConstantInputs(mlir::Value value);
   Value placeholder(const std::string &name);
   Location nodeLocation(const onnx::NodeProto &node, int index);
   std::string nodeLabel(const onnx::NodeProto &node, int index);
@@ -161,6 +162,36 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
     }
   }
   return RankedTensorType::get(shape, element);
+}
+
+/// A value computed from constants only becomes a constant, so that shape
+/// subgraphs (Shape -> Concat -> Reshape) give later nodes the constant
+/// inputs they need.
+Value GraphImporter::foldConstantInputs(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (!op || op->hasTrait<OpTrait::ConstantLike>() || op->getNumOperands() == 0)
+    return value;
+  SmallVector<Attribute> operands;
+  for (Value operand : op->getOperands()) {
+    Attribute constant;
+    if (!matchPattern(operand, m_Constant(&constant)))
+      return value;
+    operands.push_back(constant);
+  }
+  SmallVector<OpFoldResult> results;
+  if (failed(op->fold(operands, results)) || results.size() != op->getNumResults())
+    return value;
+  auto folded = dyn_cast_if_present<ElementsAttr>(
+      dyn_cast<Attribute>(results[cast<OpResult>(value).getResultNumber()]));
+  if (!folded || folded.getType() != value.getType())
+    return value;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointAfter(op);
+  Value constant = ConstantOp::create(builder, op->getLoc(), folded);
+  value.replaceAllUsesWith(constant);
+  if (op->use_empty())
+    op->erase();
+  return constant;
 }
 
 /// The value of `name`, materializing initializers as constants on first use.
@@ -294,6 +325,7 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
     Value value = importer.outputs()[i];
     if (!value || node.output(i).empty())
       continue;
+    value = foldConstantInputs(value);
     values[node.output(i)] = value;
     ElementsAttr constant;
     if (matchPattern(value, m_Constant(&constant)))

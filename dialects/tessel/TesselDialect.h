@@ -18,7 +18,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-namespace tessel::OpTrait {
+namespace tessel {
 
 /// Marks ops that compute each result element from the operand elements at
 /// the same (broadcast) index; kernel formation fuses them into producers.
@@ -26,7 +26,7 @@ template <typename ConcreteType>
 class ElementwiseMap
     : public mlir::OpTrait::TraitBase<ConcreteType, ElementwiseMap> {};
 
-} // namespace tessel::OpTrait
+} // namespace tessel
 
 #include "dialects/tessel/TesselDialect.h.inc"
 

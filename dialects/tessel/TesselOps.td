@@ -41,7 +41,7 @@ def Tessel_Dialect : Dialect {
 /// (broadcast) index: kernel formation lets them join their producer's
 /// kernel.
 def Tessel_ElementwiseMap : NativeOpTrait<"ElementwiseMap"> {
-  let cppNamespace = "::tessel::OpTrait";
+  let cppNamespace = "::tessel";
 }
 
 /// Every tessel op is a side-effect-free function of its operands.

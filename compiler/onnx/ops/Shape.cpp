@@ -1,0 +1,147 @@
+//===- Shape.cpp - Shape queries and rank changes --------------------------===//
+//
+// With static shapes these are compile-time facts: Shape and Size become
+// constants (so Shape -> ... -> Reshape subgraphs fold away), Squeeze and
+// Unsqueeze become reshapes, which are views.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/ShapeInference.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+Value int64Constant(NodeImporter &node, ArrayRef<int64_t> values,
+                    ArrayRef<int64_t> shape) {
+  OpBuilder &b = node.builder();
+  auto type = RankedTensorType::get(shape, b.getI64Type());
+  return ConstantOp::create(b, node.loc(), DenseElementsAttr::get(type, values));
+}
+
+/// Shape (opset 15 adds start and end, clamped like Python slices).
+LogicalResult importShape(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  auto clamp = [&](int64_t index) {
+    return std::clamp<int64_t>(index < 0 ? index + rank : index, 0, rank);
+  };
+  int64_t start = clamp(node.intAttr("start", 0));
+  int64_t end = clamp(node.intAttr("end", rank));
+  SmallVector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) {
+    if (type.isDynamicDim(i))
+      return node.unsupported("dimension " + Twine(i) +
+                              " of the input is not known at compile time");
+    dims.push_back(type.getDimSize(i));
+  }
+  node.setOutput(0, int64Constant(node, dims, {static_cast<int64_t>(dims.size())}));
+  return success();
+}
+
+LogicalResult importSize(NodeImporter &node) {
+  std::optional<int64_t> count = elementCount(node.inputType(0).getShape());
+  if (!count)
+    return node.unsupported("the input's shape is not known at compile time");
+  node.setOutput(0, int64Constant(node, {*count}, {}));
+  return success();
+}
+
+/// The axes of Squeeze or Unsqueeze: an attribute before opset 13, an
+/// optional constant input from 13 on. nullopt after reporting a problem.
+std::optional<std::vector<int64_t>> readAxes(NodeImporter &node, bool &given) {
+  given = true;
+  if (node.opset() < 13) {
+    if (std::optional<std::vector<int64_t>> axes = node.intsAttr("axes"))
+      return axes;
+    given = false;
+    return std::vector<int64_t>();
+  }
+  if (!node.input(1)) {
+    given = false;
+    return std::vector<int64_t>();
+  }
+  ElementsAttr constant = node.constantInput(1);
+  if (!constant) {
+    (void)node.unsupported("the axes input must be a constant");
+    return std::nullopt;
+  }
+  std::vector<int64_t> axes;
+  for (const APInt &axis : constant.getValues<APInt>())
+    axes.push_back(axis.getSExtValue());
+  return axes;
+}
+
+Value reshapeTo(NodeImporter &node, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, node.inputType(0).getElementType());
+  return ReshapeOp::create(node.builder(), node.loc(), type, node.input(0));
+}
+
+LogicalResult importSqueeze(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  bool given;
+  std::optional<std::vector<int64_t>> axes = readAxes(node, given);
+  if (!axes)
+    return failure();
+  std::set<int64_t> squeezed;
+  for (int64_t axis : *axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, type.getRank());
+    if (!normalized)
+      return node.unsupported("axis " + Twine(axis) + " is out of range");
+    if (type.getDimSize(*normalized) != 1)
+      return node.unsupported("axis " + Twine(axis) + " has size " +
+                              Twine(type.getDimSize(*normalized)) + ", not 1");
+    squeezed.insert(*normalized);
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    bool drop = given ? squeezed.count(i) != 0 : type.getDimSize(i) == 1;
+    if (!given && type.isDynamicDim(i))
+      return node.unsupported("dimension " + Twine(i) +
+                              " is not known at compile time");
+    if (!drop)
+      shape.push_back(type.getDimSize(i));
+  }
+  node.setOutput(0, reshapeTo(node, shape));
+  return success();
+}
+
+LogicalResult importUnsqueeze(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  bool given;
+  std::optional<std::vector<int64_t>> axes = readAxes(node, given);
+  if (!axes)
+    return failure();
+  if (!given)
+    return node.unsupported("axes are required");
+  int64_t rank = type.getRank() + static_cast<int64_t>(axes->size());
+  std::set<int64_t> inserted;
+  for (int64_t axis : *axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized || !inserted.insert(*normalized).second)
+      return node.unsupported("axis " + Twine(axis) +
+                              " is out of range or repeated");
+  }
+  SmallVector<int64_t> shape;
+  int64_t next = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(inserted.count(i) ? 1 : type.getDimSize(next++));
+  node.setOutput(0, reshapeTo(node, shape));
+  return success();
+}
+
+} // namespace
+
+void registerShapeHandlers(OpRegistry &registry) {
+  registry.on("Shape", 1, importShape);
+  registry.on("Size", 1, importSize);
+  registry.on("Squeeze", 1, importSqueeze);
+  registry.on("Unsqueeze", 1, importUnsqueeze);
+}
+
+} // namespace tessel::onnx_import
