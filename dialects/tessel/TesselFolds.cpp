@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/APSInt.h"
 
 using namespace mlir;
 using namespace tessel;
@@ -176,6 +177,68 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
 //===----------------------------------------------------------------------===//
 // Activations
 //===----------------------------------------------------------------------===//
+
+/// One element converted by tessel.cast's rules; null if unsupported.
+static Attribute castElement(Attribute element, Type from, Type to) {
+  bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
+  if (auto value = dyn_cast<IntegerAttr>(element)) {
+    APInt bits = value.getValue();
+    if (auto toInt = dyn_cast<IntegerType>(to)) {
+      unsigned width = toInt.getWidth();
+      if (width == 1)
+        return IntegerAttr::get(to, APInt(1, !bits.isZero()));
+      return IntegerAttr::get(to, fromUnsigned ? bits.zextOrTrunc(width)
+                                               : bits.sextOrTrunc(width));
+    }
+    if (auto toFloat = dyn_cast<FloatType>(to)) {
+      APFloat result(toFloat.getFloatSemantics());
+      result.convertFromAPInt(bits, !fromUnsigned, APFloat::rmNearestTiesToEven);
+      return FloatAttr::get(to, result);
+    }
+    return {};
+  }
+  auto value = dyn_cast<FloatAttr>(element);
+  if (!value)
+    return {};
+  APFloat number = value.getValue();
+  if (auto toInt = dyn_cast<IntegerType>(to)) {
+    if (toInt.getWidth() == 1)
+      return IntegerAttr::get(to, APInt(1, !number.isZero()));
+    APSInt result(toInt.getWidth(), toInt.isUnsigned());
+    bool exact;
+    number.convertToInteger(result, APFloat::rmTowardZero, &exact);
+    return IntegerAttr::get(to, result);
+  }
+  if (auto toFloat = dyn_cast<FloatType>(to)) {
+    bool losesInfo;
+    number.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                   &losesInfo);
+    return FloatAttr::get(to, number);
+  }
+  return {};
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  if (!dense || !getType().hasStaticShape() ||
+      dense.getNumElements() > kMaxFoldedElements)
+    return {};
+  Type from = getInput().getType().getElementType();
+  Type to = getType().getElementType();
+  if (dense.isSplat()) {
+    Attribute element = castElement(dense.getSplatValue<Attribute>(), from, to);
+    return element ? DenseElementsAttr::get(getType(), element) : Attribute();
+  }
+  SmallVector<Attribute> elements;
+  for (Attribute element : dense.getValues<Attribute>()) {
+    elements.push_back(castElement(element, from, to));
+    if (!elements.back())
+      return {};
+  }
+  return DenseElementsAttr::get(getType(), elements);
+}
 
 OpFoldResult ReluOp::fold(FoldAdaptor) {
   // relu is idempotent.

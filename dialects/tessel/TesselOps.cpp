@@ -54,6 +54,13 @@ TESSEL_BROADCAST_INFERENCE(MulOp)
 TESSEL_BROADCAST_INFERENCE(DivOp)
 #undef TESSEL_BROADCAST_INFERENCE
 
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("input and result shapes differ: ")
+           << getInput().getType() << " vs " << getType();
+  return success();
+}
+
 LogicalResult CeluOp::verify() {
   if (getAlpha().isZero())
     return emitOpError("alpha must not be 0 (the input is divided by it)");

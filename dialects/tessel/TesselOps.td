@@ -183,6 +183,24 @@ def Tessel_TanhOp : Tessel_UnaryFloatOp<"tanh"> {
   }];
 }
 
+def Tessel_CastOp : Tessel_Op<"cast", [Tessel_ElementwiseMap]> {
+  let summary = "Element type conversion (ONNX Cast, CastLike)";
+  let description = [{
+    Floats convert to integers by truncation toward zero, to booleans (i1) by
+    comparison with zero; integers convert by sign or zero extension (by the
+    source's signedness) or truncation; booleans are 0 or 1.
+
+    ```mlir
+    %0 = tessel.cast %x : tensor<2x3xf32> -> tensor<2x3xi64>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise math
 //===----------------------------------------------------------------------===//

@@ -124,6 +124,71 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
   }
 };
 
+/// One element of tessel.cast: `from` and `to` are the tessel element
+/// types (their signedness picks the arith op), `x` is signless.
+Value castScalar(OpBuilder &b, Location loc, Value x, Type from, Type to,
+                 Type signlessTo) {
+  bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
+  if (isa<FloatType>(from)) {
+    if (to.isInteger(1)) {
+      Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(from, 0.0));
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, zero);
+    }
+    if (isa<FloatType>(to)) {
+      unsigned fromWidth = from.getIntOrFloatBitWidth();
+      unsigned toWidth = to.getIntOrFloatBitWidth();
+      if (fromWidth < toWidth)
+        return arith::ExtFOp::create(b, loc, signlessTo, x);
+      if (fromWidth > toWidth)
+        return arith::TruncFOp::create(b, loc, signlessTo, x);
+      // f16 <-> bf16: through f32.
+      Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+      return arith::TruncFOp::create(b, loc, signlessTo, wide);
+    }
+    if (to.isUnsignedInteger())
+      return arith::FPToUIOp::create(b, loc, signlessTo, x);
+    return arith::FPToSIOp::create(b, loc, signlessTo, x);
+  }
+  if (isa<FloatType>(to)) {
+    if (fromUnsigned)
+      return arith::UIToFPOp::create(b, loc, signlessTo, x);
+    return arith::SIToFPOp::create(b, loc, signlessTo, x);
+  }
+  unsigned fromWidth = from.getIntOrFloatBitWidth();
+  unsigned toWidth = to.getIntOrFloatBitWidth();
+  if (toWidth == 1) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(x.getType(), 0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (fromWidth < toWidth)
+    return fromUnsigned ? arith::ExtUIOp::create(b, loc, signlessTo, x).getResult()
+                        : arith::ExtSIOp::create(b, loc, signlessTo, x).getResult();
+  if (fromWidth > toWidth)
+    return arith::TruncIOp::create(b, loc, signlessTo, x);
+  return x;
+}
+
+struct CastLowering : OpConversionPattern<CastOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType =
+        getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    Type from = op.getInput().getType().getElementType();
+    Type to = op.getType().getElementType();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType, {adaptor.getInput()},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return castScalar(b, loc, args[0], from, to,
+                            resultType.getElementType());
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct ConstantLowering : OpConversionPattern<ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -152,7 +217,8 @@ void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
   patterns.add<BinaryLowering<AddOp, &ScalarBuilder::add>,
                BinaryLowering<SubOp, &ScalarBuilder::sub>,
                BinaryLowering<MulOp, &ScalarBuilder::mul>,
-               BinaryLowering<DivOp, &ScalarBuilder::div>, ClipLowering,
+               BinaryLowering<DivOp, &ScalarBuilder::div>, CastLowering,
+               ClipLowering,
                BatchNormLowering, ConstantLowering>(converter, context);
 }
 

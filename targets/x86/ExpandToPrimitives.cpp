@@ -3,6 +3,7 @@
 #include "targets/x86/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -41,6 +42,9 @@ struct TesselX86ExpandToPrimitivesPass
     patterns.add<CopyToLinalg>(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, MathPolynomialApproximationOptions{});
+    // bf16 conversions would call compiler-rt (__truncsfbf2); integer ops
+    // round to nearest even just the same.
+    arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -49,6 +49,32 @@ LogicalResult importIdentity(NodeImporter &node) {
   return success();
 }
 
+LogicalResult castTo(NodeImporter &node, Type elementType) {
+  // saturate only concerns float8 targets, which are not supported.
+  node.ignoreAttr("saturate");
+  RankedTensorType type = node.inputType(0);
+  auto resultType = RankedTensorType::get(type.getShape(), elementType);
+  node.setOutput(0, CastOp::create(node.builder(), node.loc(), resultType,
+                                   node.input(0)));
+  return success();
+}
+
+LogicalResult importCast(NodeImporter &node) {
+  std::optional<int64_t> to = node.intAttr("to");
+  if (!to)
+    return node.unsupported("the 'to' attribute is required");
+  Type elementType = elementTypeFor(node.builder().getContext(),
+                                    static_cast<int32_t>(*to));
+  if (!elementType)
+    return node.unsupported("casting to ONNX data type " + Twine(*to) +
+                            " is not supported");
+  return castTo(node, elementType);
+}
+
+LogicalResult importCastLike(NodeImporter &node) {
+  return castTo(node, node.inputType(1).getElementType());
+}
+
 LogicalResult importFlatten(NodeImporter &node) {
   int64_t rank = node.inputType(0).getRank();
   std::optional<int64_t> axis =
@@ -155,6 +181,8 @@ LogicalResult importConcat(NodeImporter &node) {
 void registerTensorHandlers(OpRegistry &registry) {
   registry.on("Constant", 1, importConstant);
   registry.on("Identity", 1, importIdentity);
+  registry.on("Cast", 6, importCast);
+  registry.on("CastLike", 15, importCastLike);
   registry.on("Flatten", 1, importFlatten);
   registry.on("Reshape", 5, importReshape);
   registry.on("Transpose", 1, importTranspose);

@@ -79,3 +79,17 @@ func.func @batch_norm(%x: tensor<1x2x3x3xf32>, %p: tensor<2xf32>) -> tensor<1x2x
   %0 = tessel.batch_norm %x, %p, %p, %p, %p {epsilon = 1.0e-5 : f32} : tensor<1x2x3x3xf32>, tensor<2xf32>
   return %0 : tensor<1x2x3x3xf32>
 }
+
+// -----
+
+// Casts pick the arith op by the tessel element types' signedness.
+// CHECK-LABEL: @casts
+// CHECK: arith.fptoui %{{.+}} : f32 to i8
+// CHECK: arith.extui %{{.+}} : i8 to i32
+// CHECK: arith.cmpf une
+func.func @casts(%x: tensor<4xf32>) -> (tensor<4xui8>, tensor<4xi32>, tensor<4xi1>) {
+  %0 = tessel.cast %x : tensor<4xf32> -> tensor<4xui8>
+  %1 = tessel.cast %0 : tensor<4xui8> -> tensor<4xi32>
+  %2 = tessel.cast %x : tensor<4xf32> -> tensor<4xi1>
+  return %0, %1, %2 : tensor<4xui8>, tensor<4xi32>, tensor<4xi1>
+}

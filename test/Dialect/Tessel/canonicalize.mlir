@@ -162,3 +162,23 @@ func.func @gemm_constant_trans_b(%a: tensor<1x2xf32>, %b: tensor<3x2xf32>) -> (t
   %1 = tessel.gemm %a, %b {trans_b = true} : (tensor<1x2xf32>, tensor<3x2xf32>) -> tensor<1x3xf32>
   return %0, %1 : tensor<1x3xf32>, tensor<1x3xf32>
 }
+
+// -----
+
+// Casts of constants fold with ONNX's rules: floats truncate toward zero,
+// unsigned sources zero-extend, anything nonzero is true.
+// CHECK-LABEL: @cast_constants
+func.func @cast_constants(%x: tensor<2xf32>) -> (tensor<3xi32>, tensor<2xi64>, tensor<3xi1>, tensor<2xf32>) {
+  // CHECK-DAG: tessel.constant dense<[-2, 2, 0]> : tensor<3xi32>
+  // CHECK-DAG: tessel.constant dense<[255, 1]> : tensor<2xi64>
+  // CHECK-DAG: tessel.constant dense<[true, false, true]> : tensor<3xi1>
+  // CHECK: return {{.*}}, %arg0
+  %f = tessel.constant dense<[-2.7, 2.7, 0.5]> : tensor<3xf32>
+  %u = tessel.constant dense<[255, 1]> : tensor<2xui8>
+  %b = tessel.constant dense<[3.0, 0.0, -0.5]> : tensor<3xf32>
+  %0 = tessel.cast %f : tensor<3xf32> -> tensor<3xi32>
+  %1 = tessel.cast %u : tensor<2xui8> -> tensor<2xi64>
+  %2 = tessel.cast %b : tensor<3xf32> -> tensor<3xi1>
+  %3 = tessel.cast %x : tensor<2xf32> -> tensor<2xf32>
+  return %0, %1, %2, %3 : tensor<3xi32>, tensor<2xi64>, tensor<3xi1>, tensor<2xf32>
+}

@@ -215,3 +215,11 @@ func.func @exp_int(%a: tensor<2xi32>) -> tensor<2xi32> {
   %0 = tessel.exp %a : tensor<2xi32>
   return %0 : tensor<2xi32>
 }
+
+// -----
+
+func.func @cast_shape(%a: tensor<2xf32>) -> tensor<3xi32> {
+  // expected-error @+1 {{input and result shapes differ: 'tensor<2xf32>' vs 'tensor<3xi32>'}}
+  %0 = tessel.cast %a : tensor<2xf32> -> tensor<3xi32>
+  return %0 : tensor<3xi32>
+}

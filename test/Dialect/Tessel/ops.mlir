@@ -109,3 +109,10 @@ func.func @math_and_activations(%x: tensor<2x3xf64>) -> tensor<2x3xf64> {
   %4 = tessel.gelu %3 {tanh = false} : tensor<2x3xf64>
   return %4 : tensor<2x3xf64>
 }
+
+// CHECK-LABEL: @cast
+func.func @cast(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
+  // CHECK: tessel.cast %{{.*}} : tensor<2x3xf32> -> tensor<2x3xui8>
+  %0 = tessel.cast %x : tensor<2x3xf32> -> tensor<2x3xui8>
+  return %0 : tensor<2x3xui8>
+}
