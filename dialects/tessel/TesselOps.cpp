@@ -52,7 +52,17 @@ TESSEL_BROADCAST_INFERENCE(AddOp)
 TESSEL_BROADCAST_INFERENCE(SubOp)
 TESSEL_BROADCAST_INFERENCE(MulOp)
 TESSEL_BROADCAST_INFERENCE(DivOp)
+TESSEL_BROADCAST_INFERENCE(MinOp)
+TESSEL_BROADCAST_INFERENCE(MaxOp)
+TESSEL_BROADCAST_INFERENCE(PowOp)
 #undef TESSEL_BROADCAST_INFERENCE
+
+LogicalResult PowOp::verify() {
+  if (!isa<FloatType>(getType().getElementType()))
+    return emitOpError("needs a floating-point base, got ")
+           << getType().getElementType();
+  return success();
+}
 
 LogicalResult CastOp::verify() {
   if (getInput().getType().getShape() != getType().getShape())

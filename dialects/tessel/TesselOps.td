@@ -183,6 +183,44 @@ def Tessel_TanhOp : Tessel_UnaryFloatOp<"tanh"> {
   }];
 }
 
+def Tessel_MinOp : Tessel_BroadcastBinaryOp<"min"> {
+  let summary = "Elementwise minimum with broadcasting (ONNX Min)";
+  let description = [{
+    ONNX's variadic Min is a chain of these. A NaN operand gives NaN.
+
+    ```mlir
+    %0 = tessel.min %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let hasFolder = 0;
+}
+
+def Tessel_MaxOp : Tessel_BroadcastBinaryOp<"max"> {
+  let summary = "Elementwise maximum with broadcasting (ONNX Max)";
+  let description = [{
+    ONNX's variadic Max is a chain of these. A NaN operand gives NaN.
+
+    ```mlir
+    %0 = tessel.max %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let hasFolder = 0;
+}
+
+def Tessel_PowOp : Tessel_BroadcastBinaryOp<"pow"> {
+  let summary = "Elementwise power with broadcasting (ONNX Pow)";
+  let description = [{
+    Floating-point base and exponent of the same type; the importer casts
+    an exponent of another type to the base's.
+
+    ```mlir
+    %0 = tessel.pow %a, %b : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    ```
+  }];
+  let hasFolder = 0;
+  let hasVerifier = 1;
+}
+
 def Tessel_CastOp : Tessel_Op<"cast", [Tessel_ElementwiseMap]> {
   let summary = "Element type conversion (ONNX Cast, CastLike)";
   let description = [{

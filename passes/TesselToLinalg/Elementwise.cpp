@@ -52,7 +52,7 @@ struct ClipLowering : OpConversionPattern<ClipOp> {
       Value tensor;
       TypedAttr constant;
       int operand = -1;
-    } bounds[2] = {{adaptor.getMin()}, {adaptor.getMax()}};
+    } bounds[2] = {{adaptor.getMin(), {}, -1}, {adaptor.getMax(), {}, -1}};
     for (Bound &bound : bounds) {
       if (!bound.tensor)
         continue;
@@ -217,7 +217,10 @@ void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
   patterns.add<BinaryLowering<AddOp, &ScalarBuilder::add>,
                BinaryLowering<SubOp, &ScalarBuilder::sub>,
                BinaryLowering<MulOp, &ScalarBuilder::mul>,
-               BinaryLowering<DivOp, &ScalarBuilder::div>, CastLowering,
+               BinaryLowering<DivOp, &ScalarBuilder::div>,
+               BinaryLowering<MinOp, &ScalarBuilder::min>,
+               BinaryLowering<MaxOp, &ScalarBuilder::max>,
+               BinaryLowering<PowOp, &ScalarBuilder::pow>, CastLowering,
                ClipLowering,
                BatchNormLowering, ConstantLowering>(converter, context);
 }

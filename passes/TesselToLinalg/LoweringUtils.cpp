@@ -3,6 +3,7 @@
 #include "passes/TesselToLinalg/LoweringUtils.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/AffineMap.h"
 
 using namespace mlir;
@@ -41,6 +42,10 @@ Value ScalarBuilder::max(Value lhs, Value rhs) {
   if (isUnsigned)
     return arith::MaxUIOp::create(b, loc, lhs, rhs);
   return arith::MaxSIOp::create(b, loc, lhs, rhs);
+}
+
+Value ScalarBuilder::pow(Value base, Value exponent) {
+  return math::PowFOp::create(b, loc, base, exponent);
 }
 
 Value ScalarBuilder::min(Value lhs, Value rhs) {

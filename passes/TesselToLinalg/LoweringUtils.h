@@ -27,6 +27,7 @@ public:
   /// NaN-propagating maximum/minimum for floats (as ONNX's Max and Relu).
   mlir::Value max(mlir::Value lhs, mlir::Value rhs);
   mlir::Value min(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value pow(mlir::Value base, mlir::Value exponent); // floats only
   mlir::Value constant(double value);
   /// The value that no element is smaller than (-inf or the minimum).
   mlir::Value lowest();

@@ -26,6 +26,68 @@ LogicalResult importUnary(NodeImporter &node) {
   return success();
 }
 
+/// Variadic Min, Max, Sum: a left-to-right chain of the binary op.
+template <typename OpTy>
+Value chain(NodeImporter &node) {
+  Value result;
+  for (size_t i = 0; i < node.numInputs(); ++i) {
+    Value input = node.input(i);
+    if (!input)
+      continue;
+    result = result ? node.createInferred<OpTy>(result, input) : input;
+    if (!result)
+      return {};
+  }
+  return result;
+}
+
+template <typename OpTy>
+LogicalResult importVariadic(NodeImporter &node) {
+  Value result = chain<OpTy>(node);
+  if (!result)
+    return node.unsupported("needs at least one input");
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importMean(NodeImporter &node) {
+  Value sum = chain<AddOp>(node);
+  if (!sum)
+    return node.unsupported("needs at least one input");
+  auto type = cast<RankedTensorType>(sum.getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  int64_t count = 0;
+  for (size_t i = 0; i < node.numInputs(); ++i)
+    count += node.input(i) ? 1 : 0;
+  OpBuilder &b = node.builder();
+  auto scalarType = RankedTensorType::get({}, type.getElementType());
+  Value divisor = ConstantOp::create(
+      b, node.loc(),
+      DenseElementsAttr::get(scalarType, b.getFloatAttr(type.getElementType(),
+                                                        double(count))));
+  node.setOutput(0, node.createInferred<DivOp>(sum, divisor));
+  return success();
+}
+
+/// Pow: the result has the base's type; another exponent type is cast.
+LogicalResult importPow(NodeImporter &node) {
+  Type baseType = node.inputType(0).getElementType();
+  if (!isa<FloatType>(baseType))
+    return node.unsupported("only floating-point bases are supported");
+  Value exponent = node.input(1);
+  RankedTensorType exponentType = node.inputType(1);
+  if (exponentType.getElementType() != baseType)
+    exponent = CastOp::create(
+        node.builder(), node.loc(),
+        RankedTensorType::get(exponentType.getShape(), baseType), exponent);
+  Value result = node.createInferred<PowOp>(node.input(0), exponent);
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
 /// An activation whose float parameters are ONNX attributes with defaults.
 template <typename OpTy, typename... Parameters>
 LogicalResult importActivation(NodeImporter &node, Parameters... parameters) {
@@ -170,6 +232,11 @@ void registerElementwiseHandlers(OpRegistry &registry) {
   registry.on("Celu", 12, importCelu);
   registry.on("HardSigmoid", 6, importHardSigmoid);
   registry.on("Gelu", 20, importGelu);
+  registry.on("Min", 6, importVariadic<MinOp>);
+  registry.on("Max", 6, importVariadic<MaxOp>);
+  registry.on("Sum", 6, importVariadic<AddOp>);
+  registry.on("Mean", 6, importMean);
+  registry.on("Pow", 7, importPow);
   registry.on("Clip", 6, importClip6);
   registry.on("Clip", 11, importClip11);
   registry.on("Dropout", 1, importDropout);

@@ -223,3 +223,11 @@ func.func @cast_shape(%a: tensor<2xf32>) -> tensor<3xi32> {
   %0 = tessel.cast %a : tensor<2xf32> -> tensor<3xi32>
   return %0 : tensor<3xi32>
 }
+
+// -----
+
+func.func @pow_int(%a: tensor<2xi32>) -> tensor<2xi32> {
+  // expected-error @+1 {{needs a floating-point base, got 'i32'}}
+  %0 = tessel.pow %a, %a : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
