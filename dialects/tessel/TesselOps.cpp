@@ -57,6 +57,42 @@ TESSEL_BROADCAST_INFERENCE(MaxOp)
 TESSEL_BROADCAST_INFERENCE(PowOp)
 #undef TESSEL_BROADCAST_INFERENCE
 
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  if (failed(inferBroadcastType(loc, adaptor.getLhs(), adaptor.getRhs(), inferred)))
+    return failure();
+  auto type = cast<RankedTensorType>(inferred.back());
+  inferred.back() = RankedTensorType::get(type.getShape(), IntegerType::get(context, 1));
+  return success();
+}
+
+LogicalResult CompareOp::verify() {
+  if (!llvm::is_contained({"eq", "lt", "le", "gt", "ge"}, getPredicate()))
+    return emitOpError("unknown predicate '")
+           << getPredicate() << "' (expected eq, lt, le, gt or ge)";
+  return success();
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  ArrayRef<int64_t> condition = rankedType(adaptor.getCondition()).getShape();
+  RankedTensorType onTrue = rankedType(adaptor.getOnTrue());
+  ArrayRef<int64_t> onFalse = rankedType(adaptor.getOnFalse()).getShape();
+  std::optional<Shape> values = broadcastShapes(onTrue.getShape(), onFalse);
+  std::optional<Shape> shape =
+      values ? broadcastShapes(condition, *values) : std::nullopt;
+  if (!shape)
+    return emitOptionalError(loc, "condition " + formatShape(condition) +
+                                      " and values " +
+                                      formatShape(onTrue.getShape()) + ", " +
+                                      formatShape(onFalse) + " do not broadcast");
+  inferred.push_back(RankedTensorType::get(*shape, onTrue.getElementType()));
+  return success();
+}
+
 LogicalResult PowOp::verify() {
   if (!isa<FloatType>(getType().getElementType()))
     return emitOpError("needs a floating-point base, got ")

@@ -183,6 +183,43 @@ def Tessel_TanhOp : Tessel_UnaryFloatOp<"tanh"> {
   }];
 }
 
+def Tessel_CompareOp : Tessel_Op<"compare", [InferTypeOpAdaptor,
+    Tessel_ElementwiseMap, AllElementTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "Elementwise comparison with broadcasting (ONNX Equal, Less, ...)";
+  let description = [{
+    `predicate` is one of `eq`, `lt`, `le`, `gt`, `ge`; the result is i1.
+    Floats compare ordered (a NaN operand gives false); unsigned integers
+    compare unsigned.
+
+    ```mlir
+    %0 = tessel.compare lt, %a, %b : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins StrAttr:$predicate, Tessel_Tensor:$lhs, Tessel_Tensor:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_WhereOp : Tessel_Op<"where", [InferTypeOpAdaptor,
+    Tessel_ElementwiseMap, AllElementTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "Elementwise select with broadcasting (ONNX Where)";
+  let description = [{
+    ```mlir
+    %0 = tessel.where %c, %a, %b
+        : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$condition, Tessel_Tensor:$on_true,
+                       Tessel_Tensor:$on_false);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Tessel_MinOp : Tessel_BroadcastBinaryOp<"min"> {
   let summary = "Elementwise minimum with broadcasting (ONNX Min)";
   let description = [{

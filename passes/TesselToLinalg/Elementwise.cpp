@@ -189,6 +189,66 @@ struct CastLowering : OpConversionPattern<CastOp> {
   }
 };
 
+Value compareScalars(OpBuilder &b, Location loc, StringRef predicate,
+                     Value lhs, Value rhs, bool isUnsigned) {
+  if (isa<FloatType>(lhs.getType())) {
+    auto kind = llvm::StringSwitch<arith::CmpFPredicate>(predicate)
+                    .Case("eq", arith::CmpFPredicate::OEQ)
+                    .Case("lt", arith::CmpFPredicate::OLT)
+                    .Case("le", arith::CmpFPredicate::OLE)
+                    .Case("gt", arith::CmpFPredicate::OGT)
+                    .Default(arith::CmpFPredicate::OGE);
+    return arith::CmpFOp::create(b, loc, kind, lhs, rhs);
+  }
+  using P = arith::CmpIPredicate;
+  auto kind = llvm::StringSwitch<P>(predicate)
+                  .Case("eq", P::eq)
+                  .Case("lt", isUnsigned ? P::ult : P::slt)
+                  .Case("le", isUnsigned ? P::ule : P::sle)
+                  .Case("gt", isUnsigned ? P::ugt : P::sgt)
+                  .Default(isUnsigned ? P::uge : P::sge);
+  return arith::CmpIOp::create(b, loc, kind, lhs, rhs);
+}
+
+struct CompareLowering : OpConversionPattern<CompareOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CompareOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type elementType = op.getLhs().getType().getElementType();
+    bool isUnsigned = elementType.isUnsignedInteger() || elementType.isInteger(1);
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), {adaptor.getLhs(), adaptor.getRhs()},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return compareScalars(b, loc, op.getPredicate(), args[0], args[1],
+                                isUnsigned);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct WhereLowering : OpConversionPattern<WhereOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(WhereOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType =
+        getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType,
+        {adaptor.getCondition(), adaptor.getOnTrue(), adaptor.getOnFalse()},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return arith::SelectOp::create(b, loc, args[0], args[1], args[2])
+              .getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct ConstantLowering : OpConversionPattern<ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -221,6 +281,7 @@ void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
                BinaryLowering<MinOp, &ScalarBuilder::min>,
                BinaryLowering<MaxOp, &ScalarBuilder::max>,
                BinaryLowering<PowOp, &ScalarBuilder::pow>, CastLowering,
+               CompareLowering, WhereLowering,
                ClipLowering,
                BatchNormLowering, ConstantLowering>(converter, context);
 }

@@ -45,6 +45,11 @@ std::optional<SmallVector<int64_t>> vectorTiles(linalg::LinalgOp op,
     return std::nullopt;
   if (isa<linalg::ConvolutionOpInterface>(op.getOperation()))
     return std::nullopt;
+  // Booleans are a byte each in memory, but LLVM stores vectors of i1 as
+  // packed bits: ops that read or write them stay scalar.
+  for (OpOperand &operand : op->getOpOperands())
+    if (getElementTypeOrSelf(operand.get().getType()).isInteger(1))
+      return std::nullopt;
   for (AffineMap map : op.getIndexingMapsArray())
     if (!map.isProjectedPermutation())
       return std::nullopt;

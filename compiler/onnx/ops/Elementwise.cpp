@@ -88,6 +88,24 @@ LogicalResult importPow(NodeImporter &node) {
   return success();
 }
 
+LogicalResult importCompare(NodeImporter &node, StringRef predicate) {
+  Value result = node.createInferred<CompareOp>(
+      node.builder().getStringAttr(predicate), node.input(0), node.input(1));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+LogicalResult importWhere(NodeImporter &node) {
+  Value result =
+      node.createInferred<WhereOp>(node.input(0), node.input(1), node.input(2));
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
 /// An activation whose float parameters are ONNX attributes with defaults.
 template <typename OpTy, typename... Parameters>
 LogicalResult importActivation(NodeImporter &node, Parameters... parameters) {
@@ -237,6 +255,16 @@ void registerElementwiseHandlers(OpRegistry &registry) {
   registry.on("Sum", 6, importVariadic<AddOp>);
   registry.on("Mean", 6, importMean);
   registry.on("Pow", 7, importPow);
+  for (auto [name, predicate] :
+       {std::pair{"Equal", "eq"}, std::pair{"Less", "lt"},
+        std::pair{"LessOrEqual", "le"}, std::pair{"Greater", "gt"},
+        std::pair{"GreaterOrEqual", "ge"}}) {
+    std::string kind = predicate;
+    registry.on(name, 7, [kind](NodeImporter &node) {
+      return importCompare(node, kind);
+    });
+  }
+  registry.on("Where", 9, importWhere);
   registry.on("Clip", 6, importClip6);
   registry.on("Clip", 11, importClip11);
   registry.on("Dropout", 1, importDropout);

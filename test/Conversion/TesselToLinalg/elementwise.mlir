@@ -93,3 +93,17 @@ func.func @casts(%x: tensor<4xf32>) -> (tensor<4xui8>, tensor<4xi32>, tensor<4xi
   %2 = tessel.cast %x : tensor<4xf32> -> tensor<4xi1>
   return %0, %1, %2 : tensor<4xui8>, tensor<4xi32>, tensor<4xi1>
 }
+
+// -----
+
+// Comparisons give i1 (unsigned integers compare unsigned); where selects
+// with three-way broadcasting.
+// CHECK-LABEL: @compare_where
+// CHECK: arith.cmpi ult, %{{.+}}, %{{.+}} : i8
+// CHECK: linalg.generic
+// CHECK: arith.select %{{.+}}, %{{.+}}, %{{.+}} : f32
+func.func @compare_where(%a: tensor<4xui8>, %b: tensor<ui8>, %x: tensor<2x4xf32>, %y: tensor<f32>) -> tensor<2x4xf32> {
+  %0 = tessel.compare "lt", %a, %b : (tensor<4xui8>, tensor<ui8>) -> tensor<4xi1>
+  %1 = tessel.where %0, %x, %y : (tensor<4xi1>, tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  return %1 : tensor<2x4xf32>
+}

@@ -231,3 +231,11 @@ func.func @pow_int(%a: tensor<2xi32>) -> tensor<2xi32> {
   %0 = tessel.pow %a, %a : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
   return %0 : tensor<2xi32>
 }
+
+// -----
+
+func.func @compare_predicate(%a: tensor<2xf32>) -> tensor<2xi1> {
+  // expected-error @+1 {{unknown predicate 'ne' (expected eq, lt, le, gt or ge)}}
+  %0 = tessel.compare "ne", %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+  return %0 : tensor<2xi1>
+}

@@ -61,3 +61,21 @@ func.func @depthwise(%input: tensor<1x8x18x18xf32>, %filter: tensor<8x3x3xf32>,
       outs(%init : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
   return %0 : tensor<1x8x8x8xf32>
 }
+
+// -----
+
+// Booleans are bytes in memory while LLVM stores vectors of i1 as packed
+// bits, so ops on i1 are not vectorized.
+// CHECK-LABEL: @booleans
+// CHECK-NOT: vector.transfer_write
+// CHECK: linalg.generic
+func.func @booleans(%x: tensor<64xf32>, %init: tensor<64xi1>) -> tensor<64xi1> {
+  %zero = arith.constant 0.0 : f32
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%init : tensor<64xi1>) {
+  ^bb0(%in: f32, %out: i1):
+    %c = arith.cmpf olt, %in, %zero : f32
+    linalg.yield %c : i1
+  } -> tensor<64xi1>
+  return %0 : tensor<64xi1>
+}
