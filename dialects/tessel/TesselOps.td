@@ -220,6 +220,34 @@ def Tessel_WhereOp : Tessel_Op<"where", [InferTypeOpAdaptor,
   }];
 }
 
+/// Boolean logic with broadcasting.
+class Tessel_LogicalOp<string mnemonic, string onnxName>
+    : Tessel_BroadcastBinaryOp<mnemonic> {
+  let summary = "Elementwise logical " # mnemonic # " with broadcasting (ONNX " #
+                onnxName # ")";
+  let description = "```mlir\n%0 = tessel." # mnemonic #
+                    " %a, %b : (tensor<4xi1>, tensor<i1>) -> tensor<4xi1>\n```";
+  let arguments = (ins RankedTensorOf<[I1]>:$lhs, RankedTensorOf<[I1]>:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let hasFolder = 0;
+}
+
+def Tessel_AndOp : Tessel_LogicalOp<"and", "And">;
+def Tessel_OrOp : Tessel_LogicalOp<"or", "Or">;
+def Tessel_XorOp : Tessel_LogicalOp<"xor", "Xor">;
+
+def Tessel_NotOp : Tessel_Op<"not", [SameOperandsAndResultType, Tessel_ElementwiseMap]> {
+  let summary = "Elementwise logical negation (ONNX Not)";
+  let description = [{
+    ```mlir
+    %0 = tessel.not %a : tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$input);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def Tessel_MinOp : Tessel_BroadcastBinaryOp<"min"> {
   let summary = "Elementwise minimum with broadcasting (ONNX Min)";
   let description = [{

@@ -48,6 +48,18 @@ Value ScalarBuilder::pow(Value base, Value exponent) {
   return math::PowFOp::create(b, loc, base, exponent);
 }
 
+Value ScalarBuilder::bitAnd(Value lhs, Value rhs) {
+  return arith::AndIOp::create(b, loc, lhs, rhs);
+}
+
+Value ScalarBuilder::bitOr(Value lhs, Value rhs) {
+  return arith::OrIOp::create(b, loc, lhs, rhs);
+}
+
+Value ScalarBuilder::bitXor(Value lhs, Value rhs) {
+  return arith::XOrIOp::create(b, loc, lhs, rhs);
+}
+
 Value ScalarBuilder::min(Value lhs, Value rhs) {
   if (isFloat())
     return arith::MinimumFOp::create(b, loc, lhs, rhs);

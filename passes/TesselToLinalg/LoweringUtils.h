@@ -28,6 +28,9 @@ public:
   mlir::Value max(mlir::Value lhs, mlir::Value rhs);
   mlir::Value min(mlir::Value lhs, mlir::Value rhs);
   mlir::Value pow(mlir::Value base, mlir::Value exponent); // floats only
+  mlir::Value bitAnd(mlir::Value lhs, mlir::Value rhs);      // integers only
+  mlir::Value bitOr(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value bitXor(mlir::Value lhs, mlir::Value rhs);
   mlir::Value constant(double value);
   /// The value that no element is smaller than (-inf or the minimum).
   mlir::Value lowest();

@@ -265,6 +265,14 @@ void registerElementwiseHandlers(OpRegistry &registry) {
     });
   }
   registry.on("Where", 9, importWhere);
+  registry.on("And", 7, importBinary<AndOp>);
+  registry.on("Or", 7, importBinary<OrOp>);
+  registry.on("Xor", 7, importBinary<XorOp>);
+  registry.on("Not", 1, [](NodeImporter &node) {
+    Value input = node.input(0);
+    node.setOutput(0, NotOp::create(node.builder(), node.loc(), input.getType(), input));
+    return success();
+  });
   registry.on("Clip", 6, importClip6);
   registry.on("Clip", 11, importClip11);
   registry.on("Dropout", 1, importDropout);

@@ -107,3 +107,16 @@ func.func @compare_where(%a: tensor<4xui8>, %b: tensor<ui8>, %x: tensor<2x4xf32>
   %1 = tessel.where %0, %x, %y : (tensor<4xi1>, tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
   return %1 : tensor<2x4xf32>
 }
+
+// -----
+
+// Boolean logic is integer logic on i1; not is xor with true.
+// CHECK-LABEL: @logic
+// CHECK: arith.xori
+// CHECK: linalg.generic
+// CHECK: arith.andi
+func.func @logic(%a: tensor<4xi1>, %b: tensor<i1>) -> tensor<4xi1> {
+  %0 = tessel.not %a : tensor<4xi1>
+  %1 = tessel.and %0, %b : (tensor<4xi1>, tensor<i1>) -> tensor<4xi1>
+  return %1 : tensor<4xi1>
+}
