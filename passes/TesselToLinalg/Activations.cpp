@@ -1,4 +1,4 @@
-//===- Activations.cpp - Unary math and activations to linalg.generic -----===//
+//===- Activations.cpp - Unary math, logic and activations to linalg ------===//
 //
 // Each op becomes a generic whose body computes the function from arith and
 // math ops. Functions without a math op of their own are written with the
@@ -112,6 +112,11 @@ void populateMath(RewritePatternSet &patterns, const TypeConverter &converter) {
   addUnary<NegOp>(patterns, converter,
                   [](ScalarBuilder &, OpBuilder &b, Location loc, Value x,
                      NegOp) { return neg(b, loc, x); });
+  addUnary<NotOp>(patterns, converter, [](ScalarBuilder &, OpBuilder &b,
+                                          Location loc, Value x, NotOp) {
+    Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    return arith::XOrIOp::create(b, loc, x, one).getResult();
+  });
   addUnary<ReciprocalOp>(patterns, converter,
                          [](ScalarBuilder &s, OpBuilder &, Location, Value x,
                             ReciprocalOp) { return s.div(s.constant(1.0), x); });

@@ -229,23 +229,6 @@ struct CompareLowering : OpConversionPattern<CompareOp> {
   }
 };
 
-struct NotLowering : OpConversionPattern<NotOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(NotOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), op.getType(), {adaptor.getInput()},
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
-          return arith::XOrIOp::create(b, loc, args[0], one).getResult();
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
 struct WhereLowering : OpConversionPattern<WhereOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -300,7 +283,7 @@ void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
                BinaryLowering<PowOp, &ScalarBuilder::pow>, CastLowering,
                BinaryLowering<AndOp, &ScalarBuilder::bitAnd>,
                BinaryLowering<OrOp, &ScalarBuilder::bitOr>,
-               BinaryLowering<XorOp, &ScalarBuilder::bitXor>, NotLowering,
+               BinaryLowering<XorOp, &ScalarBuilder::bitXor>,
                CompareLowering, WhereLowering,
                ClipLowering,
                BatchNormLowering, ConstantLowering>(converter, context);

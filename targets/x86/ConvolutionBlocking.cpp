@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/x86/ConvolutionBlocking.h"
+#include "targets/x86/RegisterBudget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -100,11 +101,9 @@ LogicalResult registerBlockConvolution(RewriterBase &rewriter,
   // below around the block so that the accumulators are their iter_args.
   unsigned channelDim = depthwise ? 3 : 1;
   unsigned columnDim = depthwise ? 2 : 3;
-  // x86 has 16 vector registers with AVX2 and 32 with AVX-512; a few stay
-  // free for the input rows and the broadcast filter scalars.
-  int64_t registers = width >= 16 ? 28 : 12;
-  BlockShape shape = chooseBlock(extents[channelDim], extents[columnDim],
-                                 width, registers, depthwise);
+  BlockShape shape =
+      chooseBlock(extents[channelDim], extents[columnDim], width,
+                  accumulatorRegisters(width), depthwise);
   int64_t channels = shape.channels, columns = shape.columns;
   SmallVector<int64_t> tiles(extents.size(), 0);
   std::fill_n(tiles.begin(), 4, 1);

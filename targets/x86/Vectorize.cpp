@@ -2,6 +2,7 @@
 
 #include "targets/x86/ConvolutionBlocking.h"
 #include "targets/x86/Passes.h"
+#include "targets/x86/RegisterBudget.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -64,12 +65,11 @@ std::optional<SmallVector<int64_t>> vectorTiles(linalg::LinalgOp op,
       linalg::inferContractionDims(op);
   if (succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
       dims->k.size() == 1 && isa<linalg::GenericOp>(op.getOperation())) {
-    // Accumulator registers: 12 of AVX2's 16, 28 of AVX-512's 32. Few rows
-    // (a matrix-vector product) get wider rows, so that enough independent
-    // FMAs hide their latency.
-    int64_t registers = width >= 16 ? 28 : 12;
+    // Few rows (a matrix-vector product) get wider rows, so that enough
+    // independent FMAs hide their latency.
     int64_t m = divisorTile(extents[dims->m.front()], 6, 1);
-    int64_t rowRegisters = std::max<int64_t>(2, registers / m);
+    int64_t rowRegisters =
+        std::max<int64_t>(2, accumulatorRegisters(width) / m);
     tiles[dims->m.front()] = m;
     tiles[dims->n.front()] =
         divisorTile(extents[dims->n.front()], rowRegisters * width, width);
@@ -92,8 +92,7 @@ struct TesselX86VectorizePass
 
     IRRewriter rewriter(context);
     for (linalg::LinalgOp op : ops) {
-      if (isa<linalg::ConvolutionOpInterface>(op.getOperation()) &&
-          succeeded(registerBlockConvolution(rewriter, op, vectorWidth)))
+      if (succeeded(registerBlockConvolution(rewriter, op, vectorWidth)))
         continue;
       std::optional<SmallVector<int64_t>> tiles = vectorTiles(op, vectorWidth);
       if (!tiles)
