@@ -2,6 +2,8 @@
 
 #include "compiler/onnx/NodeImporter.h"
 
+#include "dialects/tessel/TesselDialect.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 
@@ -62,6 +64,29 @@ ElementsAttr NodeImporter::constantInput(size_t i) const {
 
 RankedTensorType NodeImporter::inputType(size_t i) const {
   return cast<RankedTensorType>(input(i).getType());
+}
+
+std::optional<SmallVector<int64_t>>
+NodeImporter::constantInts(size_t i, llvm::StringRef role) {
+  ElementsAttr constant = constantInput(i);
+  if (!constant) {
+    std::string message = "the " + role.str() + " input must be a constant";
+    // A graph input can be given its value at compile time.
+    if (auto argument = dyn_cast_or_null<BlockArgument>(input(i)))
+      message += " (graph input " + std::to_string(argument.getArgNumber()) +
+                 ", '" + nodeProto.input(i) + "': --freeze-input " +
+                 nodeProto.input(i) + "=VALUE.pb fixes it)";
+    (void)unsupported(message);
+    return std::nullopt;
+  }
+  if (!isa<IntegerType>(constant.getElementType())) {
+    (void)unsupported("the " + role + " input must hold integers");
+    return std::nullopt;
+  }
+  SmallVector<int64_t> values;
+  for (const APInt &value : constant.getValues<APInt>())
+    values.push_back(value.getSExtValue());
+  return values;
 }
 
 bool NodeImporter::outputUsed(size_t i) const {
@@ -188,6 +213,31 @@ Value NodeImporter::inferResultType(Operation *op) {
   }
   op->getResult(0).setType(types.front());
   return op->getResult(0);
+}
+
+LogicalResult NodeImporter::setInferredOutput(size_t i, Value value) {
+  if (!value)
+    return failure();
+  setOutput(i, value);
+  return success();
+}
+
+Value NodeImporter::splatConstant(Type elementType, double value,
+                                  ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, elementType);
+  Attribute element;
+  if (auto floatType = dyn_cast<FloatType>(elementType))
+    element = b.getFloatAttr(floatType, value);
+  else
+    element = b.getIntegerAttr(elementType, APInt(elementType.getIntOrFloatBitWidth(),
+                                                  int64_t(value), /*isSigned=*/true));
+  return ConstantOp::create(b, location, DenseElementsAttr::get(type, element));
+}
+
+Value NodeImporter::int64Constant(ArrayRef<int64_t> values,
+                                  ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, b.getI64Type());
+  return ConstantOp::create(b, location, DenseElementsAttr::get(type, values));
 }
 
 LogicalResult NodeImporter::unsupported(const llvm::Twine &reason) {

@@ -73,11 +73,26 @@ public:
   mlir::ElementsAttr constantInput(size_t i) const;
   /// Input `i`'s ranked tensor type (the input must be present).
   mlir::RankedTensorType inputType(size_t i) const;
+  /// The integers of input `i`, which must be known at compile time; `role`
+  /// names it in the message recorded otherwise ("the axes input must be a
+  /// constant", with a hint when it is a graph input that can be frozen).
+  std::optional<llvm::SmallVector<int64_t>> constantInts(size_t i,
+                                                         llvm::StringRef role);
 
   size_t numOutputs() const { return nodeProto.output_size(); }
   /// True if output `i` exists and is consumed.
   bool outputUsed(size_t i) const;
   void setOutput(size_t i, mlir::Value value);
+  /// Sets output `i` to `value`, or fails if it is null (a createInferred
+  /// that recorded why).
+  mlir::LogicalResult setInferredOutput(size_t i, mlir::Value value);
+
+  /// A constant tensor of `shape` filled with `value` in `elementType`.
+  mlir::Value splatConstant(mlir::Type elementType, double value,
+                            llvm::ArrayRef<int64_t> shape = {});
+  /// A constant i64 tensor of `shape` holding `values`.
+  mlir::Value int64Constant(llvm::ArrayRef<int64_t> values,
+                            llvm::ArrayRef<int64_t> shape);
   llvm::ArrayRef<mlir::Value> outputs() const { return outputValues; }
 
   // Attributes. Each getter marks the attribute as understood.

@@ -10,6 +10,7 @@
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/onnx/NodeImporter.h"
 #include "compiler/onnx/TensorProto.h"
+#include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -150,7 +151,10 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
                            " but the model fixes it to " +
                            llvm::Twine(dim.dim_value()));
       shape.push_back(wanted);
-    } else if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    } else if (dim.has_dim_value() && dim.dim_value() == 0) {
+      return importError("graph input '" + name + "' dimension " +
+                         llvm::Twine(i) + " is 0; empty tensors are not supported");
+    } else if (dim.has_dim_value() && dim.dim_value() > 0) {
       shape.push_back(dim.dim_value());
     } else {
       std::string symbol = dim.has_dim_param() ? "'" + dim.dim_param() + "'"
@@ -303,6 +307,18 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
       if (importer.outputUsed(i) && !importer.outputs()[i])
         reasons.push_back("output " + std::to_string(i) + " ('" + node.output(i) +
                           "') is not supported");
+  // Code generation assumes every computed tensor has elements; constants
+  // without any (an empty axes list) are only read at import.
+  if (reasons.empty())
+    for (int i = 0; i < node.output_size(); ++i) {
+      Value value = importer.outputs()[i];
+      auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
+      if (type && type.hasStaticShape() && type.getNumElements() == 0 &&
+          !matchPattern(value, m_Constant()))
+        reasons.push_back("output '" + node.output(i) + "' would have no elements " +
+                          formatShape(type.getShape()) +
+                          "; empty tensors are not supported");
+    }
   // The ops' verifiers state the remaining typing rules.
   if (reasons.empty()) {
     ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
@@ -407,6 +423,49 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   return module;
 }
 
+/// Turns each frozen graph input into an initializer holding the value read
+/// from its file, after checking that the value fits the declared input.
+llvm::Error freezeInputs(onnx::ModelProto &model, const std::string &path,
+                         const std::map<std::string, std::string> &frozen) {
+  onnx::GraphProto &graph = *model.mutable_graph();
+  for (const auto &entry : frozen) {
+    const std::string &name = entry.first, &file = entry.second;
+    auto declared = llvm::find_if(graph.input(), [&](const onnx::ValueInfoProto &input) {
+      return input.name() == name;
+    });
+    if (declared == graph.input().end())
+      return importError(path + ": --freeze-input names '" + name +
+                         "', which is not a graph input");
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
+        llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    if (!bytes)
+      return importError(file + ": cannot read: " + bytes.getError().message());
+    onnx::TensorProto value;
+    llvm::StringRef data = (*bytes)->getBuffer();
+    if (!value.ParseFromArray(data.data(), data.size()))
+      return importError(file + ": not an ONNX TensorProto");
+    const onnx::TypeProto_Tensor &type = declared->type().tensor_type();
+    if (type.elem_type() != value.data_type())
+      return importError(file + ": holds " +
+                         onnx_import::dataTypeName(value.data_type()) +
+                         " but graph input '" + name + "' is " +
+                         onnx_import::dataTypeName(type.elem_type()));
+    if (type.has_shape()) {
+      bool fits = type.shape().dim_size() == value.dims_size();
+      for (int i = 0; fits && i < value.dims_size(); ++i)
+        fits = !type.shape().dim(i).has_dim_value() ||
+               type.shape().dim(i).dim_value() == value.dims(i);
+      if (!fits)
+        return importError(file + ": its shape does not fit graph input '" +
+                           name + "'");
+    }
+    value.set_name(name);
+    *graph.add_initializer() = std::move(value);
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<OwningOpRef<ModuleOp>>
@@ -423,6 +482,8 @@ importOnnxModel(MLIRContext &context, llvm::StringRef path,
     return importError(path + ": not an ONNX model (the protobuf does not parse)");
   if (!model.has_graph())
     return importError(path + ": the model has no graph");
+  if (llvm::Error error = freezeInputs(model, path.str(), options.frozenInputs))
+    return std::move(error);
   GraphImporter importer(context, model, path, options);
   return importer.run();
 }

@@ -17,6 +17,10 @@ struct ImportOptions {
   /// Shapes for graph inputs, replacing symbolic (dim_param) dimensions:
   /// input name -> full shape.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Graph inputs given their value at compile time: input name -> path of
+  /// a TensorProto file. Such an input becomes a constant and leaves the
+  /// compiled signature (shape tensors and axes that ops need statically).
+  std::map<std::string, std::string> frozenInputs;
 };
 
 /// Imports the ONNX model at `path` into a module holding one public

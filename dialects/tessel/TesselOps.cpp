@@ -344,6 +344,66 @@ LogicalResult SoftmaxOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// The input shape without the reduced axes, after checking them.
+static FailureOr<SmallVector<int64_t>>
+reducedShape(std::optional<Location> loc, RankedTensorType input,
+             ArrayRef<int64_t> axes) {
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t axis : axes) {
+    if (axis < 0 || axis >= input.getRank())
+      return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                               input.getRank());
+    if (!seen.insert(axis).second)
+      return emitOptionalError(loc, "axis ", axis, " is reduced twice");
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < input.getRank(); ++i)
+    if (!seen.contains(i))
+      shape.push_back(input.getDimSize(i));
+  return shape;
+}
+
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  FailureOr<SmallVector<int64_t>> shape = reducedShape(loc, input, adaptor.getAxes());
+  if (failed(shape))
+    return failure();
+  inferred.push_back(RankedTensorType::get(*shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  if (!llvm::is_contained({"sum", "prod", "max", "min"}, getKind()))
+    return emitOpError("kind must be sum, prod, max or min, not '")
+           << getKind() << "'";
+  return reducedShape(getLoc(), getInput().getType(), getAxes());
+}
+
+LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  FailureOr<SmallVector<int64_t>> shape =
+      reducedShape(loc, input, {static_cast<int64_t>(adaptor.getAxis())});
+  if (failed(shape))
+    return failure();
+  inferred.push_back(RankedTensorType::get(*shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+LogicalResult ArgReduceOp::verify() {
+  if (getKind() != "max" && getKind() != "min")
+    return emitOpError("kind must be max or min, not '") << getKind() << "'";
+  return verifyAxis(*this, getAxis(), getInput().getType().getRank());
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 

@@ -616,6 +616,54 @@ def Tessel_SoftmaxOp : Tessel_Op<"softmax", [SameOperandsAndResultType]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Tessel_ReduceOp : Tessel_Op<"reduce", [InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Sum, product, maximum or minimum over some axes (ONNX Reduce*)";
+  let description = [{
+    `kind` is `sum`, `prod`, `max` or `min`; `axes` are distinct and
+    non-negative, and the reduced axes are dropped from the result (the
+    importer reshapes for ONNX's keepdims). ReduceMean, ReduceL1, ReduceL2,
+    ReduceLogSum, ReduceLogSumExp and ReduceSumSquare are imported as
+    elementwise maps around a sum or a max. Reducing no axes is the identity.
+
+    ```mlir
+    %0 = tessel.reduce sum, %x {axes = array<i64: 1>}
+        : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, Tessel_Tensor:$input,
+                       DenseI64ArrayAttr:$axes);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = [{
+    $kind `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_ArgReduceOp : Tessel_Op<"arg_reduce", [InferTypeOpAdaptor]> {
+  let summary = "Index of the maximum or minimum along one axis (ONNX ArgMax, ArgMin)";
+  let description = [{
+    `kind` is `max` or `min`. Ties give the first index, or the last with
+    `select_last`. The axis is dropped from the i64 result.
+
+    ```mlir
+    %0 = tessel.arg_reduce max, %x {axis = 1 : i64, select_last = false}
+        : (tensor<2x3xf32>) -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, Tessel_Tensor:$input, I64Attr:$axis,
+                       BoolAttr:$select_last);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $kind `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 

@@ -128,7 +128,7 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
 /// types (their signedness picks the arith op), `x` is signless.
 Value castScalar(OpBuilder &b, Location loc, Value x, Type from, Type to,
                  Type signlessTo) {
-  bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
+  bool fromUnsigned = hasUnsignedElements(from);
   if (isa<FloatType>(from)) {
     if (to.isInteger(1)) {
       Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(from, 0.0));
@@ -217,7 +217,7 @@ struct CompareLowering : OpConversionPattern<CompareOp> {
   matchAndRewrite(CompareOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Type elementType = op.getLhs().getType().getElementType();
-    bool isUnsigned = elementType.isUnsignedInteger() || elementType.isInteger(1);
+    bool isUnsigned = hasUnsignedElements(elementType);
     Value result = buildElementwise(
         rewriter, op.getLoc(), op.getType(), {adaptor.getLhs(), adaptor.getRhs()},
         [&](OpBuilder &b, Location loc, ValueRange args) {

@@ -87,8 +87,21 @@ Value ScalarBuilder::lowest() {
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, value));
 }
 
+Value ScalarBuilder::highest() {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc,
+        b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                  /*Negative=*/false)));
+  unsigned width = type.getIntOrFloatBitWidth();
+  APInt value = isUnsigned ? APInt::getMaxValue(width)
+                           : APInt::getSignedMaxValue(width);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, value));
+}
+
 bool hasUnsignedElements(Type tesselType) {
-  return getElementTypeOrSelf(tesselType).isUnsignedInteger();
+  Type element = getElementTypeOrSelf(tesselType);
+  return element.isUnsignedInteger() || element.isInteger(1);
 }
 
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type) {

@@ -34,6 +34,8 @@ public:
   mlir::Value constant(double value);
   /// The value that no element is smaller than (-inf or the minimum).
   mlir::Value lowest();
+  /// The value that no element is larger than (+inf or the maximum).
+  mlir::Value highest();
 
 private:
   mlir::OpBuilder &b;
@@ -42,7 +44,8 @@ private:
   bool isUnsigned;
 };
 
-/// True if the tessel-level tensor type has unsigned integer elements.
+/// True if the tessel-level type (a tensor or an element) has unsigned
+/// integer elements; booleans count as unsigned (true is 1, not -1).
 bool hasUnsignedElements(mlir::Type tesselType);
 
 /// A tensor.empty of the given static type.

@@ -36,6 +36,7 @@ void populateTesselToLinalgPatterns(const TypeConverter &converter,
   populateActivationsToLinalgPatterns(converter, patterns);
   populateContractionToLinalgPatterns(converter, patterns);
   populateWindowToLinalgPatterns(converter, patterns);
+  populateReductionToLinalgPatterns(converter, patterns);
   populateDataMovementToLinalgPatterns(converter, patterns);
 }
 

@@ -27,6 +27,8 @@ void populateContractionToLinalgPatterns(const mlir::TypeConverter &converter,
                                          mlir::RewritePatternSet &patterns);
 void populateWindowToLinalgPatterns(const mlir::TypeConverter &converter,
                                     mlir::RewritePatternSet &patterns);
+void populateReductionToLinalgPatterns(const mlir::TypeConverter &converter,
+                                       mlir::RewritePatternSet &patterns);
 void populateDataMovementToLinalgPatterns(const mlir::TypeConverter &converter,
                                           mlir::RewritePatternSet &patterns);
 

@@ -25,6 +25,8 @@ TIMEOUT = "timeout"
 OUTCOMES = (PASS, COMPILE_FAILURE, WRONG_RESULT, RUN_FAILURE, CRASH, TIMEOUT)
 
 _MAX_ABS_ERROR = re.compile(r"max abs error ([^,]+), max rel error ([^,]+)")
+# tessel-compile's hint for an input that an op needs at compile time.
+_FREEZE_HINT = re.compile(r"graph input (\d+), '([^']+)': --freeze-input")
 
 
 @dataclasses.dataclass
@@ -80,8 +82,19 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
     artifact = os.path.join(work_dir, name + ".tsl")
     compile_command = [os.path.join(tools_dir, "tessel-compile"),
                        os.path.join(model_dir, "model.onnx"), "-o", artifact, "-q"]
+    data_sets = sorted(d for d in os.listdir(model_dir)
+                       if d.startswith("test_data_set_"))
     code, output = _run(compile_command, timeout)
     log = [output]
+    frozen = _inputs_to_freeze(output, model_dir, data_sets) if code else []
+    if frozen:
+        # The test feeds axes, shapes or pads as inputs; the data gives them
+        # one value in every data set, so they are compiled in as constants.
+        for index, name in frozen:
+            compile_command += ["--freeze-input", "%s=%s" % (
+                name, os.path.join(model_dir, data_sets[0], "input_%d.pb" % index))]
+        code, output = _run(compile_command, timeout)
+        log.append(output)
     if code is None:
         return Outcome(TIMEOUT, "tessel-compile " + output.strip(), "".join(log))
     if code < 0:
@@ -90,8 +103,6 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
     if code != 0:
         return Outcome(COMPILE_FAILURE, _first_error(output), "".join(log))
 
-    data_sets = sorted(d for d in os.listdir(model_dir)
-                       if d.startswith("test_data_set_"))
     details = []
     for data_set in data_sets:
         code, output = _run([os.path.join(tools_dir, "tessel-run"), artifact,
@@ -109,4 +120,26 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
                                "".join(log))
             return Outcome(RUN_FAILURE, _first_error(output), "".join(log))
         details.append(_largest_error(output))
-    return Outcome(PASS, details[-1] if details else "no test data", "".join(log))
+    detail = details[-1] if details else "no test data"
+    if frozen:
+        detail += " (compiled with %s frozen)" % ", ".join(name for _, name in frozen)
+    return Outcome(PASS, detail, "".join(log))
+
+
+def _inputs_to_freeze(output, model_dir, data_sets):
+    """(index, name) of the graph inputs that tessel-compile asks to freeze,
+    if every data set gives each of them the same value; else []."""
+    hints = sorted(set((int(index), name) for index, name in _FREEZE_HINT.findall(output)))
+    if not hints or not data_sets:
+        return []
+    for index, _ in hints:
+        values = set()
+        for data_set in data_sets:
+            path = os.path.join(model_dir, data_set, "input_%d.pb" % index)
+            if not os.path.exists(path):
+                return []
+            with open(path, "rb") as file:
+                values.add(file.read())
+        if len(values) != 1:
+            return []
+    return hints

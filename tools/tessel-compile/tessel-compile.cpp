@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   std::string model, output;
   std::string target = "x86", cpu, emit = "artifact";
   int optLevel = 3;
-  std::vector<std::string> shapes;
+  std::vector<std::string> shapes, frozen;
   bool quiet = false;
   app.add_option("model", model, "ONNX model file")->required();
   app.add_option("-o,--output", output,
@@ -81,6 +81,9 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"tessel", "linalg", "llvm", "asm", "artifact"}));
   app.add_option("--shape", shapes,
                  "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
+  app.add_option("--freeze-input", frozen,
+                 "Give a graph input its value at compile time: NAME=VALUE.pb "
+                 "(an ONNX TensorProto); it leaves the artifact's inputs");
   app.add_flag("-q,--quiet", quiet, "Print no progress");
   CLI11_PARSE(app, argc, argv);
 
@@ -97,6 +100,15 @@ int main(int argc, char **argv) {
       return 2;
     }
     options.import.inputShapes[name.str()] = *parsed;
+  }
+  for (const std::string &entry : frozen) {
+    auto [name, file] = llvm::StringRef(entry).split('=');
+    if (name.empty() || file.empty()) {
+      llvm::errs() << "tessel-compile: --freeze-input expects NAME=VALUE.pb, got '"
+                   << entry << "'\n";
+      return 2;
+    }
+    options.import.frozenInputs[name.str()] = file.str();
   }
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {

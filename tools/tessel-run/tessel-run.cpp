@@ -76,6 +76,34 @@ void printTensor(const HostTensor &tensor, size_t limit) {
   std::printf("\n");
 }
 
+/// The inputs of an ONNX test-data folder. A folder may hold more inputs
+/// than the artifact takes, when some were frozen at compile time
+/// (--freeze-input); then they are matched by name and the rest skipped.
+std::vector<HostTensor> readTestInputs(const std::string &folder,
+                                       const std::vector<tsl::TensorInfo> &infos) {
+  namespace fs = std::filesystem;
+  std::vector<HostTensor> found;
+  for (size_t i = 0;; ++i) {
+    fs::path path = fs::path(folder) / ("input_" + std::to_string(i) + ".pb");
+    if (!fs::exists(path))
+      break;
+    found.push_back(tessel::run::readTensorProto(path.string()));
+  }
+  if (found.size() <= infos.size())
+    return found;
+  std::vector<HostTensor> selected;
+  for (const tsl::TensorInfo &info : infos) {
+    auto match = std::find_if(found.begin(), found.end(), [&](const HostTensor &tensor) {
+      return tensor.name == info.name;
+    });
+    if (match == found.end())
+      throw std::runtime_error("test data in " + folder + " has no input named '" +
+                               info.name + "'");
+    selected.push_back(std::move(*match));
+  }
+  return selected;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -108,9 +136,7 @@ int main(int argc, char **argv) {
     std::vector<HostTensor> inputs, expected;
     namespace fs = std::filesystem;
     if (!testData.empty()) {
-      for (size_t i = 0; i < inputInfos.size(); ++i)
-        inputs.push_back(tessel::run::readTensorProto(
-            (fs::path(testData) / ("input_" + std::to_string(i) + ".pb")).string()));
+      inputs = readTestInputs(testData, inputInfos);
       for (size_t i = 0; i < outputInfos.size(); ++i) {
         fs::path path = fs::path(testData) / ("output_" + std::to_string(i) + ".pb");
         if (fs::exists(path))

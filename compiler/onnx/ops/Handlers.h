@@ -10,6 +10,7 @@ namespace tessel::onnx_import {
 // One function per op family, each in the file of the same name.
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
+void registerReductionHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
 

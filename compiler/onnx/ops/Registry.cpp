@@ -9,6 +9,7 @@ const OpRegistry &onnxOpRegistry() {
     OpRegistry result;
     registerElementwiseHandlers(result);
     registerNeuralNetworkHandlers(result);
+    registerReductionHandlers(result);
     registerShapeHandlers(result);
     registerTensorHandlers(result);
     return result;

@@ -17,13 +17,6 @@ using namespace mlir;
 namespace tessel::onnx_import {
 namespace {
 
-Value int64Constant(NodeImporter &node, ArrayRef<int64_t> values,
-                    ArrayRef<int64_t> shape) {
-  OpBuilder &b = node.builder();
-  auto type = RankedTensorType::get(shape, b.getI64Type());
-  return ConstantOp::create(b, node.loc(), DenseElementsAttr::get(type, values));
-}
-
 /// Shape (opset 15 adds start and end, clamped like Python slices).
 LogicalResult importShape(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
@@ -40,7 +33,7 @@ LogicalResult importShape(NodeImporter &node) {
                               " of the input is not known at compile time");
     dims.push_back(type.getDimSize(i));
   }
-  node.setOutput(0, int64Constant(node, dims, {static_cast<int64_t>(dims.size())}));
+  node.setOutput(0, node.int64Constant(dims, {static_cast<int64_t>(dims.size())}));
   return success();
 }
 
@@ -48,7 +41,7 @@ LogicalResult importSize(NodeImporter &node) {
   std::optional<int64_t> count = elementCount(node.inputType(0).getShape());
   if (!count)
     return node.unsupported("the input's shape is not known at compile time");
-  node.setOutput(0, int64Constant(node, {*count}, {}));
+  node.setOutput(0, node.int64Constant({*count}, {}));
   return success();
 }
 
@@ -66,15 +59,10 @@ std::optional<std::vector<int64_t>> readAxes(NodeImporter &node, bool &given) {
     given = false;
     return std::vector<int64_t>();
   }
-  ElementsAttr constant = node.constantInput(1);
-  if (!constant) {
-    (void)node.unsupported("the axes input must be a constant");
+  std::optional<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
+  if (!axes)
     return std::nullopt;
-  }
-  std::vector<int64_t> axes;
-  for (const APInt &axis : constant.getValues<APInt>())
-    axes.push_back(axis.getSExtValue());
-  return axes;
+  return std::vector<int64_t>(axes->begin(), axes->end());
 }
 
 Value reshapeTo(NodeImporter &node, ArrayRef<int64_t> shape) {

@@ -93,13 +93,11 @@ LogicalResult importFlatten(NodeImporter &node) {
 /// dimension (unless allowzero) and one -1 takes what is left.
 LogicalResult importReshape(NodeImporter &node) {
   RankedTensorType inputType = node.inputType(0);
-  ElementsAttr shapeAttr = node.constantInput(1);
-  if (!shapeAttr)
-    return node.unsupported("the shape input must be a constant");
+  std::optional<SmallVector<int64_t>> constantShape = node.constantInts(1, "shape");
+  if (!constantShape)
+    return failure();
   bool allowZero = node.opset() >= 14 && node.intAttr("allowzero", 0) != 0;
-  SmallVector<int64_t> shape;
-  for (const APInt &dim : shapeAttr.getValues<APInt>())
-    shape.push_back(dim.getSExtValue());
+  SmallVector<int64_t> shape = *constantShape;
   std::optional<int64_t> total = elementCount(inputType.getShape());
   if (!total)
     return node.unsupported("the input must have a static shape");

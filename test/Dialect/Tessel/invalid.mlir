@@ -247,3 +247,27 @@ func.func @and_float(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = tessel.and %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @reduce_kind(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{kind must be sum, prod, max or min, not 'mean'}}
+  %0 = tessel.reduce "mean", %a {axes = array<i64: 1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @reduce_axis_twice(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{axis 1 is reduced twice}}
+  %0 = tessel.reduce "sum", %a {axes = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @arg_reduce_axis(%a: tensor<2x3xf32>) -> tensor<2xi64> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = tessel.arg_reduce "max", %a {axis = 2 : i64, select_last = false} : (tensor<2x3xf32>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}

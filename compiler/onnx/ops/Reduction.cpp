@@ -1,0 +1,259 @@
+//===- Reduction.cpp - Reduce*, ArgMax/ArgMin, LogSoftmax, Hardmax --------===//
+//
+// Every reduction is a tessel.reduce (sum, prod, max or min) with elementwise
+// maps around it: ReduceL2 is sqrt(sum(x * x)), ReduceLogSumExp is
+// log(sum(exp(x - max))) + max, and so on. Kept dimensions are a reshape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/TesselDialect.h"
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+/// The axes to reduce, sorted and non-negative; nullopt after recording why.
+/// Opsets before `axesInputSince` name them in an attribute, later ones in
+/// the optional second input. No axes means all of them, unless
+/// noop_with_empty_axes asks for the identity.
+std::optional<SmallVector<int64_t>> readReducedAxes(NodeImporter &node,
+                                                    int64_t axesInputSince) {
+  int64_t rank = node.inputType(0).getRank();
+  SmallVector<int64_t> axes;
+  bool noopWhenEmpty = false;
+  if (node.opset() >= axesInputSince) {
+    noopWhenEmpty = node.intAttr("noop_with_empty_axes", 0) != 0;
+    if (node.input(1)) {
+      std::optional<SmallVector<int64_t>> given = node.constantInts(1, "axes");
+      if (!given)
+        return std::nullopt;
+      axes = *given;
+    }
+  } else if (std::optional<std::vector<int64_t>> given = node.intsAttr("axes")) {
+    axes.assign(given->begin(), given->end());
+  }
+  if (axes.empty() && !noopWhenEmpty)
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  for (int64_t &axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized) {
+      (void)node.unsupported("axis " + Twine(axis) + " is out of range for rank " +
+                             Twine(rank));
+      return std::nullopt;
+    }
+    axis = *normalized;
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
+    (void)node.unsupported("an axis is listed twice");
+    return std::nullopt;
+  }
+  return axes;
+}
+
+/// `type`'s shape with the reduced axes set to 1 (ONNX's keepdims).
+RankedTensorType keptType(RankedTensorType type, ArrayRef<int64_t> axes,
+                          Type elementType) {
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t axis : axes)
+    shape[axis] = 1;
+  return RankedTensorType::get(shape, elementType);
+}
+
+/// The reduction as the node asks for it: `kind` over the axes, with
+/// `before` applied to each element and `after` to each result.
+enum class Reduction { Sum, Mean, Prod, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp };
+
+Value reduce(NodeImporter &node, StringRef kind, Value input, ArrayRef<int64_t> axes) {
+  return node.createInferred<ReduceOp>(node.builder().getStringAttr(kind), input,
+                                       node.builder().getDenseI64ArrayAttr(axes));
+}
+
+template <Reduction reduction>
+LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
+  RankedTensorType type = node.inputType(0);
+  Type elementType = type.getElementType();
+  bool isFloat = isa<FloatType>(elementType);
+  constexpr bool needsFloat = reduction == Reduction::L1 || reduction == Reduction::L2 ||
+                              reduction == Reduction::LogSum ||
+                              reduction == Reduction::LogSumExp;
+  if (needsFloat && !isFloat)
+    return node.unsupported("only floating-point inputs are supported");
+  std::optional<SmallVector<int64_t>> axes = readReducedAxes(node, axesInputSince);
+  if (!axes)
+    return failure();
+  bool keepDims = node.intAttr("keepdims", 1) != 0;
+  if (llvm::any_of(*axes, [&](int64_t axis) { return type.isDynamicDim(axis); }))
+    return node.unsupported("a reduced axis has a dimension unknown at compile time");
+
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value x = node.input(0);
+  Value result;
+  switch (reduction) {
+  case Reduction::Sum:
+  case Reduction::Mean:
+    result = reduce(node, "sum", x, *axes);
+    break;
+  case Reduction::Prod:
+    result = reduce(node, "prod", x, *axes);
+    break;
+  case Reduction::Max:
+    result = reduce(node, "max", x, *axes);
+    break;
+  case Reduction::Min:
+    result = reduce(node, "min", x, *axes);
+    break;
+  case Reduction::SumSquare:
+  case Reduction::L2:
+    result = reduce(node, "sum", MulOp::create(b, loc, type, x, x), *axes);
+    break;
+  case Reduction::L1:
+    result = reduce(node, "sum", AbsOp::create(b, loc, type, x), *axes);
+    break;
+  case Reduction::LogSum:
+    result = reduce(node, "sum", x, *axes);
+    break;
+  case Reduction::LogSumExp: {
+    // Shifting by the maximum keeps exp from overflowing.
+    Value max = reduce(node, "max", x, *axes);
+    if (!max)
+      return failure();
+    Value keptMax = ReshapeOp::create(b, loc, keptType(type, *axes, elementType), max);
+    Value shifted = node.createInferred<SubOp>(x, keptMax);
+    Value sum = reduce(node, "sum", ExpOp::create(b, loc, type, shifted), *axes);
+    if (!sum)
+      return failure();
+    result = node.createInferred<AddOp>(LogOp::create(b, loc, sum.getType(), sum), max);
+    break;
+  }
+  }
+  if (!result)
+    return failure();
+  auto resultType = cast<RankedTensorType>(result.getType());
+  if (reduction == Reduction::Mean) {
+    int64_t count = 1;
+    for (int64_t axis : *axes)
+      count *= type.getDimSize(axis);
+    result = DivOp::create(b, loc, resultType, result,
+                           node.splatConstant(elementType, double(count)));
+  } else if (reduction == Reduction::L2) {
+    result = SqrtOp::create(b, loc, resultType, result);
+  } else if (reduction == Reduction::LogSum) {
+    result = LogOp::create(b, loc, resultType, result);
+  }
+  if (keepDims)
+    result = ReshapeOp::create(b, loc, keptType(type, *axes, elementType), result);
+  node.setOutput(0, result);
+  return success();
+}
+
+/// Registers `reduction` for op `name`, whose axes became an input at
+/// `axesInputSince`.
+template <Reduction reduction>
+void registerReduce(OpRegistry &registry, StringRef name, int64_t axesInputSince) {
+  auto handler = [axesInputSince](NodeImporter &node) {
+    return importReduce<reduction>(node, axesInputSince);
+  };
+  registry.on(name, 1, handler);
+}
+
+LogicalResult importArgReduce(NodeImporter &node, StringRef kind) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", 0), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  bool selectLast = node.opset() >= 12 && node.intAttr("select_last_index", 0) != 0;
+  OpBuilder &b = node.builder();
+  Value result = node.createInferred<ArgReduceOp>(
+      b.getStringAttr(kind), node.input(0), b.getI64IntegerAttr(*axis),
+      b.getBoolAttr(selectLast));
+  if (!result)
+    return failure();
+  if (node.intAttr("keepdims", 1) != 0)
+    result = ReshapeOp::create(b, node.loc(), keptType(type, {*axis}, b.getI64Type()),
+                               result);
+  node.setOutput(0, result);
+  return success();
+}
+
+/// log(softmax(x)) = (x - max) - log(sum(exp(x - max))) along `axis`.
+Value logSoftmax(NodeImporter &node, Value x, int64_t axis) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto type = cast<RankedTensorType>(x.getType());
+  RankedTensorType kept = keptType(type, {axis}, type.getElementType());
+  Value max = reduce(node, "max", x, {axis});
+  Value shifted = node.createInferred<SubOp>(x, ReshapeOp::create(b, loc, kept, max));
+  Value sum = reduce(node, "sum", ExpOp::create(b, loc, type, shifted), {axis});
+  Value logSum = LogOp::create(b, loc, sum.getType(), sum);
+  return node.createInferred<SubOp>(shifted, ReshapeOp::create(b, loc, kept, logSum));
+}
+
+/// One-hot of the first maximum along `axis`, in x's element type.
+Value hardmax(NodeImporter &node, Value x, int64_t axis) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto type = cast<RankedTensorType>(x.getType());
+  Value index = node.createInferred<ArgReduceOp>(
+      b.getStringAttr("max"), x, b.getI64IntegerAttr(axis), b.getBoolAttr(false));
+  Value keptIndex =
+      ReshapeOp::create(b, loc, keptType(type, {axis}, b.getI64Type()), index);
+  // The position along the axis, broadcast over the others.
+  SmallVector<int64_t> positionShape(type.getRank(), 1);
+  positionShape[axis] = type.getDimSize(axis);
+  SmallVector<int64_t> positions(positionShape[axis]);
+  std::iota(positions.begin(), positions.end(), 0);
+  Value isMax = node.createInferred<CompareOp>(
+      b.getStringAttr("eq"), node.int64Constant(positions, positionShape), keptIndex);
+  return CastOp::create(b, loc, type, isMax);
+}
+
+/// Softmax-like ops: from opset 13 along one axis; before, over all axes
+/// from `axis` on (the input flattened to 2-D there).
+template <Value (*normalize)(NodeImporter &, Value, int64_t)>
+LogicalResult importAlongAxis(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  bool flattens = node.opset() < 13;
+  std::optional<int64_t> axis =
+      normalizeAxis(node.intAttr("axis", flattens ? 1 : -1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  if (!flattens || *axis == type.getRank() - 1) {
+    node.setOutput(0, normalize(node, node.input(0), *axis));
+    return success();
+  }
+  OpBuilder &b = node.builder();
+  Value flat = node.createInferred<FlattenOp>(node.input(0), b.getI64IntegerAttr(*axis));
+  if (!flat)
+    return failure();
+  Value normalized = normalize(node, flat, 1);
+  node.setOutput(0, ReshapeOp::create(b, node.loc(), type, normalized));
+  return success();
+}
+
+} // namespace
+
+void registerReductionHandlers(OpRegistry &registry) {
+  registerReduce<Reduction::Sum>(registry, "ReduceSum", 13);
+  registerReduce<Reduction::Mean>(registry, "ReduceMean", 18);
+  registerReduce<Reduction::Prod>(registry, "ReduceProd", 18);
+  registerReduce<Reduction::Max>(registry, "ReduceMax", 18);
+  registerReduce<Reduction::Min>(registry, "ReduceMin", 18);
+  registerReduce<Reduction::SumSquare>(registry, "ReduceSumSquare", 18);
+  registerReduce<Reduction::L1>(registry, "ReduceL1", 18);
+  registerReduce<Reduction::L2>(registry, "ReduceL2", 18);
+  registerReduce<Reduction::LogSum>(registry, "ReduceLogSum", 18);
+  registerReduce<Reduction::LogSumExp>(registry, "ReduceLogSumExp", 18);
+  registry.on("ArgMax", 1, [](NodeImporter &node) { return importArgReduce(node, "max"); });
+  registry.on("ArgMin", 1, [](NodeImporter &node) { return importArgReduce(node, "min"); });
+  registry.on("LogSoftmax", 1, importAlongAxis<logSoftmax>);
+  registry.on("Hardmax", 1, importAlongAxis<hardmax>);
+}
+
+} // namespace tessel::onnx_import
