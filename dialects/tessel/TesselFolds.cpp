@@ -269,6 +269,53 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+/// Strides of a row-major tensor of `shape`, in elements.
+static SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// The constant of `resultType` whose element at each index is `source`'s
+/// element at offset `sourceOffset(index)`: moves raw element bytes (bit-packed
+/// booleans go through attributes).
+static DenseElementsAttr
+rearrange(DenseElementsAttr source, RankedTensorType resultType,
+          function_ref<int64_t(ArrayRef<int64_t>)> sourceOffset) {
+  ArrayRef<int64_t> shape = resultType.getShape();
+  int64_t count = resultType.getNumElements();
+  SmallVector<int64_t> offsets;
+  offsets.reserve(count);
+  SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t linear = 0; linear < count; ++linear) {
+    offsets.push_back(sourceOffset(index));
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+      if (++index[i] < shape[i])
+        break;
+      index[i] = 0;
+    }
+  }
+  unsigned bitWidth = getElementTypeOrSelf(source.getType()).getIntOrFloatBitWidth();
+  if (bitWidth % 8 == 0) {
+    size_t elementBytes = bitWidth / 8;
+    ArrayRef<char> raw = source.getRawData();
+    std::vector<char> bytes;
+    bytes.reserve(count * elementBytes);
+    for (int64_t offset : offsets) {
+      auto element = raw.slice(offset * elementBytes, elementBytes);
+      bytes.insert(bytes.end(), element.begin(), element.end());
+    }
+    return DenseElementsAttr::getFromRawBuffer(resultType, bytes);
+  }
+  auto values = llvm::to_vector(source.getValues<Attribute>());
+  SmallVector<Attribute> picked;
+  picked.reserve(count);
+  for (int64_t offset : offsets)
+    picked.push_back(values[offset]);
+  return DenseElementsAttr::get(resultType, picked);
+}
+
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPerm();
   if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
@@ -288,45 +335,85 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     return {};
   if (dense.isSplat())
     return dense.resizeSplat(getType());
-  // Walk the result in row-major order and read the operand through perm,
-  // moving raw element bytes (booleans are bit-packed: through attributes).
-  ArrayRef<int64_t> inputShape = getInput().getType().getShape();
-  int64_t rank = inputShape.size();
-  SmallVector<int64_t> inputStrides(rank, 1);
-  for (int64_t i = rank - 2; i >= 0; --i)
-    inputStrides[i] = inputStrides[i + 1] * inputShape[i + 1];
-  ArrayRef<int64_t> resultShape = getType().getShape();
-  auto forEachSourceOffset = [&](auto visit) {
-    SmallVector<int64_t> index(rank, 0);
-    for (int64_t linear = 0; linear < dense.getNumElements(); ++linear) {
-      int64_t offset = 0;
-      for (int64_t i = 0; i < rank; ++i)
-        offset += index[i] * inputStrides[perm[i]];
-      visit(offset);
-      for (int64_t i = rank - 1; i >= 0; --i) {
-        if (++index[i] < resultShape[i])
-          break;
-        index[i] = 0;
-      }
-    }
-  };
-  unsigned bitWidth = getElementTypeOrSelf(dense.getType()).getIntOrFloatBitWidth();
-  if (bitWidth % 8 == 0) {
-    size_t elementBytes = bitWidth / 8;
-    ArrayRef<char> raw = dense.getRawData();
-    std::vector<char> transposed;
-    transposed.reserve(raw.size());
-    forEachSourceOffset([&](int64_t offset) {
-      auto element = raw.slice(offset * elementBytes, elementBytes);
-      transposed.insert(transposed.end(), element.begin(), element.end());
-    });
-    return DenseElementsAttr::getFromRawBuffer(getType(), transposed);
+  SmallVector<int64_t> strides = rowMajorStrides(getInput().getType().getShape());
+  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+    int64_t offset = 0;
+    for (auto [i, axis] : llvm::enumerate(perm))
+      offset += index[i] * strides[axis];
+    return offset;
+  });
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType() &&
+      llvm::all_of(getStarts(), [](int64_t start) { return start == 0; }) &&
+      llvm::all_of(getSteps(), [](int64_t step) { return step == 1; }))
+    return getInput();
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  if (!dense || !getType().hasStaticShape() ||
+      getType().getNumElements() > kMaxFoldedElements)
+    return {};
+  if (dense.isSplat())
+    return dense.resizeSplat(getType());
+  SmallVector<int64_t> strides = rowMajorStrides(getInput().getType().getShape());
+  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+    int64_t offset = 0;
+    for (auto [i, position] : llvm::enumerate(index))
+      offset += (getStarts()[i] + position * getSteps()[i]) * strides[i];
+    return offset;
+  });
+}
+
+OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getData());
+  auto indices = dyn_cast_if_present<DenseElementsAttr>(adaptor.getIndices());
+  if (!dense || !indices || !getType().hasStaticShape() ||
+      getType().getNumElements() > kMaxFoldedElements)
+    return {};
+  int64_t axis = getAxis();
+  ArrayRef<int64_t> dataShape = getData().getType().getShape();
+  SmallVector<int64_t> strides = rowMajorStrides(dataShape);
+  SmallVector<int64_t> positions;
+  for (const APInt &value : indices.getValues<APInt>()) {
+    int64_t position = value.getSExtValue();
+    if (position < 0)
+      position += dataShape[axis];
+    if (position < 0 || position >= dataShape[axis])
+      return {}; // the run-time lowering clamps; leave bad indices to it
+    positions.push_back(position);
   }
-  auto values = llvm::to_vector(dense.getValues<Attribute>());
-  SmallVector<Attribute> transposed;
-  transposed.reserve(values.size());
-  forEachSourceOffset([&](int64_t offset) { transposed.push_back(values[offset]); });
-  return DenseElementsAttr::get(getType(), transposed);
+  int64_t indexRank = getIndices().getType().getRank();
+  SmallVector<int64_t> indexStrides = rowMajorStrides(getIndices().getType().getShape());
+  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+    int64_t offset = 0, indexOffset = 0;
+    for (int64_t i = 0; i < axis; ++i)
+      offset += index[i] * strides[i];
+    for (int64_t i = 0; i < indexRank; ++i)
+      indexOffset += index[axis + i] * indexStrides[i];
+    offset += positions[indexOffset] * strides[axis];
+    for (int64_t i = axis + 1; i < static_cast<int64_t>(dataShape.size()); ++i)
+      offset += index[i - 1 + indexRank] * strides[i];
+    return offset;
+  });
+}
+
+OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  if (!dense || getType().getNumElements() > kMaxFoldedElements)
+    return {};
+  if (dense.isSplat())
+    return dense.resizeSplat(getType());
+  ArrayRef<int64_t> inputShape = getInput().getType().getShape();
+  SmallVector<int64_t> strides = rowMajorStrides(inputShape);
+  int64_t lead = getType().getRank() - inputShape.size();
+  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+    int64_t offset = 0;
+    for (auto [i, size] : llvm::enumerate(inputShape))
+      offset += (size == 1 ? 0 : index[lead + i]) * strides[i];
+    return offset;
+  });
 }
 
 OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {

@@ -58,7 +58,15 @@ TESSEL_BROADCAST_INFERENCE(PowOp)
 TESSEL_BROADCAST_INFERENCE(AndOp)
 TESSEL_BROADCAST_INFERENCE(OrOp)
 TESSEL_BROADCAST_INFERENCE(XorOp)
+TESSEL_BROADCAST_INFERENCE(BitShiftOp)
+TESSEL_BROADCAST_INFERENCE(ModOp)
 #undef TESSEL_BROADCAST_INFERENCE
+
+LogicalResult ModOp::verify() {
+  if (isa<FloatType>(getType().getElementType()) && !getFmod())
+    return emitOpError("needs fmod for floating-point operands");
+  return success();
+}
 
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
                                           std::optional<Location> loc,
@@ -471,6 +479,98 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult TransposeOp::verify() {
   return verifyPermutation(getLoc(), getPerm(), getInput().getType().getRank());
+}
+
+LogicalResult ExpandOp::verify() {
+  std::optional<Shape> broadcast =
+      broadcastShapes(getInput().getType().getShape(), getType().getShape());
+  if (!broadcast || ArrayRef<int64_t>(*broadcast) != getType().getShape())
+    return emitOpError("cannot broadcast ")
+           << formatShape(getInput().getType().getShape()) << " to "
+           << formatShape(getType().getShape());
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getType();
+  int64_t rank = input.getRank();
+  if (result.getRank() != rank || static_cast<int64_t>(getStarts().size()) != rank ||
+      static_cast<int64_t>(getSteps().size()) != rank)
+    return emitOpError("needs a start and a step for each of the ") << rank << " axes";
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t start = getStarts()[i], step = getSteps()[i];
+    int64_t extent = result.getDimSize(i), size = input.getDimSize(i);
+    if (step == 0)
+      return emitOpError("step of axis ") << i << " is 0";
+    if (extent == 0 || ShapedType::isDynamic(size) || ShapedType::isDynamic(extent))
+      continue;
+    int64_t last = start + (extent - 1) * step;
+    if (start < 0 || start >= size || last < 0 || last >= size)
+      return emitOpError("axis ") << i << " reads outside [0, " << size << ")";
+  }
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType data = rankedType(adaptor.getData());
+  RankedTensorType indices = rankedType(adaptor.getIndices());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             data.getRank());
+  Shape shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  inferred.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsOp::verify() {
+  RankedTensorType data = getData().getType(), indices = getIndices().getType();
+  if (data.getRank() != indices.getRank())
+    return emitOpError("data and indices must have the same rank");
+  return verifyAxis(*this, getAxis(), data.getRank());
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> pads = adaptor.getPads();
+  int64_t rank = input.getRank();
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    return emitOptionalError(loc, "pads has ", pads.size(), " entries, expected ",
+                             2 * rank);
+  Shape shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t size = input.getDimSize(i);
+    int64_t padded = ShapedType::isDynamic(size) ? size : size + pads[i] + pads[rank + i];
+    if (!ShapedType::isDynamic(padded) && padded < 0)
+      return emitOptionalError(loc, "pads crop axis ", i, " below size 0");
+    shape.push_back(padded);
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  if (!llvm::is_contained({"constant", "reflect", "edge", "wrap"}, getMode()))
+    return emitOpError("mode must be constant, reflect, edge or wrap, not '")
+           << getMode() << "'";
+  if (getValue().getType().getRank() != 0)
+    return emitOpError("value must be a scalar tensor");
+  if (getMode() == "reflect")
+    for (int64_t i = 0, rank = getInput().getType().getRank(); i < rank; ++i)
+      if (getInput().getType().getDimSize(i) < 2 &&
+          (getPads()[i] > 0 || getPads()[rank + i] > 0))
+        return emitOpError("reflect padding needs at least 2 elements on axis ") << i;
+  return success();
+}
+
+LogicalResult CumSumOp::verify() {
+  return verifyAxis(*this, getAxis(), getType().getRank());
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,

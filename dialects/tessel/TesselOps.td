@@ -220,15 +220,16 @@ def Tessel_WhereOp : Tessel_Op<"where", [InferTypeOpAdaptor,
   }];
 }
 
-/// Boolean logic with broadcasting.
+/// Boolean logic, or bitwise logic on integers, with broadcasting.
 class Tessel_LogicalOp<string mnemonic, string onnxName>
     : Tessel_BroadcastBinaryOp<mnemonic> {
-  let summary = "Elementwise logical " # mnemonic # " with broadcasting (ONNX " #
-                onnxName # ")";
+  let summary = "Elementwise logical or bitwise " # mnemonic #
+                " with broadcasting (ONNX " # onnxName # ", Bitwise" # onnxName # ")";
   let description = "```mlir\n%0 = tessel." # mnemonic #
                     " %a, %b : (tensor<4xi1>, tensor<i1>) -> tensor<4xi1>\n```";
-  let arguments = (ins RankedTensorOf<[I1]>:$lhs, RankedTensorOf<[I1]>:$rhs);
-  let results = (outs RankedTensorOf<[I1]>:$result);
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$lhs,
+                       RankedTensorOf<[AnyInteger]>:$rhs);
+  let results = (outs RankedTensorOf<[AnyInteger]>:$result);
   let hasFolder = 0;
 }
 
@@ -236,15 +237,53 @@ def Tessel_AndOp : Tessel_LogicalOp<"and", "And">;
 def Tessel_OrOp : Tessel_LogicalOp<"or", "Or">;
 def Tessel_XorOp : Tessel_LogicalOp<"xor", "Xor">;
 
+def Tessel_BitShiftOp : Tessel_BroadcastBinaryOp<"bit_shift"> {
+  let summary = "Elementwise shift of unsigned integers (ONNX BitShift)";
+  let description = [{
+    Shifts `lhs` left (`left = true`) or right by `rhs` bits; a shift by the
+    bit width or more gives 0.
+
+    ```mlir
+    %0 = tessel.bit_shift %a, %b {left = true} : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyUnsignedInteger]>:$lhs,
+                       RankedTensorOf<[AnyUnsignedInteger]>:$rhs, BoolAttr:$left);
+  let results = (outs RankedTensorOf<[AnyUnsignedInteger]>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 0;
+}
+
+def Tessel_ModOp : Tessel_BroadcastBinaryOp<"mod"> {
+  let summary = "Elementwise remainder with broadcasting (ONNX Mod)";
+  let description = [{
+    With `fmod` the remainder takes the sign of the dividend (C's fmod);
+    without, that of the divisor (Python's %), which ONNX allows for
+    integers only.
+
+    ```mlir
+    %0 = tessel.mod %a, %b {fmod = false} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$lhs, Tessel_Tensor:$rhs, BoolAttr:$fmod);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 0;
+  let hasVerifier = 1;
+}
+
 def Tessel_NotOp : Tessel_Op<"not", [SameOperandsAndResultType, Tessel_ElementwiseMap]> {
-  let summary = "Elementwise logical negation (ONNX Not)";
+  let summary = "Elementwise logical or bitwise negation (ONNX Not, BitwiseNot)";
   let description = [{
     ```mlir
     %0 = tessel.not %a : tensor<4xi1>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[I1]>:$input);
-  let results = (outs RankedTensorOf<[I1]>:$result);
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$input);
+  let results = (outs RankedTensorOf<[AnyInteger]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
@@ -717,6 +756,117 @@ def Tessel_TransposeOp : Tessel_Op<"transpose", [InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def Tessel_ExpandOp : Tessel_Op<"expand", [Tessel_ElementwiseMap,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Broadcast to a larger shape (ONNX Expand)";
+  let description = [{
+    The result type is the broadcast of the input's shape with ONNX's shape
+    operand, which the importer resolves.
+
+    ```mlir
+    %0 = tessel.expand %x : tensor<3x1xf32> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Tessel_SliceOp : Tessel_Op<"slice", [AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Strided window of a tensor (ONNX Slice, Split)";
+  let description = [{
+    result[i] = input[starts + i * steps] on every axis; steps may be
+    negative. The importer resolves ONNX's axes, clamping and negative
+    indices; the result type gives the extent of each axis.
+
+    ```mlir
+    %0 = tessel.slice %x {starts = array<i64: 0, 3>, steps = array<i64: 1, -1>}
+        : tensor<4x4xf32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Tessel_GatherOp : Tessel_Op<"gather", [InferTypeOpAdaptor,
+    AllElementTypesMatch<["data", "result"]>]> {
+  let summary = "Pick slices along an axis by index (ONNX Gather)";
+  let description = [{
+    result[p..., j..., q...] = data[p..., indices[j...], q...] where `axis`
+    is the indexed axis of `data`. Negative indices count from the end.
+
+    ```mlir
+    %0 = tessel.gather %data, %indices {axis = 0 : i64}
+        : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices,
+                       I64Attr:$axis);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Tessel_GatherElementsOp : Tessel_Op<"gather_elements", [
+    AllElementTypesMatch<["data", "result"]>, AllShapesMatch<["indices", "result"]>]> {
+  let summary = "Pick elements along an axis by index (ONNX GatherElements)";
+  let description = [{
+    result[i] = data[i with its `axis` entry replaced by indices[i]].
+
+    ```mlir
+    %0 = tessel.gather_elements %data, %indices {axis = 1 : i64}
+        : (tensor<2x2xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices,
+                       I64Attr:$axis);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tessel_PadOp : Tessel_Op<"pad", [InferTypeOpAdaptor,
+    AllElementTypesMatch<["input", "value", "result"]>]> {
+  let summary = "Pad every axis (ONNX Pad)";
+  let description = [{
+    `pads` holds the leading pads of every axis, then the trailing ones
+    (negative pads crop). `mode` is `constant` (with the scalar `value`),
+    `reflect`, `edge` or `wrap`.
+
+    ```mlir
+    %0 = tessel.pad %x, %zero {mode = "constant", pads = array<i64: 0, 1, 0, 1>}
+        : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, Tessel_Tensor:$value,
+                       DenseI64ArrayAttr:$pads, StrAttr:$mode);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input `,` $value attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tessel_CumSumOp : Tessel_Op<"cumsum", [SameOperandsAndResultType]> {
+  let summary = "Running sum along an axis (ONNX CumSum)";
+  let description = [{
+    `exclusive` leaves out each element itself; `reverse` sums from the end.
+
+    ```mlir
+    %0 = tessel.cumsum %x {axis = 0 : i64, exclusive = false, reverse = false} : tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, I64Attr:$axis, BoolAttr:$exclusive,
+                       BoolAttr:$reverse);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def Tessel_ConcatOp : Tessel_Op<"concat", [InferTypeOpAdaptor]> {

@@ -114,8 +114,9 @@ void populateMath(RewritePatternSet &patterns, const TypeConverter &converter) {
                      NegOp) { return neg(b, loc, x); });
   addUnary<NotOp>(patterns, converter, [](ScalarBuilder &, OpBuilder &b,
                                           Location loc, Value x, NotOp) {
-    Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
-    return arith::XOrIOp::create(b, loc, x, one).getResult();
+    // All ones: true for booleans, ~x for integers.
+    Value ones = arith::ConstantOp::create(b, loc, b.getIntegerAttr(x.getType(), -1));
+    return arith::XOrIOp::create(b, loc, x, ones).getResult();
   });
   addUnary<ReciprocalOp>(patterns, converter,
                          [](ScalarBuilder &s, OpBuilder &, Location, Value x,

@@ -269,6 +269,64 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
+/// A broadcasting binary op whose scalar body depends on the op's
+/// attributes: `Body(builder, loc, lhs, rhs, op)`.
+template <typename OpTy,
+          Value (*Body)(OpBuilder &, Location, Value, Value, bool isUnsigned, OpTy)>
+struct AttributedBinaryLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = this->getTypeConverter()
+                          ->template convertType<RankedTensorType>(op.getType());
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType, {adaptor.getLhs(), adaptor.getRhs()},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return Body(b, loc, args[0], args[1], isUnsigned, op);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// fmod: the remainder of truncated division (sign of the dividend).
+/// Otherwise a non-zero remainder whose sign differs from the divisor's is
+/// moved by one divisor (floored division, Python's %).
+Value remainder(OpBuilder &b, Location loc, Value lhs, Value rhs, bool isUnsigned,
+                ModOp op) {
+  if (isa<FloatType>(lhs.getType()))
+    return arith::RemFOp::create(b, loc, lhs, rhs);
+  if (isUnsigned)
+    return arith::RemUIOp::create(b, loc, lhs, rhs);
+  Value truncated = arith::RemSIOp::create(b, loc, lhs, rhs);
+  if (op.getFmod())
+    return truncated;
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(lhs.getType(), 0));
+  Value nonZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, truncated, zero);
+  Value remainderNegative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, truncated, zero);
+  Value divisorNegative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rhs, zero);
+  Value signsDiffer = arith::XOrIOp::create(b, loc, remainderNegative, divisorNegative);
+  Value adjust = arith::AndIOp::create(b, loc, nonZero, signsDiffer);
+  Value moved = arith::AddIOp::create(b, loc, truncated, rhs);
+  return arith::SelectOp::create(b, loc, adjust, moved, truncated);
+}
+
+/// arith's shifts are poison from the bit width on; ONNX's give 0.
+Value bitShift(OpBuilder &b, Location loc, Value lhs, Value rhs, bool, BitShiftOp op) {
+  Value shifted = op.getLeft() ? arith::ShLIOp::create(b, loc, lhs, rhs).getResult()
+                               : arith::ShRUIOp::create(b, loc, lhs, rhs).getResult();
+  unsigned width = lhs.getType().getIntOrFloatBitWidth();
+  Value limit = arith::ConstantOp::create(b, loc, b.getIntegerAttr(lhs.getType(), width));
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rhs, limit);
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(lhs.getType(), 0));
+  return arith::SelectOp::create(b, loc, inRange, shifted, zero);
+}
+
 } // namespace
 
 void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
@@ -284,6 +342,8 @@ void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
                BinaryLowering<AndOp, &ScalarBuilder::bitAnd>,
                BinaryLowering<OrOp, &ScalarBuilder::bitOr>,
                BinaryLowering<XorOp, &ScalarBuilder::bitXor>,
+               AttributedBinaryLowering<ModOp, remainder>,
+               AttributedBinaryLowering<BitShiftOp, bitShift>,
                CompareLowering, WhereLowering,
                ClipLowering,
                BatchNormLowering, ConstantLowering>(converter, context);

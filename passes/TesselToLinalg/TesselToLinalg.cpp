@@ -37,6 +37,7 @@ void populateTesselToLinalgPatterns(const TypeConverter &converter,
   populateContractionToLinalgPatterns(converter, patterns);
   populateWindowToLinalgPatterns(converter, patterns);
   populateReductionToLinalgPatterns(converter, patterns);
+  populateIndexingToLinalgPatterns(converter, patterns);
   populateDataMovementToLinalgPatterns(converter, patterns);
 }
 

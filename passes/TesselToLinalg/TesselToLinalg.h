@@ -29,6 +29,8 @@ void populateWindowToLinalgPatterns(const mlir::TypeConverter &converter,
                                     mlir::RewritePatternSet &patterns);
 void populateReductionToLinalgPatterns(const mlir::TypeConverter &converter,
                                        mlir::RewritePatternSet &patterns);
+void populateIndexingToLinalgPatterns(const mlir::TypeConverter &converter,
+                                      mlir::RewritePatternSet &patterns);
 void populateDataMovementToLinalgPatterns(const mlir::TypeConverter &converter,
                                           mlir::RewritePatternSet &patterns);
 

@@ -73,8 +73,22 @@ LogicalResult importMean(NodeImporter &node) {
 /// Pow: the result has the base's type; another exponent type is cast.
 LogicalResult importPow(NodeImporter &node) {
   Type baseType = node.inputType(0).getElementType();
-  if (!isa<FloatType>(baseType))
-    return node.unsupported("only floating-point bases are supported");
+  OpBuilder &b = node.builder();
+  if (!isa<FloatType>(baseType)) {
+    // Integer powers go through double, exact up to 2^53, and truncate back.
+    RankedTensorType type = node.inputType(0);
+    auto wide = [&](Value value) {
+      auto valueType = cast<RankedTensorType>(value.getType());
+      return CastOp::create(b, node.loc(), valueType.clone(b.getF64Type()), value);
+    };
+    Value power = node.createInferred<PowOp>(wide(node.input(0)), wide(node.input(1)));
+    if (!power)
+      return failure();
+    auto powerType = cast<RankedTensorType>(power.getType());
+    node.setOutput(0, CastOp::create(b, node.loc(), powerType.clone(type.getElementType()),
+                                     power));
+    return success();
+  }
   Value exponent = node.input(1);
   RankedTensorType exponentType = node.inputType(1);
   if (exponentType.getElementType() != baseType)
@@ -183,8 +197,6 @@ LogicalResult importClip11(NodeImporter &node) {
 /// Dropout is the identity at inference. Its mask output and training mode
 /// are not.
 LogicalResult importDropout(NodeImporter &node) {
-  if (node.outputUsed(1))
-    return node.unsupported("the mask output is not supported");
   // The drop ratio and seed only matter when training.
   for (llvm::StringRef irrelevant : {"seed", "ratio", "is_test", "consumed_inputs"})
     node.ignoreAttr(irrelevant);
@@ -195,6 +207,83 @@ LogicalResult importDropout(NodeImporter &node) {
       return node.unsupported("training mode is not supported");
   }
   node.setOutput(0, node.input(0));
+  if (node.outputUsed(1)) {
+    // Nothing is dropped: the mask is all true.
+    RankedTensorType type = node.inputType(0);
+    node.setOutput(1, node.splatConstant(node.builder().getI1Type(), 1.0, type.getShape()));
+  }
+  return success();
+}
+
+LogicalResult importMod(NodeImporter &node) {
+  bool fmod = node.intAttr("fmod", 0) != 0;
+  if (isa<FloatType>(node.inputType(0).getElementType()) && !fmod)
+    return node.unsupported("floating-point Mod needs fmod = 1");
+  return node.setInferredOutput(
+      0, node.createInferred<ModOp>(node.input(0), node.input(1),
+                                    node.builder().getBoolAttr(fmod)));
+}
+
+LogicalResult importBitShift(NodeImporter &node) {
+  std::string direction = node.stringAttr("direction").value_or("");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return node.unsupported("direction must be LEFT or RIGHT");
+  if (!node.inputType(0).getElementType().isUnsignedInteger())
+    return node.unsupported("only unsigned integers can be shifted");
+  return node.setInferredOutput(
+      0, node.createInferred<BitShiftOp>(node.input(0), node.input(1),
+                                         node.builder().getBoolAttr(direction == "LEFT")));
+}
+
+/// Bitwise ops take integers only (And/Or/Xor take booleans only).
+template <typename OpTy>
+LogicalResult importBitwise(NodeImporter &node) {
+  for (size_t i = 0; i < node.numInputs(); ++i)
+    if (!isa<IntegerType>(node.inputType(i).getElementType()))
+      return node.unsupported("only integer inputs are supported");
+  return importBinary<OpTy>(node);
+}
+
+LogicalResult importNot(NodeImporter &node) {
+  Value input = node.input(0);
+  if (!isa<IntegerType>(node.inputType(0).getElementType()))
+    return node.unsupported("only integer and boolean inputs are supported");
+  node.setOutput(0, NotOp::create(node.builder(), node.loc(), input.getType(), input));
+  return success();
+}
+
+/// IsNaN is x != x: the negation of an ordered x == x.
+LogicalResult importIsNaN(NodeImporter &node) {
+  Value x = node.input(0);
+  if (!isa<FloatType>(node.inputType(0).getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  Value equal = node.createInferred<CompareOp>(node.builder().getStringAttr("eq"), x, x);
+  node.setOutput(0, NotOp::create(node.builder(), node.loc(), equal.getType(), equal));
+  return success();
+}
+
+/// IsInf compares with +inf and -inf, as detect_positive/negative ask.
+LogicalResult importIsInf(NodeImporter &node) {
+  Value x = node.input(0);
+  Type elementType = node.inputType(0).getElementType();
+  if (!isa<FloatType>(elementType))
+    return node.unsupported("only floating-point inputs are supported");
+  bool positive = node.intAttr("detect_positive", 1) != 0;
+  bool negative = node.intAttr("detect_negative", 1) != 0;
+  OpBuilder &b = node.builder();
+  auto isValue = [&](double value) {
+    return node.createInferred<CompareOp>(b.getStringAttr("eq"), x,
+                                          node.splatConstant(elementType, value));
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  Value result;
+  if (positive && negative)
+    result = node.createInferred<OrOp>(isValue(inf), isValue(-inf));
+  else if (positive || negative)
+    result = isValue(positive ? inf : -inf);
+  else
+    result = node.splatConstant(b.getI1Type(), 0.0, node.inputType(0).getShape());
+  node.setOutput(0, result);
   return success();
 }
 
@@ -268,11 +357,15 @@ void registerElementwiseHandlers(OpRegistry &registry) {
   registry.on("And", 7, importBinary<AndOp>);
   registry.on("Or", 7, importBinary<OrOp>);
   registry.on("Xor", 7, importBinary<XorOp>);
-  registry.on("Not", 1, [](NodeImporter &node) {
-    Value input = node.input(0);
-    node.setOutput(0, NotOp::create(node.builder(), node.loc(), input.getType(), input));
-    return success();
-  });
+  registry.on("Not", 1, importNot);
+  registry.on("BitwiseNot", 18, importNot);
+  registry.on("BitwiseAnd", 18, importBitwise<AndOp>);
+  registry.on("BitwiseOr", 18, importBitwise<OrOp>);
+  registry.on("BitwiseXor", 18, importBitwise<XorOp>);
+  registry.on("BitShift", 11, importBitShift);
+  registry.on("Mod", 10, importMod);
+  registry.on("IsNaN", 9, importIsNaN);
+  registry.on("IsInf", 10, importIsInf);
   registry.on("Clip", 6, importClip6);
   registry.on("Clip", 11, importClip11);
   registry.on("Dropout", 1, importDropout);

@@ -9,7 +9,9 @@ namespace tessel::onnx_import {
 
 // One function per op family, each in the file of the same name.
 void registerElementwiseHandlers(OpRegistry &registry);
+void registerIndexingHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
+void registerNormalizationHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);

@@ -8,7 +8,9 @@ const OpRegistry &onnxOpRegistry() {
   static const OpRegistry registry = [] {
     OpRegistry result;
     registerElementwiseHandlers(result);
+    registerIndexingHandlers(result);
     registerNeuralNetworkHandlers(result);
+    registerNormalizationHandlers(result);
     registerReductionHandlers(result);
     registerShapeHandlers(result);
     registerTensorHandlers(result);

@@ -1,0 +1,253 @@
+//===- Normalization.cpp - LayerNorm, RMSNorm, Instance/Group/MVN/Lp ------===//
+//
+// Each is its formula over tessel.reduce and broadcasting elementwise ops;
+// kernel formation fuses the elementwise parts into their reductions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+/// Builds the formulas of one node: broadcasting arithmetic and means over
+/// axes that keep their dimensions.
+class Formula {
+public:
+  explicit Formula(NodeImporter &node) : node(node), b(node.builder()) {}
+
+  Value add(Value lhs, Value rhs) { return node.createInferred<AddOp>(lhs, rhs); }
+  Value sub(Value lhs, Value rhs) { return node.createInferred<SubOp>(lhs, rhs); }
+  Value mul(Value lhs, Value rhs) { return node.createInferred<MulOp>(lhs, rhs); }
+  Value div(Value lhs, Value rhs) { return node.createInferred<DivOp>(lhs, rhs); }
+  Value sqrt(Value x) { return SqrtOp::create(b, node.loc(), x.getType(), x); }
+  Value abs(Value x) { return AbsOp::create(b, node.loc(), x.getType(), x); }
+  Value scalar(Value like, double value) {
+    return node.splatConstant(getElementTypeOrSelf(like.getType()), value);
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    auto type = cast<RankedTensorType>(x.getType());
+    return ReshapeOp::create(b, node.loc(), type.clone(shape), x);
+  }
+  Value convert(Value x, Type elementType) {
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getElementType() == elementType)
+      return x;
+    return CastOp::create(b, node.loc(), type.clone(elementType), x);
+  }
+
+  /// The sum over `axes` with those axes kept as size 1.
+  Value sumKeep(Value x, ArrayRef<int64_t> axes) {
+    auto type = cast<RankedTensorType>(x.getType());
+    Value sum = node.createInferred<ReduceOp>(b.getStringAttr("sum"), x,
+                                              b.getDenseI64ArrayAttr(axes));
+    SmallVector<int64_t> kept(type.getShape());
+    for (int64_t axis : axes)
+      kept[axis] = 1;
+    return reshape(sum, kept);
+  }
+  Value meanKeep(Value x, ArrayRef<int64_t> axes) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t count = 1;
+    for (int64_t axis : axes)
+      count *= type.getDimSize(axis);
+    return div(sumKeep(x, axes), scalar(x, double(count)));
+  }
+  /// 1 / sqrt(variance + epsilon).
+  Value inverseDeviation(Value variance, float epsilon) {
+    Value deviation = sqrt(add(variance, scalar(variance, epsilon)));
+    return ReciprocalOp::create(b, node.loc(), deviation.getType(), deviation);
+  }
+
+private:
+  NodeImporter &node;
+  OpBuilder &b;
+};
+
+SmallVector<int64_t> axesFrom(int64_t first, int64_t rank) {
+  SmallVector<int64_t> axes(rank - first);
+  std::iota(axes.begin(), axes.end(), first);
+  return axes;
+}
+
+/// The element type statistics are computed in: stash_type (f32 by
+/// default) for LayerNormalization and friends.
+Type statisticsType(NodeImporter &node, Type inputType) {
+  int64_t stash = node.intAttr("stash_type", 1);
+  OpBuilder &b = node.builder();
+  if (stash == onnx::TensorProto::DOUBLE)
+    return b.getF64Type();
+  if (stash == onnx::TensorProto::FLOAT || isa<Float16Type, BFloat16Type>(inputType))
+    return b.getF32Type();
+  return inputType;
+}
+
+bool requireStaticFloat(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!isa<FloatType>(type.getElementType())) {
+    (void)node.unsupported("only floating-point inputs are supported");
+    return false;
+  }
+  if (!type.hasStaticShape()) {
+    (void)node.unsupported("the input must have a static shape");
+    return false;
+  }
+  return true;
+}
+
+LogicalResult importLayerNormalization(NodeImporter &node) {
+  if (!requireStaticFloat(node))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  float epsilon = node.floatAttr("epsilon", 1e-5f);
+  Type computeType = statisticsType(node, type.getElementType());
+  Formula f(node);
+  SmallVector<int64_t> axes = axesFrom(*axis, type.getRank());
+  Value x = f.convert(node.input(0), computeType);
+  Value mean = f.meanKeep(x, axes);
+  Value centered = f.sub(x, mean);
+  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(centered, centered), axes), epsilon);
+  Value y = f.convert(f.mul(centered, inverse), type.getElementType());
+  y = f.mul(y, node.input(1));
+  if (node.input(2))
+    y = f.add(y, node.input(2));
+  if (!y)
+    return failure();
+  node.setOutput(0, y);
+  if (node.outputUsed(1))
+    node.setOutput(1, mean);
+  if (node.outputUsed(2))
+    node.setOutput(2, inverse);
+  return success();
+}
+
+LogicalResult importRMSNormalization(NodeImporter &node) {
+  if (!requireStaticFloat(node))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  float epsilon = node.floatAttr("epsilon", 1e-5f);
+  Formula f(node);
+  Value x = f.convert(node.input(0), statisticsType(node, type.getElementType()));
+  SmallVector<int64_t> axes = axesFrom(*axis, type.getRank());
+  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(x, x), axes), epsilon);
+  Value y = f.mul(f.convert(f.mul(x, inverse), type.getElementType()), node.input(1));
+  return node.setInferredOutput(0, y);
+}
+
+/// A per-channel parameter [C] shaped to broadcast over [N, C, spatial...].
+Value perChannel(Formula &f, Value parameter, int64_t rank) {
+  auto type = cast<RankedTensorType>(parameter.getType());
+  SmallVector<int64_t> shape(rank - 1, 1);
+  shape[0] = type.getNumElements();
+  return f.reshape(parameter, shape);
+}
+
+LogicalResult importInstanceNormalization(NodeImporter &node) {
+  if (!requireStaticFloat(node))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() < 3)
+    return node.unsupported("the input must have rank 3 or more");
+  float epsilon = node.floatAttr("epsilon", 1e-5f);
+  Formula f(node);
+  SmallVector<int64_t> axes = axesFrom(2, type.getRank());
+  Value x = node.input(0);
+  Value centered = f.sub(x, f.meanKeep(x, axes));
+  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(centered, centered), axes), epsilon);
+  Value y = f.mul(f.mul(centered, inverse), perChannel(f, node.input(1), type.getRank()));
+  return node.setInferredOutput(0, f.add(y, perChannel(f, node.input(2), type.getRank())));
+}
+
+/// GroupNormalization normalizes [N, G, C/G * spatial]; opset 18 scales
+/// per group, opset 21 per channel.
+LogicalResult importGroupNormalization(NodeImporter &node) {
+  if (!requireStaticFloat(node))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  int64_t groups = node.intAttr("num_groups").value_or(0);
+  int64_t channels = type.getRank() >= 2 ? type.getDimSize(1) : 0;
+  if (groups <= 0 || channels % groups != 0)
+    return node.unsupported("num_groups must divide the channels");
+  float epsilon = node.floatAttr("epsilon", 1e-5f);
+  Formula f(node);
+  Value x = f.convert(node.input(0), statisticsType(node, type.getElementType()));
+  int64_t batch = type.getDimSize(0);
+  Value grouped = f.reshape(x, {batch, groups, type.getNumElements() / (batch * groups)});
+  Value centered = f.sub(grouped, f.meanKeep(grouped, {2}));
+  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(centered, centered), {2}), epsilon);
+  Value normalized = f.convert(f.mul(centered, inverse), type.getElementType());
+  Value y;
+  if (node.opset() < 21) {
+    Value scale = f.reshape(node.input(1), {groups, 1});
+    Value bias = f.reshape(node.input(2), {groups, 1});
+    y = f.reshape(f.add(f.mul(normalized, scale), bias), type.getShape());
+  } else {
+    y = f.reshape(normalized, type.getShape());
+    y = f.add(f.mul(y, perChannel(f, node.input(1), type.getRank())),
+              perChannel(f, node.input(2), type.getRank()));
+  }
+  return node.setInferredOutput(0, y);
+}
+
+/// ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
+LogicalResult importMeanVarianceNormalization(NodeImporter &node) {
+  if (!requireStaticFloat(node))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  SmallVector<int64_t> axes{0, 2, 3};
+  if (std::optional<std::vector<int64_t>> given = node.intsAttr("axes"))
+    axes.assign(given->begin(), given->end());
+  for (int64_t &axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, type.getRank());
+    if (!normalized)
+      return node.unsupported("axis " + Twine(axis) + " is out of range");
+    axis = *normalized;
+  }
+  llvm::sort(axes);
+  Formula f(node);
+  Value x = node.input(0);
+  Value mean = f.meanKeep(x, axes);
+  Value variance = f.sub(f.meanKeep(f.mul(x, x), axes), f.mul(mean, mean));
+  Value deviation = f.add(f.sqrt(variance), f.scalar(x, 1e-9));
+  return node.setInferredOutput(0, f.div(f.sub(x, mean), deviation));
+}
+
+LogicalResult importLpNormalization(NodeImporter &node) {
+  if (!requireStaticFloat(node))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  int64_t p = node.intAttr("p", 2);
+  if (p != 1 && p != 2)
+    return node.unsupported("p must be 1 or 2");
+  Formula f(node);
+  Value x = node.input(0);
+  Value norm = p == 1 ? f.sumKeep(f.abs(x), {*axis}) : f.sqrt(f.sumKeep(f.mul(x, x), {*axis}));
+  return node.setInferredOutput(0, f.div(x, norm));
+}
+
+} // namespace
+
+void registerNormalizationHandlers(OpRegistry &registry) {
+  registry.on("LayerNormalization", 17, importLayerNormalization);
+  registry.on("RMSNormalization", 23, importRMSNormalization);
+  registry.on("InstanceNormalization", 6, importInstanceNormalization);
+  registry.on("GroupNormalization", 18, importGroupNormalization);
+  registry.on("MeanVarianceNormalization", 9, importMeanVarianceNormalization);
+  registry.on("LpNormalization", 1, importLpNormalization);
+}
+
+} // namespace tessel::onnx_import

@@ -1,0 +1,296 @@
+//===- Indexing.cpp - Expand, slice, gathers, pad and cumsum --------------===//
+//
+// Ops whose result elements read the operand at computed positions. Most
+// are a parallel linalg.generic over the result whose body computes the
+// position with linalg.index and reads it with tensor.extract; positions are
+// clamped into the operand, so a bad index in the input data reads a wrong
+// element rather than outside the buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/TesselToLinalg/LoweringUtils.h"
+#include "passes/TesselToLinalg/TesselToLinalg.h"
+
+using namespace mlir;
+
+namespace tessel {
+namespace {
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// `index` clamped into [0, size).
+Value clampIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
+  Value low = arith::MaxSIOp::create(b, loc, index, indexConstant(b, loc, 0));
+  return arith::MinSIOp::create(b, loc, low, indexConstant(b, loc, size - 1));
+}
+
+/// An integer index element as an index, negative ones counted from `size`,
+/// clamped into [0, size).
+Value normalizedIndex(OpBuilder &b, Location loc, Value element, int64_t size) {
+  Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index,
+                                         indexConstant(b, loc, 0));
+  Value wrapped = arith::AddIOp::create(b, loc, index, indexConstant(b, loc, size));
+  index = arith::SelectOp::create(b, loc, negative, wrapped, index);
+  return clampIndex(b, loc, index, size);
+}
+
+/// A parallel generic over `resultType` whose body computes each element
+/// from the loop indices (and the elements of `inputs`, read through
+/// `inputMaps`).
+Value buildIndexedGeneric(
+    OpBuilder &b, Location loc, RankedTensorType resultType, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps,
+    function_ref<Value(OpBuilder &, Location, ValueRange indices, ValueRange args)>
+        body) {
+  int64_t rank = resultType.getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, resultType, inputs, emptyTensor(b, loc, resultType), maps,
+             iterators,
+             [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+               SmallVector<Value> indices;
+               for (int64_t d = 0; d < rank; ++d)
+                 indices.push_back(linalg::IndexOp::create(nested, nestedLoc, d));
+               linalg::YieldOp::create(nested, nestedLoc,
+                                       body(nested, nestedLoc, indices, args));
+             })
+      .getResult(0);
+}
+
+RankedTensorType convertedType(const TypeConverter *converter, Type type) {
+  return converter->convertType<RankedTensorType>(type);
+}
+
+struct ExpandLowering : OpConversionPattern<ExpandOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ExpandOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildElementwise(
+                               rewriter, op.getLoc(),
+                               convertedType(getTypeConverter(), op.getType()),
+                               adaptor.getInput(),
+                               [](OpBuilder &, Location, ValueRange args) {
+                                 return args[0];
+                               }));
+    return success();
+  }
+};
+
+/// Forward slices are tensor.extract_slice (a view after bufferization);
+/// reversed ones read element by element.
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
+    Value input = adaptor.getInput();
+    if (llvm::all_of(steps, [](int64_t step) { return step > 0; })) {
+      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+          op, resultType, input, ValueRange{}, ValueRange{}, ValueRange{}, starts,
+          resultType.getShape(), steps);
+      return success();
+    }
+    ArrayRef<int64_t> inputShape = op.getInput().getType().getShape();
+    Value result = buildIndexedGeneric(
+        rewriter, loc, resultType, {}, {},
+        [&](OpBuilder &b, Location nestedLoc, ValueRange indices, ValueRange) {
+          SmallVector<Value> source;
+          for (auto [d, index] : llvm::enumerate(indices)) {
+            Value scaled = arith::MulIOp::create(b, nestedLoc, index,
+                                                 indexConstant(b, nestedLoc, steps[d]));
+            Value position = arith::AddIOp::create(
+                b, nestedLoc, scaled, indexConstant(b, nestedLoc, starts[d]));
+            source.push_back(clampIndex(b, nestedLoc, position, inputShape[d]));
+          }
+          return tensor::ExtractOp::create(b, nestedLoc, input, source).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GatherLowering : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    int64_t axis = op.getAxis();
+    int64_t indexRank = op.getIndices().getType().getRank();
+    ArrayRef<int64_t> dataShape = op.getData().getType().getShape();
+    // The indices are read at the result's loops [axis, axis + indexRank).
+    SmallVector<AffineExpr> indexExprs;
+    for (int64_t d = 0; d < indexRank; ++d)
+      indexExprs.push_back(rewriter.getAffineDimExpr(axis + d));
+    AffineMap indexMap = AffineMap::get(resultType.getRank(), 0, indexExprs,
+                                        rewriter.getContext());
+    Value data = adaptor.getData();
+    Value result = buildIndexedGeneric(
+        rewriter, op.getLoc(), resultType, adaptor.getIndices(), indexMap,
+        [&](OpBuilder &b, Location loc, ValueRange indices, ValueRange args) {
+          SmallVector<Value> source(indices.take_front(axis));
+          source.push_back(normalizedIndex(b, loc, args[0], dataShape[axis]));
+          llvm::append_range(source, indices.drop_front(axis + indexRank));
+          return tensor::ExtractOp::create(b, loc, data, source).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    int64_t axis = op.getAxis();
+    int64_t size = op.getData().getType().getDimSize(axis);
+    Value data = adaptor.getData();
+    Value result = buildIndexedGeneric(
+        rewriter, op.getLoc(), resultType, adaptor.getIndices(),
+        rewriter.getMultiDimIdentityMap(resultType.getRank()),
+        [&](OpBuilder &b, Location loc, ValueRange indices, ValueRange args) {
+          SmallVector<Value> source(indices);
+          source[axis] = normalizedIndex(b, loc, args[0], size);
+          return tensor::ExtractOp::create(b, loc, data, source).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Each result position maps back to `position - leading pad`; constant
+/// mode selects the pad value outside the operand, the other modes fold the
+/// position back in (clamped, mirrored or wrapped).
+struct PadLowering : OpConversionPattern<PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    ArrayRef<int64_t> shape = op.getInput().getType().getShape();
+    ArrayRef<int64_t> pads = op.getPads();
+    StringRef mode = op.getMode();
+    Value input = adaptor.getInput();
+    AffineMap scalarMap = AffineMap::get(resultType.getRank(), 0, {},
+                                         rewriter.getContext());
+    Value result = buildIndexedGeneric(
+        rewriter, op.getLoc(), resultType, adaptor.getValue(), scalarMap,
+        [&](OpBuilder &b, Location loc, ValueRange indices, ValueRange args) {
+          SmallVector<Value> source;
+          Value inside = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+          for (auto [d, index] : llvm::enumerate(indices)) {
+            int64_t size = shape[d];
+            Value position = arith::SubIOp::create(b, loc, index,
+                                                   indexConstant(b, loc, pads[d]));
+            if (mode == "constant") {
+              Value above = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                                  position, indexConstant(b, loc, 0));
+              Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                                  position, indexConstant(b, loc, size));
+              inside = arith::AndIOp::create(b, loc, inside,
+                                             arith::AndIOp::create(b, loc, above, below));
+            } else if (mode == "reflect" && size > 1) {
+              // Mirror without repeating the edge: period 2 * (size - 1).
+              int64_t period = 2 * (size - 1);
+              Value folded = arith::RemSIOp::create(b, loc, position,
+                                                    indexConstant(b, loc, period));
+              folded = arith::AddIOp::create(b, loc, folded, indexConstant(b, loc, period));
+              folded = arith::RemSIOp::create(b, loc, folded,
+                                              indexConstant(b, loc, period));
+              Value mirrored = arith::SubIOp::create(b, loc, indexConstant(b, loc, period),
+                                                     folded);
+              Value low = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                                folded, indexConstant(b, loc, size));
+              position = arith::SelectOp::create(b, loc, low, folded, mirrored);
+            } else if (mode == "wrap") {
+              Value folded = arith::RemSIOp::create(b, loc, position,
+                                                    indexConstant(b, loc, size));
+              folded = arith::AddIOp::create(b, loc, folded, indexConstant(b, loc, size));
+              position = arith::RemSIOp::create(b, loc, folded,
+                                                indexConstant(b, loc, size));
+            }
+            source.push_back(clampIndex(b, loc, position, size));
+          }
+          Value element = tensor::ExtractOp::create(b, loc, input, source);
+          if (mode != "constant")
+            return element;
+          return arith::SelectOp::create(b, loc, inside, element, args[0]).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// result[i] = sum over j along the axis of x[j] where j <= i (j < i when
+/// exclusive, mirrored when reversed): a masked reduction, quadratic in the
+/// axis length, which keeps it a plain generic that targets tile.
+struct CumSumLowering : OpConversionPattern<CumSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    Type elementType = resultType.getElementType();
+    int64_t rank = resultType.getRank(), axis = op.getAxis();
+    bool exclusive = op.getExclusive(), reverse = op.getReverse();
+    // Loops: the result's, then j along the axis.
+    SmallVector<AffineExpr> inputExprs;
+    for (int64_t d = 0; d < rank; ++d)
+      inputExprs.push_back(rewriter.getAffineDimExpr(d == axis ? rank : d));
+    AffineMap inputMap = AffineMap::get(rank + 1, 0, inputExprs, getContext());
+    AffineMap resultMap =
+        rewriter.getMultiDimIdentityMap(rank + 1).dropResult(rank);
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    ScalarBuilder scalar(rewriter, loc, elementType, isUnsigned);
+    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    using P = arith::CmpIPredicate;
+    P predicate = reverse ? (exclusive ? P::sgt : P::sge) : (exclusive ? P::slt : P::sle);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, resultType, adaptor.getInput(), init,
+            ArrayRef<AffineMap>{inputMap, resultMap}, iterators,
+            [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+              ScalarBuilder inner(b, nestedLoc, elementType, isUnsigned);
+              Value j = linalg::IndexOp::create(b, nestedLoc, rank);
+              Value i = linalg::IndexOp::create(b, nestedLoc, axis);
+              Value counts = arith::CmpIOp::create(b, nestedLoc, predicate, j, i);
+              Value term = arith::SelectOp::create(b, nestedLoc, counts, args[0],
+                                                   inner.constant(0.0));
+              linalg::YieldOp::create(b, nestedLoc, inner.add(args[1], term));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateIndexingToLinalgPatterns(const TypeConverter &converter,
+                                      RewritePatternSet &patterns) {
+  patterns.add<ExpandLowering, SliceLowering, GatherLowering, GatherElementsLowering,
+               PadLowering, CumSumLowering>(converter, patterns.getContext());
+}
+
+} // namespace tessel
