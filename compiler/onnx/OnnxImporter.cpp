@@ -151,10 +151,13 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
                            " but the model fixes it to " +
                            llvm::Twine(dim.dim_value()));
       shape.push_back(wanted);
-    } else if (dim.has_dim_value() && dim.dim_value() == 0) {
+    } else if (dim.has_dim_value() && dim.dim_value() == 0 &&
+               !isa<IntegerType>(element)) {
+      // Empty integer inputs pass: they are empty axes or shape lists that
+      // ops read at compile time (--freeze-input).
       return importError("graph input '" + name + "' dimension " +
                          llvm::Twine(i) + " is 0; empty tensors are not supported");
-    } else if (dim.has_dim_value() && dim.dim_value() > 0) {
+    } else if (dim.has_dim_value() && dim.dim_value() >= 0) {
       shape.push_back(dim.dim_value());
     } else {
       std::string symbol = dim.has_dim_param() ? "'" + dim.dim_param() + "'"

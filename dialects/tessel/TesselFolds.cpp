@@ -99,6 +99,128 @@ static Attribute foldBroadcastBinary(ArrayRef<Attribute> operands,
   return DenseElementsAttr::get(resultType, values);
 }
 
+/// Folds an integer-only broadcasting op (booleans included).
+static Attribute foldIntegerBinary(ArrayRef<Attribute> operands,
+                                   RankedTensorType resultType, IntFn intFn) {
+  if (!isa<IntegerType>(resultType.getElementType()))
+    return {};
+  return foldBroadcastBinary(
+      operands, resultType, [](const APFloat &a, const APFloat &) { return a; },
+      intFn);
+}
+
+OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
+  return foldIntegerBinary(adaptor.getOperands(), getType(),
+                           [](const APInt &a, const APInt &b, bool) -> std::optional<APInt> {
+                             return a & b;
+                           });
+}
+
+OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
+  return foldIntegerBinary(adaptor.getOperands(), getType(),
+                           [](const APInt &a, const APInt &b, bool) -> std::optional<APInt> {
+                             return a | b;
+                           });
+}
+
+OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
+  return foldIntegerBinary(adaptor.getOperands(), getType(),
+                           [](const APInt &a, const APInt &b, bool) -> std::optional<APInt> {
+                             return a ^ b;
+                           });
+}
+
+OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
+  bool fmod = getFmod();
+  return foldIntegerBinary(
+      adaptor.getOperands(), getType(),
+      [fmod](const APInt &a, const APInt &b, bool isUnsigned) -> std::optional<APInt> {
+        if (b.isZero())
+          return std::nullopt;
+        if (isUnsigned)
+          return a.urem(b);
+        APInt remainder = a.srem(b);
+        // Python's %: the remainder takes the divisor's sign.
+        if (!fmod && !remainder.isZero() && remainder.isNegative() != b.isNegative())
+          remainder += b;
+        return remainder;
+      });
+}
+
+OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  if (!dense || dense.getNumElements() > kMaxFoldedElements)
+    return {};
+  SmallVector<APInt> values;
+  for (const APInt &value : dense.getValues<APInt>())
+    values.push_back(~value);
+  return DenseElementsAttr::get(getType(), values);
+}
+
+OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
+  auto lhs = dyn_cast_if_present<DenseElementsAttr>(adaptor.getLhs());
+  auto rhs = dyn_cast_if_present<DenseElementsAttr>(adaptor.getRhs());
+  if (!lhs || !rhs || !getType().hasStaticShape() ||
+      getType().getNumElements() > kMaxFoldedElements)
+    return {};
+  ArrayRef<int64_t> shape = getType().getShape();
+  SmallVector<int64_t> lhsAt = broadcastOffsets(lhs.getType().getShape(), shape);
+  SmallVector<int64_t> rhsAt = broadcastOffsets(rhs.getType().getShape(), shape);
+  StringRef predicate = getPredicate();
+  SmallVector<bool> values;
+  if (isa<FloatType>(lhs.getElementType())) {
+    auto lhsValues = llvm::to_vector(lhs.getValues<APFloat>());
+    auto rhsValues = llvm::to_vector(rhs.getValues<APFloat>());
+    for (auto [l, r] : llvm::zip(lhsAt, rhsAt)) {
+      APFloat::cmpResult order = lhsValues[l].compare(rhsValues[r]);
+      bool less = order == APFloat::cmpLessThan, equal = order == APFloat::cmpEqual;
+      bool greater = order == APFloat::cmpGreaterThan;
+      values.push_back(predicate == "eq"   ? equal
+                       : predicate == "lt" ? less
+                       : predicate == "le" ? less || equal
+                       : predicate == "gt" ? greater
+                                           : greater || equal);
+    }
+  } else {
+    bool isUnsigned = lhs.getElementType().isUnsignedInteger() ||
+                      lhs.getElementType().isInteger(1);
+    auto lhsValues = llvm::to_vector(lhs.getValues<APInt>());
+    auto rhsValues = llvm::to_vector(rhs.getValues<APInt>());
+    for (auto [l, r] : llvm::zip(lhsAt, rhsAt)) {
+      const APInt &a = lhsValues[l], &b = rhsValues[r];
+      bool less = isUnsigned ? a.ult(b) : a.slt(b);
+      bool equal = a == b;
+      values.push_back(predicate == "eq"   ? equal
+                       : predicate == "lt" ? less
+                       : predicate == "le" ? less || equal
+                       : predicate == "gt" ? !less && !equal
+                                           : !less);
+    }
+  }
+  return DenseElementsAttr::get(getType(), values);
+}
+
+OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
+  auto condition = dyn_cast_if_present<DenseElementsAttr>(adaptor.getCondition());
+  auto onTrue = dyn_cast_if_present<DenseElementsAttr>(adaptor.getOnTrue());
+  auto onFalse = dyn_cast_if_present<DenseElementsAttr>(adaptor.getOnFalse());
+  if (!condition || !onTrue || !onFalse || !getType().hasStaticShape() ||
+      getType().getNumElements() > kMaxFoldedElements)
+    return {};
+  ArrayRef<int64_t> shape = getType().getShape();
+  SmallVector<int64_t> conditionAt = broadcastOffsets(condition.getType().getShape(), shape);
+  SmallVector<int64_t> trueAt = broadcastOffsets(onTrue.getType().getShape(), shape);
+  SmallVector<int64_t> falseAt = broadcastOffsets(onFalse.getType().getShape(), shape);
+  auto conditions = llvm::to_vector(condition.getValues<bool>());
+  auto trueValues = llvm::to_vector(onTrue.getValues<Attribute>());
+  auto falseValues = llvm::to_vector(onFalse.getValues<Attribute>());
+  SmallVector<Attribute> values;
+  for (size_t i = 0; i < conditionAt.size(); ++i)
+    values.push_back(conditions[conditionAt[i]] ? trueValues[trueAt[i]]
+                                                : falseValues[falseAt[i]]);
+  return DenseElementsAttr::get(getType(), values);
+}
+
 /// True if `attr` is a splat equal to `value` in the tensor's element type.
 static bool isSplatOf(Attribute attr, double value) {
   auto splat = dyn_cast_if_present<SplatElementsAttr>(attr);

@@ -201,6 +201,7 @@ def Tessel_CompareOp : Tessel_Op<"compare", [InferTypeOpAdaptor,
     $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Tessel_WhereOp : Tessel_Op<"where", [InferTypeOpAdaptor,
@@ -218,6 +219,7 @@ def Tessel_WhereOp : Tessel_Op<"where", [InferTypeOpAdaptor,
   let assemblyFormat = [{
     $condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 /// Boolean logic, or bitwise logic on integers, with broadcasting.
@@ -230,7 +232,7 @@ class Tessel_LogicalOp<string mnemonic, string onnxName>
   let arguments = (ins RankedTensorOf<[AnyInteger]>:$lhs,
                        RankedTensorOf<[AnyInteger]>:$rhs);
   let results = (outs RankedTensorOf<[AnyInteger]>:$result);
-  let hasFolder = 0;
+  let hasFolder = 1;
 }
 
 def Tessel_AndOp : Tessel_LogicalOp<"and", "And">;
@@ -271,7 +273,7 @@ def Tessel_ModOp : Tessel_BroadcastBinaryOp<"mod"> {
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
-  let hasFolder = 0;
+  let hasFolder = 1;
   let hasVerifier = 1;
 }
 
@@ -285,6 +287,7 @@ def Tessel_NotOp : Tessel_Op<"not", [SameOperandsAndResultType, Tessel_Elementwi
   let arguments = (ins RankedTensorOf<[AnyInteger]>:$input);
   let results = (outs RankedTensorOf<[AnyInteger]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
 }
 
 def Tessel_MinOp : Tessel_BroadcastBinaryOp<"min"> {

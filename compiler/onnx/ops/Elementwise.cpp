@@ -300,7 +300,15 @@ void registerElementwiseHandlers(OpRegistry &registry) {
   registry.on("Tanh", 6, importUnary<TanhOp>);
   // Math functions; later opsets only add types.
   registry.on("Abs", 6, importUnary<AbsOp>);
-  registry.on("Neg", 6, importUnary<NegOp>);
+  registry.on("Neg", 6, [](NodeImporter &node) {
+    // Integers negate as 0 - x; tessel.neg is for floats.
+    RankedTensorType type = node.inputType(0);
+    if (isa<FloatType>(type.getElementType()))
+      return importUnary<NegOp>(node);
+    return node.setInferredOutput(
+        0, node.createInferred<SubOp>(node.splatConstant(type.getElementType(), 0.0),
+                                      node.input(0)));
+  });
   registry.on("Exp", 6, importUnary<ExpOp>);
   registry.on("Log", 6, importUnary<LogOp>);
   registry.on("Sqrt", 6, importUnary<SqrtOp>);

@@ -71,14 +71,65 @@ FailureOr<Window> readWindow(NodeImporter &node, ArrayRef<int64_t> spatial,
   return window;
 }
 
+/// A 1-D window as the 2-D one over [1, W] that Tessel computes it with.
+Window liftTo2D(const Window &window) {
+  Window lifted;
+  lifted.kernel = {1, window.kernel[0]};
+  lifted.strides = {1, window.strides[0]};
+  lifted.dilations = {1, window.dilations[0]};
+  lifted.pads = {0, window.pads[0], 0, window.pads[1]};
+  return lifted;
+}
+
+/// `value` ([N, C, W] or a weight [M, C, K]) with a unit axis before the last.
+Value insertUnitAxis(NodeImporter &node, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.insert(shape.end() - 1, 1);
+  return ReshapeOp::create(node.builder(), node.loc(), type.clone(shape), value);
+}
+
+/// A 2-D convolution; 1-D ones are lifted to [1, W] and dropped back.
+Value convolve(NodeImporter &node, Value input, Value weight, Value bias,
+               const Window &window, int64_t group) {
+  OpBuilder &b = node.builder();
+  bool oneDimensional = window.kernel.size() == 1;
+  Window window2D = oneDimensional ? liftTo2D(window) : window;
+  if (oneDimensional) {
+    input = insertUnitAxis(node, input);
+    weight = insertUnitAxis(node, weight);
+  }
+  Value result = node.createInferred<ConvOp>(
+      input, weight, bias, b.getDenseI64ArrayAttr(window2D.strides),
+      b.getDenseI64ArrayAttr(window2D.pads), b.getDenseI64ArrayAttr(window2D.dilations),
+      b.getI64IntegerAttr(group));
+  if (!result || !oneDimensional)
+    return result;
+  auto type = cast<RankedTensorType>(result.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.end() - 2);
+  return ReshapeOp::create(b, node.loc(), type.clone(shape), result);
+}
+
+bool checkConvRank(NodeImporter &node, RankedTensorType inputType,
+                   RankedTensorType weightType) {
+  if (inputType.getRank() != weightType.getRank() || inputType.getRank() < 3) {
+    (void)node.unsupported("input and weight must have the same rank, at least 3");
+    return false;
+  }
+  if (inputType.getRank() > 4) {
+    (void)node.unsupported(Twine(inputType.getRank() - 2) +
+                           "-D convolution is not supported (1-D and 2-D only)");
+    return false;
+  }
+  return true;
+}
+
 LogicalResult importConv(NodeImporter &node) {
   RankedTensorType inputType = node.inputType(0);
   RankedTensorType weightType = node.inputType(1);
-  if (inputType.getRank() != weightType.getRank() || inputType.getRank() < 3)
-    return node.unsupported("input and weight must have the same rank, at least 3");
-  if (inputType.getRank() != 4)
-    return node.unsupported(Twine(inputType.getRank() - 2) +
-                            "-D convolution is not supported (2-D only)");
+  if (!checkConvRank(node, inputType, weightType))
+    return failure();
   FailureOr<Window> window =
       readWindow(node, inputType.getShape().drop_front(2),
                  weightType.getShape().drop_front(2), /*supportsDilations=*/true);
@@ -86,16 +137,127 @@ LogicalResult importConv(NodeImporter &node) {
     return failure();
   if (!llvm::equal(window->kernel, weightType.getShape().drop_front(2)))
     return node.unsupported("kernel_shape disagrees with the weight's shape");
-  OpBuilder &b = node.builder();
-  Value result = node.createInferred<ConvOp>(
-      node.input(0), node.input(1), node.input(2),
-      b.getDenseI64ArrayAttr(window->strides), b.getDenseI64ArrayAttr(window->pads),
-      b.getDenseI64ArrayAttr(window->dilations),
-      b.getI64IntegerAttr(node.intAttr("group", 1)));
-  if (!result)
+  return node.setInferredOutput(0, convolve(node, node.input(0), node.input(1),
+                                            node.input(2), *window,
+                                            node.intAttr("group", 1)));
+}
+
+/// ConvTranspose as a convolution: the input with stride - 1 zeros between
+/// elements, padded by dilation * (kernel - 1) less the given pads, convolved
+/// at stride 1 with the spatially flipped weight whose in and out channels
+/// swap within each group.
+LogicalResult importConvTranspose(NodeImporter &node) {
+  RankedTensorType inputType = node.inputType(0);
+  RankedTensorType weightType = node.inputType(1);
+  if (!checkConvRank(node, inputType, weightType))
     return failure();
-  node.setOutput(0, result);
-  return success();
+  if (!inputType.hasStaticShape() || !weightType.hasStaticShape())
+    return node.unsupported("input and weight must have static shapes");
+  int64_t rank = inputType.getRank() - 2;
+  int64_t group = node.intAttr("group", 1);
+  ArrayRef<int64_t> spatial = inputType.getShape().drop_front(2);
+  ArrayRef<int64_t> kernel = weightType.getShape().drop_front(2);
+  if (std::optional<std::vector<int64_t>> given = node.intsAttr("kernel_shape"))
+    if (!llvm::equal(*given, kernel))
+      return node.unsupported("kernel_shape disagrees with the weight's shape");
+  auto listOr = [&](StringRef name, int64_t fill) {
+    std::optional<std::vector<int64_t>> values = node.intsAttr(name);
+    return values ? SmallVector<int64_t>(values->begin(), values->end())
+                  : SmallVector<int64_t>(rank, fill);
+  };
+  SmallVector<int64_t> strides = listOr("strides", 1), dilations = listOr("dilations", 1);
+  SmallVector<int64_t> outputPadding = listOr("output_padding", 0);
+  if (static_cast<int64_t>(strides.size()) != rank ||
+      static_cast<int64_t>(dilations.size()) != rank ||
+      static_cast<int64_t>(outputPadding.size()) != rank)
+    return node.unsupported("strides, dilations and output_padding need one entry "
+                            "per spatial axis");
+  std::string autoPad = node.stringAttr("auto_pad").value_or("NOTSET");
+  std::optional<std::vector<int64_t>> outputShape = node.intsAttr("output_shape");
+  SmallVector<int64_t> pads(2 * rank, 0);
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    std::vector<int64_t> wanted;
+    if (outputShape)
+      wanted.assign(outputShape->end() - rank, outputShape->end());
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t out = outputShape ? wanted[i] : spatial[i] * strides[i];
+      int64_t total = strides[i] * (spatial[i] - 1) + outputPadding[i] +
+                      (kernel[i] - 1) * dilations[i] + 1 - out;
+      bool upper = autoPad != "SAME_LOWER";
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[rank + i] = total - pads[i];
+    }
+  } else if (autoPad == "NOTSET") {
+    if (std::optional<std::vector<int64_t>> given = node.intsAttr("pads"))
+      pads.assign(given->begin(), given->end());
+  } else if (autoPad != "VALID") {
+    return node.unsupported("auto_pad '" + autoPad + "' is not supported");
+  }
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    return node.unsupported("pads needs two entries per spatial axis");
+
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Type elementType = inputType.getElementType();
+  // Spread: [N, C, H, 1, W, 1] padded to [N, C, H, s, W, s], merged.
+  SmallVector<int64_t> interleaved(inputType.getShape().take_front(2));
+  SmallVector<int64_t> spreadPads(2 * (2 + 2 * rank), 0);
+  SmallVector<int64_t> merged(inputType.getShape().take_front(2));
+  for (int64_t i = 0; i < rank; ++i) {
+    interleaved.append({spatial[i], 1});
+    spreadPads[(2 + 2 * rank) + 2 + 2 * i + 1] = strides[i] - 1;
+    merged.push_back(spatial[i] * strides[i]);
+  }
+  Value x = ReshapeOp::create(b, loc, inputType.clone(interleaved), node.input(0));
+  Value zero = node.splatConstant(elementType, 0.0);
+  x = node.createInferred<PadOp>(x, zero, b.getDenseI64ArrayAttr(spreadPads),
+                                 b.getStringAttr("constant"));
+  if (!x)
+    return failure();
+  x = ReshapeOp::create(b, loc, inputType.clone(merged), x);
+  // Border: the full kernel overhang less the pads; the spread's trailing
+  // stride - 1 zeros come off the end, output_padding goes on.
+  SmallVector<int64_t> border(2 * (2 + rank), 0);
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t overhang = dilations[i] * (kernel[i] - 1);
+    border[2 + i] = overhang - pads[i];
+    border[(2 + rank) + 2 + i] =
+        overhang - pads[rank + i] + outputPadding[i] - (strides[i] - 1);
+  }
+  x = node.createInferred<PadOp>(x, zero, b.getDenseI64ArrayAttr(border),
+                                 b.getStringAttr("constant"));
+  if (!x)
+    return failure();
+
+  // Weight [C, M/g, k...] -> flipped, [g, C/g, M/g, k...] -> [g, M/g, C/g, k...]
+  // -> [M, C/g, k...].
+  int64_t inChannels = weightType.getDimSize(0), outPerGroup = weightType.getDimSize(1);
+  if (inChannels % group != 0)
+    return node.unsupported("group does not divide the input channels");
+  SmallVector<int64_t> starts(2 + rank, 0), steps(2 + rank, 1);
+  for (int64_t i = 0; i < rank; ++i) {
+    starts[2 + i] = kernel[i] - 1;
+    steps[2 + i] = -1;
+  }
+  Value w = SliceOp::create(b, loc, weightType, node.input(1),
+                            b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(steps));
+  SmallVector<int64_t> grouped{group, inChannels / group, outPerGroup};
+  llvm::append_range(grouped, kernel);
+  w = ReshapeOp::create(b, loc, weightType.clone(grouped), w);
+  SmallVector<int64_t> perm{0, 2, 1};
+  for (int64_t i = 0; i < rank; ++i)
+    perm.push_back(3 + i);
+  w = node.createInferred<TransposeOp>(w, b.getDenseI64ArrayAttr(perm));
+  SmallVector<int64_t> converted{group * outPerGroup, inChannels / group};
+  llvm::append_range(converted, kernel);
+  w = ReshapeOp::create(b, loc, weightType.clone(converted), w);
+
+  Window window;
+  window.kernel.assign(kernel.begin(), kernel.end());
+  window.strides.assign(rank, 1);
+  window.dilations = dilations;
+  window.pads.assign(2 * rank, 0);
+  return node.setInferredOutput(0, convolve(node, x, w, node.input(2), window, group));
 }
 
 LogicalResult importMaxPool(NodeImporter &node) {
@@ -237,6 +399,7 @@ LogicalResult importSoftmax1(NodeImporter &node) {
 
 void registerNeuralNetworkHandlers(OpRegistry &registry) {
   registry.on("Conv", 1, importConv);
+  registry.on("ConvTranspose", 1, importConvTranspose);
   registry.on("MaxPool", 1, importMaxPool);
   registry.on("AveragePool", 1, importAveragePool);
   registry.on("GlobalAveragePool", 1, importGlobalAveragePool);

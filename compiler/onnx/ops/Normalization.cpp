@@ -236,7 +236,11 @@ LogicalResult importLpNormalization(NodeImporter &node) {
   Formula f(node);
   Value x = node.input(0);
   Value norm = p == 1 ? f.sumKeep(f.abs(x), {*axis}) : f.sqrt(f.sumKeep(f.mul(x, x), {*axis}));
-  return node.setInferredOutput(0, f.div(x, norm));
+  // A zero vector stays zero (as in onnxruntime) rather than 0 / 0.
+  OpBuilder &b = node.builder();
+  Value isZero = node.createInferred<CompareOp>(b.getStringAttr("eq"), norm, f.scalar(x, 0.0));
+  Value divisor = node.createInferred<WhereOp>(isZero, f.scalar(x, 1.0), norm);
+  return node.setInferredOutput(0, f.div(x, divisor));
 }
 
 } // namespace
