@@ -10,11 +10,16 @@ namespace tessel::onnx_import {
 // One function per op family, each in the file of the same name.
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerIndexingHandlers(OpRegistry &registry);
+void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
+
+/// log(softmax(x)) along `axis` (Reduction.cpp), shared by LogSoftmax and
+/// SoftmaxCrossEntropyLoss.
+mlir::Value logSoftmax(NodeImporter &node, mlir::Value x, int64_t axis);
 
 /// Resolves a possibly negative axis against `rank` (ONNX's convention);
 /// nullopt when it is out of range. `inclusive` allows axis == rank.

@@ -180,19 +180,6 @@ LogicalResult importArgReduce(NodeImporter &node, StringRef kind) {
   return success();
 }
 
-/// log(softmax(x)) = (x - max) - log(sum(exp(x - max))) along `axis`.
-Value logSoftmax(NodeImporter &node, Value x, int64_t axis) {
-  OpBuilder &b = node.builder();
-  Location loc = node.loc();
-  auto type = cast<RankedTensorType>(x.getType());
-  RankedTensorType kept = keptType(type, {axis}, type.getElementType());
-  Value max = reduce(node, "max", x, {axis});
-  Value shifted = node.createInferred<SubOp>(x, ReshapeOp::create(b, loc, kept, max));
-  Value sum = reduce(node, "sum", ExpOp::create(b, loc, type, shifted), {axis});
-  Value logSum = LogOp::create(b, loc, sum.getType(), sum);
-  return node.createInferred<SubOp>(shifted, ReshapeOp::create(b, loc, kept, logSum));
-}
-
 /// One-hot of the first maximum along `axis`, in x's element type.
 Value hardmax(NodeImporter &node, Value x, int64_t axis) {
   OpBuilder &b = node.builder();
@@ -238,6 +225,19 @@ LogicalResult importAlongAxis(NodeImporter &node) {
 }
 
 } // namespace
+
+/// log(softmax(x)) = (x - max) - log(sum(exp(x - max))) along `axis`.
+Value logSoftmax(NodeImporter &node, Value x, int64_t axis) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto type = cast<RankedTensorType>(x.getType());
+  RankedTensorType kept = keptType(type, {axis}, type.getElementType());
+  Value max = reduce(node, "max", x, {axis});
+  Value shifted = node.createInferred<SubOp>(x, ReshapeOp::create(b, loc, kept, max));
+  Value sum = reduce(node, "sum", ExpOp::create(b, loc, type, shifted), {axis});
+  Value logSum = LogOp::create(b, loc, sum.getType(), sum);
+  return node.createInferred<SubOp>(shifted, ReshapeOp::create(b, loc, kept, logSum));
+}
 
 void registerReductionHandlers(OpRegistry &registry) {
   registerReduce<Reduction::Sum>(registry, "ReduceSum", 13);

@@ -9,6 +9,7 @@ const OpRegistry &onnxOpRegistry() {
     OpRegistry result;
     registerElementwiseHandlers(result);
     registerIndexingHandlers(result);
+    registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNormalizationHandlers(result);
     registerReductionHandlers(result);
