@@ -188,8 +188,17 @@ Value GraphImporter::foldConstantInputs(Value value) {
   SmallVector<OpFoldResult> results;
   if (failed(op->fold(operands, results)) || results.size() != op->getNumResults())
     return value;
-  auto folded = dyn_cast_if_present<ElementsAttr>(
-      dyn_cast<Attribute>(results[cast<OpResult>(value).getResultNumber()]));
+  OpFoldResult result = results[cast<OpResult>(value).getResultNumber()];
+  // A fold to an existing value (a no-op cast of a constant) is that value.
+  if (auto existing = dyn_cast<Value>(result)) {
+    if (existing.getType() != value.getType())
+      return value;
+    value.replaceAllUsesWith(existing);
+    if (op->use_empty())
+      op->erase();
+    return existing;
+  }
+  auto folded = dyn_cast_if_present<ElementsAttr>(dyn_cast<Attribute>(result));
   if (!folded || folded.getType() != value.getType())
     return value;
   OpBuilder::InsertionGuard guard(builder);

@@ -8,6 +8,7 @@
 namespace tessel::onnx_import {
 
 // One function per op family, each in the file of the same name.
+void registerAttentionHandlers(OpRegistry &registry);
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerIndexingHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);

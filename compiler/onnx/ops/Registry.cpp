@@ -7,6 +7,7 @@ namespace tessel::onnx_import {
 const OpRegistry &onnxOpRegistry() {
   static const OpRegistry registry = [] {
     OpRegistry result;
+    registerAttentionHandlers(result);
     registerElementwiseHandlers(result);
     registerIndexingHandlers(result);
     registerLossHandlers(result);

@@ -1,0 +1,218 @@
+//===- Attention.cpp - ONNX Attention (opset 23) --------------------------===//
+//
+// softmax(softcap(Q K^T * scale) + bias) V over [batch, heads, sequence,
+// head size], with 3-D inputs split into heads, past keys and values
+// prepended, grouped-query heads repeated, and the mask, causal mask and
+// key padding folded into one additive bias. The steps follow ONNX's
+// reference implementation, so the optional outputs match it too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+class AttentionBuilder {
+public:
+  explicit AttentionBuilder(NodeImporter &node)
+      : node(node), b(node.builder()), loc(node.loc()) {}
+
+  RankedTensorType typeOf(Value value) { return cast<RankedTensorType>(value.getType()); }
+  Value reshape(Value value, ArrayRef<int64_t> shape) {
+    return ReshapeOp::create(b, loc, typeOf(value).clone(shape), value);
+  }
+  Value transpose(Value value, ArrayRef<int64_t> perm) {
+    return node.createInferred<TransposeOp>(value, b.getDenseI64ArrayAttr(perm));
+  }
+  Value scalar(double value) { return node.splatConstant(elementType, value); }
+
+  /// [B, S, heads * size] -> [B, heads, S, size].
+  Value splitHeads(Value value, int64_t heads) {
+    RankedTensorType type = typeOf(value);
+    int64_t size = type.getDimSize(2) / heads;
+    return transpose(reshape(value, {type.getDimSize(0), type.getDimSize(1), heads, size}),
+                     {0, 2, 1, 3});
+  }
+
+  /// Repeats each of the heads `times` in place: [h0, h0, h1, h1, ...].
+  Value repeatHeads(Value value, int64_t times) {
+    RankedTensorType type = typeOf(value);
+    ArrayRef<int64_t> s = type.getShape();
+    Value spread = reshape(value, {s[0], s[1], 1, s[2], s[3]});
+    Value copies = ExpandOp::create(b, loc, type.clone({s[0], s[1], times, s[2], s[3]}),
+                                    spread);
+    return reshape(copies, {s[0], s[1] * times, s[2], s[3]});
+  }
+
+  /// `mask` as an additive bias: booleans select 0 or -inf; a mask shorter
+  /// than the keys is padded with "masked".
+  Value maskBias(Value mask, int64_t keyLength) {
+    RankedTensorType type = typeOf(mask);
+    int64_t missing = keyLength - type.getShape().back();
+    bool isBool = type.getElementType().isInteger(1);
+    if (missing > 0) {
+      SmallVector<int64_t> pads(2 * type.getRank(), 0);
+      pads.back() = missing;
+      Value fill = isBool ? node.splatConstant(b.getI1Type(), 0.0) : scalar(-infinity);
+      mask = node.createInferred<PadOp>(mask, fill, b.getDenseI64ArrayAttr(pads),
+                                        b.getStringAttr("constant"));
+    }
+    if (isBool)
+      mask = node.createInferred<WhereOp>(mask, scalar(0.0), scalar(-infinity));
+    return mask;
+  }
+
+  /// -inf above the diagonal shifted by the past length: query i sees keys
+  /// up to past + i.
+  Value causalBias(int64_t queryLength, int64_t keyLength, int64_t pastLength) {
+    SmallVector<Attribute> values;
+    for (int64_t i = 0; i < queryLength; ++i)
+      for (int64_t j = 0; j < keyLength; ++j)
+        values.push_back(b.getFloatAttr(elementType,
+                                        j - pastLength > i ? -infinity : 0.0));
+    auto type = RankedTensorType::get({queryLength, keyLength}, elementType);
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+  }
+
+  /// Keys at or beyond each batch's non-padded length are masked:
+  /// [B] lengths -> [B, 1, 1, keyLength] bias.
+  Value paddingBias(Value lengths, int64_t keyLength) {
+    int64_t batch = typeOf(lengths).getDimSize(0);
+    SmallVector<int64_t> positions(keyLength);
+    for (int64_t j = 0; j < keyLength; ++j)
+      positions[j] = j;
+    Value position = node.int64Constant(positions, {1, keyLength});
+    Value length = reshape(lengths, {batch, 1});
+    if (!typeOf(length).getElementType().isInteger(64))
+      length = CastOp::create(b, loc, typeOf(length).clone(b.getI64Type()), length);
+    Value valid = node.createInferred<CompareOp>(b.getStringAttr("lt"), position, length);
+    Value bias = node.createInferred<WhereOp>(valid, scalar(0.0), scalar(-infinity));
+    return reshape(bias, {batch, 1, 1, keyLength});
+  }
+
+  Value add(Value lhs, Value rhs) {
+    if (!lhs)
+      return rhs;
+    return node.createInferred<AddOp>(lhs, rhs);
+  }
+  Value mul(Value lhs, Value rhs) { return node.createInferred<MulOp>(lhs, rhs); }
+
+  NodeImporter &node;
+  OpBuilder &b;
+  Location loc;
+  Type elementType;
+  static constexpr double infinity = std::numeric_limits<double>::infinity();
+};
+
+LogicalResult importAttention(NodeImporter &node) {
+  AttentionBuilder a(node);
+  RankedTensorType queryType = node.inputType(0);
+  int64_t rank = queryType.getRank();
+  if ((rank != 3 && rank != 4) || node.inputType(1).getRank() != rank ||
+      node.inputType(2).getRank() != rank)
+    return node.unsupported("Q, K and V must all be 3-D or all 4-D");
+  for (size_t i = 0; i < 3; ++i)
+    if (!node.inputType(i).hasStaticShape())
+      return node.unsupported("Q, K and V must have static shapes");
+  if (!isa<FloatType>(queryType.getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  a.elementType = queryType.getElementType();
+  node.ignoreAttr("softmax_precision"); // the softmax runs in the input type
+
+  Value q = node.input(0), k = node.input(1), v = node.input(2);
+  if (rank == 3) {
+    std::optional<int64_t> queryHeads = node.intAttr("q_num_heads");
+    std::optional<int64_t> keyHeads = node.intAttr("kv_num_heads");
+    if (!queryHeads || !keyHeads || *queryHeads <= 0 || *keyHeads <= 0)
+      return node.unsupported("3-D inputs need q_num_heads and kv_num_heads");
+    q = a.splitHeads(q, *queryHeads);
+    k = a.splitHeads(k, *keyHeads);
+    v = a.splitHeads(v, *keyHeads);
+  } else {
+    node.ignoreAttr("q_num_heads");
+    node.ignoreAttr("kv_num_heads");
+  }
+  int64_t pastLength = 0;
+  if (node.input(4)) {
+    pastLength = node.inputType(4).getDimSize(2);
+    k = node.createInferred<ConcatOp>(ValueRange{node.input(4), k},
+                                      a.b.getI64IntegerAttr(2));
+  }
+  if (node.input(5))
+    v = node.createInferred<ConcatOp>(ValueRange{node.input(5), v},
+                                      a.b.getI64IntegerAttr(2));
+  if (!q || !k || !v)
+    return failure();
+  if (node.outputUsed(1))
+    node.setOutput(1, k);
+  if (node.outputUsed(2))
+    node.setOutput(2, v);
+
+  int64_t queryHeads = a.typeOf(q).getDimSize(1), keyHeads = a.typeOf(k).getDimSize(1);
+  int64_t queryLength = a.typeOf(q).getDimSize(2), keyLength = a.typeOf(k).getDimSize(2);
+  if (queryHeads != keyHeads) {
+    if (queryHeads % keyHeads != 0 || a.typeOf(v).getDimSize(1) != keyHeads)
+      return node.unsupported("query heads must be a multiple of key/value heads");
+    k = a.repeatHeads(k, queryHeads / keyHeads);
+    v = a.repeatHeads(v, queryHeads / keyHeads);
+  }
+
+  // Like the reference: both factors scaled by sqrt(scale).
+  double scale = 1.0 / std::sqrt(double(a.typeOf(q).getDimSize(3)));
+  if (std::optional<float> given = node.floatAttr("scale"))
+    scale = *given;
+  Value rootScale = a.scalar(std::sqrt(scale));
+  Value keysT = a.transpose(k, {0, 1, 3, 2});
+  Value scores = node.createInferred<MatMulOp>(a.mul(q, rootScale), a.mul(keysT, rootScale));
+  if (!scores)
+    return failure();
+  float softcap = node.floatAttr("softcap", 0.0f);
+  if (softcap > 0) {
+    Value scaled = node.createInferred<DivOp>(scores, a.scalar(softcap));
+    scores = a.mul(TanhOp::create(a.b, a.loc, scaled.getType(), scaled), a.scalar(softcap));
+  }
+
+  Value bias;
+  if (node.input(3))
+    bias = a.maskBias(node.input(3), keyLength);
+  if (node.intAttr("is_causal", 0) != 0)
+    bias = a.add(bias, a.causalBias(queryLength, keyLength, pastLength));
+  if (node.input(6))
+    bias = a.add(bias, a.paddingBias(node.input(6), keyLength));
+  Value biased = bias ? a.add(scores, bias) : scores;
+  if (!biased)
+    return failure();
+  auto biasedType = a.typeOf(biased);
+  Value weights = SoftmaxOp::create(a.b, a.loc, biasedType, biased,
+                                    a.b.getI64IntegerAttr(biasedType.getRank() - 1));
+  Value y = node.createInferred<MatMulOp>(weights, v);
+  if (!y)
+    return failure();
+  if (rank == 3) {
+    RankedTensorType type = a.typeOf(y);
+    y = a.reshape(a.transpose(y, {0, 2, 1, 3}),
+                  {type.getDimSize(0), type.getDimSize(2),
+                   type.getDimSize(1) * type.getDimSize(3)});
+  }
+  node.setOutput(0, y);
+  if (node.outputUsed(3)) {
+    int64_t mode = node.intAttr("qk_matmul_output_mode", 0);
+    node.setOutput(3, mode == 3 ? weights : mode == 2 ? biased : scores);
+  }
+  return success();
+}
+
+} // namespace
+
+void registerAttentionHandlers(OpRegistry &registry) {
+  registry.on("Attention", 23, importAttention);
+}
+
+} // namespace tessel::onnx_import
