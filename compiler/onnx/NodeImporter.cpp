@@ -72,9 +72,8 @@ NodeImporter::constantInts(size_t i, llvm::StringRef role) {
   if (!constant) {
     std::string message = "the " + role.str() + " input must be a constant";
     // A graph input can be given its value at compile time.
-    if (auto argument = dyn_cast_or_null<BlockArgument>(input(i)))
-      message += " (graph input " + std::to_string(argument.getArgNumber()) +
-                 ", '" + nodeProto.input(i) + "': --freeze-input " +
+    if (isa_and_nonnull<BlockArgument>(input(i)))
+      message += " (graph input '" + nodeProto.input(i) + "': --freeze-input " +
                  nodeProto.input(i) + "=VALUE.pb fixes it)";
     (void)unsupported(message);
     return std::nullopt;

@@ -26,7 +26,7 @@ OUTCOMES = (PASS, COMPILE_FAILURE, WRONG_RESULT, RUN_FAILURE, CRASH, TIMEOUT)
 
 _MAX_ABS_ERROR = re.compile(r"max abs error ([^,]+), max rel error ([^,]+)")
 # tessel-compile's hint for an input that an op needs at compile time.
-_FREEZE_HINT = re.compile(r"graph input (\d+), '([^']+)': --freeze-input")
+_FREEZE_HINT = re.compile(r"graph input '([^']+)': --freeze-input")
 
 
 @dataclasses.dataclass
@@ -86,14 +86,21 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
                        if d.startswith("test_data_set_"))
     code, output = _run(compile_command, timeout)
     log = [output]
-    frozen = _inputs_to_freeze(output, model_dir, data_sets) if code else []
-    if frozen:
-        # The test feeds axes, shapes or pads as inputs; the data gives them
-        # one value in every data set, so they are compiled in as constants.
-        for index, name in frozen:
-            compile_command += ["--freeze-input", "%s=%s" % (
-                name, os.path.join(model_dir, data_sets[0], "input_%d.pb" % index))]
-        code, output = _run(compile_command, timeout)
+    # The test may feed axes, shapes or pads as inputs; when the data gives
+    # one a single value in every data set, it is compiled in as a constant.
+    # Each compile names the inputs it needs next, so this takes a few rounds.
+    frozen = []
+    for _ in range(4):
+        needed = _inputs_to_freeze(output, model_dir, data_sets) if code else []
+        needed = [entry for entry in needed if entry not in frozen]
+        if not needed:
+            break
+        frozen += needed
+        command = list(compile_command)
+        for file, name in frozen:
+            command += ["--freeze-input", "%s=%s" % (
+                name, os.path.join(model_dir, data_sets[0], file))]
+        code, output = _run(command, timeout)
         log.append(output)
     if code is None:
         return Outcome(TIMEOUT, "tessel-compile " + output.strip(), "".join(log))
@@ -127,19 +134,64 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
 
 
 def _inputs_to_freeze(output, model_dir, data_sets):
-    """(index, name) of the graph inputs that tessel-compile asks to freeze,
-    if every data set gives each of them the same value; else []."""
-    hints = sorted(set((int(index), name) for index, name in _FREEZE_HINT.findall(output)))
-    if not hints or not data_sets:
+    """(file name, input name) of the graph inputs that tessel-compile asks
+    to freeze, if every data set gives each of them the same value; else []."""
+    names = sorted(set(_FREEZE_HINT.findall(output)))
+    if not names or not data_sets:
         return []
-    for index, _ in hints:
+    first = os.path.join(model_dir, data_sets[0])
+    files = {}
+    for file in sorted(os.listdir(first)):
+        if file.startswith("input_"):
+            with open(os.path.join(first, file), "rb") as stream:
+                files[_tensor_name(stream.read())] = file
+    frozen = []
+    for name in names:
+        if name not in files:
+            return []
         values = set()
         for data_set in data_sets:
-            path = os.path.join(model_dir, data_set, "input_%d.pb" % index)
+            path = os.path.join(model_dir, data_set, files[name])
             if not os.path.exists(path):
                 return []
-            with open(path, "rb") as file:
-                values.add(file.read())
+            with open(path, "rb") as stream:
+                values.add(stream.read())
         if len(values) != 1:
             return []
-    return hints
+        frozen.append((files[name], name))
+    return frozen
+
+
+def _tensor_name(data):
+    """The name (field 8) of a serialized onnx.TensorProto, read from the
+    protobuf wire format so that lit's own Python needs no onnx package."""
+    position = 0
+
+    def varint():
+        nonlocal position
+        value = shift = 0
+        while True:
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while position < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            varint()
+        elif wire == 1:
+            position += 8
+        elif wire == 5:
+            position += 4
+        elif wire == 2:
+            length = varint()
+            if field == 8:
+                return data[position:position + length].decode("utf-8", "replace")
+            position += length
+        else:
+            return ""
+    return ""

@@ -14,7 +14,9 @@ void registerIndexingHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);
+void registerRecurrentHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
+void registerResizeHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
 

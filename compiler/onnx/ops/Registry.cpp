@@ -13,7 +13,9 @@ const OpRegistry &onnxOpRegistry() {
     registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNormalizationHandlers(result);
+    registerRecurrentHandlers(result);
     registerReductionHandlers(result);
+    registerResizeHandlers(result);
     registerShapeHandlers(result);
     registerTensorHandlers(result);
     return result;

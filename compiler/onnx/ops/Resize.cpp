@@ -1,0 +1,350 @@
+//===- Resize.cpp - Resize and Upsample -----------------------------------===//
+//
+// Resizing is separable: each resized axis is a weighted sum of a few
+// source elements per output position. With static shapes the positions
+// and weights are compile-time tables, computed here as ONNX's reference
+// implementation computes them, so the axis becomes a tessel.gather of the
+// neighbours, a multiply by the weights and a sum over the taps (nearest
+// mode: the gather alone).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+struct ResizeMode {
+  std::string mode = "nearest";               // nearest, linear, cubic
+  std::string coordinates = "half_pixel";      // coordinate_transformation_mode
+  std::string nearest = "round_prefer_floor";  // nearest_mode
+  double cubicA = -0.75;
+  bool antialias = false;
+  bool excludeOutside = false;
+  double extrapolation = 0.0;
+};
+
+/// The interpolation weights of the taps around a position whose distance
+/// past its floor is `ratio` (1 at integer positions).
+std::vector<double> coefficients(const ResizeMode &m, double ratio, double scale) {
+  if (m.mode == "nearest") {
+    if (ratio == 1.0)
+      return {0, 1};
+    if (m.nearest == "round_prefer_floor")
+      return {double(ratio <= 0.5), double(ratio > 0.5)};
+    if (m.nearest == "round_prefer_ceil")
+      return {double(ratio < 0.5), double(ratio >= 0.5)};
+    if (m.nearest == "floor")
+      return {1, 0};
+    return {0, 1}; // ceil
+  }
+  auto normalized = [](std::vector<double> weights) {
+    double sum = 0;
+    for (double w : weights)
+      sum += w;
+    for (double &w : weights)
+      w /= sum;
+    return weights;
+  };
+  if (m.mode == "linear") {
+    if (!m.antialias)
+      return {1 - ratio, ratio};
+    double s = std::min(scale, 1.0);
+    int64_t start = int64_t(std::floor(-1 / s) + 1);
+    int64_t footprint = 2 - 2 * start;
+    std::vector<double> weights;
+    for (int64_t i = start; i < start + footprint; ++i)
+      weights.push_back(std::clamp(1 - std::abs((i - ratio) * s), 0.0, 1.0));
+    return normalized(weights);
+  }
+  double a = m.cubicA;
+  if (!m.antialias) {
+    double r = ratio, q = 1 - ratio;
+    return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+            ((a + 2) * r - (a + 3)) * r * r + 1,
+            ((a + 2) * q - (a + 3)) * q * q + 1,
+            ((a * (q + 1) - 5 * a) * (q + 1) + 8 * a) * (q + 1) - 4 * a};
+  }
+  double s = std::min(scale, 1.0);
+  auto kernel = [a](double x) {
+    x = std::abs(x);
+    if (x <= 1)
+      return (a + 2) * x * x * x - (a + 3) * x * x + 1;
+    if (x < 2)
+      return a * x * x * x - 5 * a * x * x + 8 * a * x - 4 * a;
+    return 0.0;
+  };
+  int64_t start = int64_t(std::floor(-2 / s) + 1), end = 2 - start;
+  std::vector<double> weights;
+  for (int64_t i = start; i < end; ++i)
+    weights.push_back(kernel(s * (i - ratio)));
+  return normalized(weights);
+}
+
+/// Source coordinate of output position `y` along an axis.
+double sourceCoordinate(const ResizeMode &m, double y, double scale, int64_t input,
+                        int64_t output, double roiStart, double roiEnd) {
+  double outputWidth = scale * input;
+  const std::string &c = m.coordinates;
+  if (c == "align_corners")
+    return outputWidth == 1 ? 0.0 : y * (input - 1) / (outputWidth - 1);
+  if (c == "asymmetric")
+    return y / scale;
+  if (c == "tf_crop_and_resize")
+    return (outputWidth == 1 ? (roiEnd - roiStart) * (input - 1) / 2
+                             : y * (roiEnd - roiStart) * (input - 1) / (outputWidth - 1)) +
+           roiStart * (input - 1);
+  if (c == "tf_half_pixel_for_nn") // opsets 11 and 12
+    return (y + 0.5) / scale;
+  if (c == "pytorch_half_pixel")
+    return outputWidth == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+  if (c == "half_pixel_symmetric") {
+    double adjustment = output / outputWidth;
+    double offset = input / 2.0 * (1 - adjustment);
+    return offset + (y + 0.5) / scale - 0.5;
+  }
+  return (y + 0.5) / scale - 0.5; // half_pixel
+}
+
+/// Resizes `x` along `axis` to `output` positions.
+Value resizeAxis(NodeImporter &node, const ResizeMode &m, Value x, int64_t axis,
+                 double scale, int64_t output, double roiStart, double roiEnd) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t input = type.getDimSize(axis);
+  int64_t taps = 0;
+  std::vector<int64_t> indices;
+  std::vector<double> weights;
+  std::vector<bool> outside;
+  for (int64_t y = 0; y < output; ++y) {
+    double source = sourceCoordinate(m, y, scale, input, output, roiStart, roiEnd);
+    outside.push_back(m.coordinates == "tf_crop_and_resize" &&
+                      (source < 0 || source > input - 1));
+    double floor = std::floor(source);
+    double ratio = source == floor ? 1.0 : source - floor;
+    std::vector<double> w = coefficients(m, ratio, scale);
+    int64_t n = w.size();
+    taps = n;
+    // The reference pads by ceil(n / 2) and takes the n nearest positions.
+    int64_t pad = (n + 1) / 2;
+    double padded = source + pad;
+    int64_t p = int64_t(std::floor(padded));
+    double fraction = padded - p;
+    int64_t offset = n % 2 == 0 ? (fraction == 0 ? -(n / 2) : -(n / 2) + 1)
+                                : (fraction <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1);
+    int64_t first = p + offset - pad;
+    if (m.excludeOutside) {
+      double sum = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        if (first + t < 0 || first + t >= input)
+          w[t] = 0;
+        sum += w[t];
+      }
+      for (double &weight : w)
+        weight /= sum == 0 ? 1 : sum;
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      indices.push_back(std::clamp<int64_t>(first + t, 0, input - 1));
+      weights.push_back(w[t]);
+    }
+  }
+
+  Value result;
+  if (m.mode == "nearest") {
+    // One weight is 1, the other 0: gather the chosen neighbour only.
+    std::vector<int64_t> chosen;
+    for (int64_t y = 0; y < output; ++y)
+      chosen.push_back(indices[y * taps + (weights[y * taps] != 0 ? 0 : 1)]);
+    result = node.createInferred<GatherOp>(x, node.int64Constant(chosen, {output}),
+                                           b.getI64IntegerAttr(axis));
+  } else {
+    Value neighbours = node.createInferred<GatherOp>(
+        x, node.int64Constant(indices, {output, taps}), b.getI64IntegerAttr(axis));
+    SmallVector<int64_t> weightShape(type.getRank() + 1, 1);
+    weightShape[axis] = output;
+    weightShape[axis + 1] = taps;
+    SmallVector<Attribute> weightValues;
+    for (double w : weights)
+      weightValues.push_back(b.getFloatAttr(type.getElementType(), w));
+    Value weightTable = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get(weightShape, type.getElementType()),
+                               weightValues));
+    Value weighted = node.createInferred<MulOp>(neighbours, weightTable);
+    result = node.createInferred<ReduceOp>(b.getStringAttr("sum"), weighted,
+                                           b.getDenseI64ArrayAttr({axis + 1}));
+  }
+  if (llvm::is_contained(outside, true)) {
+    SmallVector<int64_t> maskShape(type.getRank(), 1);
+    maskShape[axis] = output;
+    SmallVector<bool> mask(outside.begin(), outside.end());
+    Value isOutside = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(RankedTensorType::get(maskShape, b.getI1Type()),
+                                       ArrayRef<bool>(mask)));
+    result = node.createInferred<WhereOp>(
+        isOutside, node.splatConstant(type.getElementType(), m.extrapolation), result);
+  }
+  return result;
+}
+
+/// A float list from a constant input (empty when absent or empty).
+std::optional<std::vector<double>> constantFloats(NodeImporter &node, size_t i,
+                                                  StringRef role) {
+  if (!node.input(i))
+    return std::vector<double>();
+  ElementsAttr constant = node.constantInput(i);
+  if (!constant) {
+    (void)node.constantInts(i, role); // records why, with a --freeze-input hint
+    return std::nullopt;
+  }
+  std::vector<double> values;
+  for (const APFloat &value : constant.getValues<APFloat>())
+    values.push_back(value.convertToDouble());
+  return values;
+}
+
+LogicalResult resize(NodeImporter &node, const ResizeMode &m, std::vector<double> scales,
+                     SmallVector<int64_t> sizes, std::vector<double> roi,
+                     SmallVector<int64_t> axes) {
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  if (m.mode != "nearest" && !isa<FloatType>(type.getElementType()))
+    return node.unsupported(m.mode + " resizing needs a floating-point input");
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  for (int64_t &axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized)
+      return node.unsupported("axis " + Twine(axis) + " is out of range");
+    axis = *normalized;
+  }
+  size_t count = axes.size();
+  if ((!scales.empty() && scales.size() != count) || (!sizes.empty() && sizes.size() != count))
+    return node.unsupported("scales or sizes need one entry per resized axis");
+  if (scales.empty() == sizes.empty())
+    return node.unsupported("exactly one of scales and sizes must be given");
+  if (!roi.empty() && roi.size() != 2 * count)
+    return node.unsupported("roi needs two entries per resized axis");
+
+  std::vector<double> axisScale(rank, 1.0);
+  SmallVector<int64_t> axisSize(type.getShape());
+  if (!sizes.empty()) {
+    std::string policy = node.opset() >= 18
+                             ? node.stringAttr("keep_aspect_ratio_policy").value_or("stretch")
+                             : "stretch";
+    std::vector<double> ratios;
+    for (size_t i = 0; i < count; ++i)
+      ratios.push_back(double(sizes[i]) / type.getDimSize(axes[i]));
+    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+      return node.unsupported("keep_aspect_ratio_policy '" + policy + "' is not supported");
+    double common = policy == "not_larger" ? *std::min_element(ratios.begin(), ratios.end())
+                                           : *std::max_element(ratios.begin(), ratios.end());
+    for (size_t i = 0; i < count; ++i) {
+      int64_t input = type.getDimSize(axes[i]);
+      axisScale[axes[i]] = policy == "stretch" ? ratios[i] : common;
+      axisSize[axes[i]] = policy == "stretch" ? sizes[i] : int64_t(common * input + 0.5);
+    }
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      if (scales[i] <= 0)
+        return node.unsupported("scales must be positive");
+      axisScale[axes[i]] = scales[i];
+      axisSize[axes[i]] = int64_t(scales[i] * type.getDimSize(axes[i]));
+    }
+  }
+
+  Value x = node.input(0);
+  for (size_t i = 0; i < count; ++i) {
+    int64_t axis = axes[i];
+    double roiStart = roi.empty() ? 0.0 : roi[i], roiEnd = roi.empty() ? 1.0 : roi[count + i];
+    if (std::abs(axisScale[axis] - 1.0) < 1e-9 && axisSize[axis] == type.getDimSize(axis) &&
+        roiStart == 0.0 && roiEnd == 1.0)
+      continue;
+    if (axisSize[axis] <= 0)
+      return node.unsupported("axis " + Twine(axis) + " would be resized to no elements");
+    x = resizeAxis(node, m, x, axis, axisScale[axis], axisSize[axis], roiStart, roiEnd);
+    if (!x)
+      return failure();
+  }
+  node.setOutput(0, x);
+  return success();
+}
+
+/// Resize 11 and later: X, roi, scales, sizes.
+LogicalResult importResize(NodeImporter &node) {
+  ResizeMode m;
+  m.mode = node.stringAttr("mode").value_or("nearest");
+  m.coordinates = node.stringAttr("coordinate_transformation_mode").value_or("half_pixel");
+  m.nearest = node.stringAttr("nearest_mode").value_or("round_prefer_floor");
+  m.cubicA = node.floatAttr("cubic_coeff_a", -0.75f);
+  m.excludeOutside = node.intAttr("exclude_outside", 0) != 0;
+  m.extrapolation = node.floatAttr("extrapolation_value", 0.0f);
+  if (node.opset() >= 18)
+    m.antialias = node.intAttr("antialias", 0) != 0;
+  if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic")
+    return node.unsupported("mode '" + m.mode + "' is not supported");
+  SmallVector<int64_t> axes;
+  if (node.opset() >= 18)
+    if (std::optional<std::vector<int64_t>> given = node.intsAttr("axes"))
+      axes.assign(given->begin(), given->end());
+  std::optional<std::vector<double>> roi = constantFloats(node, 1, "roi");
+  std::optional<std::vector<double>> scales = roi ? constantFloats(node, 2, "scales")
+                                                  : std::nullopt;
+  if (!roi || !scales)
+    return failure();
+  SmallVector<int64_t> sizes;
+  if (node.input(3)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(3, "sizes");
+    if (!given)
+      return failure();
+    sizes = *given;
+  }
+  if (m.coordinates != "tf_crop_and_resize")
+    roi->clear();
+  int64_t rank = node.inputType(0).getRank();
+  if (axes.empty() && !roi->empty() && roi->size() != size_t(2 * rank))
+    return node.unsupported("roi needs two entries per axis");
+  return resize(node, m, *scales, sizes, *roi, axes);
+}
+
+/// Resize 10 and Upsample: scales only, asymmetric coordinates, nearest
+/// rounding down as the old operators did.
+LogicalResult importScalesOnly(NodeImporter &node, size_t scalesInput) {
+  ResizeMode m;
+  m.mode = node.stringAttr("mode").value_or("nearest");
+  if (m.mode == "bilinear")
+    m.mode = "linear";
+  if (m.mode != "nearest" && m.mode != "linear")
+    return node.unsupported("mode '" + m.mode + "' is not supported");
+  m.coordinates = "asymmetric";
+  m.nearest = "floor";
+  std::vector<double> scales;
+  if (std::optional<std::vector<float>> given = node.floatsAttr("scales")) {
+    scales.assign(given->begin(), given->end());
+  } else {
+    std::optional<std::vector<double>> input = constantFloats(node, scalesInput, "scales");
+    if (!input)
+      return failure();
+    scales = *input;
+  }
+  return resize(node, m, scales, {}, {}, {});
+}
+
+} // namespace
+
+void registerResizeHandlers(OpRegistry &registry) {
+  registry.on("Resize", 10, [](NodeImporter &node) { return importScalesOnly(node, 1); });
+  registry.on("Resize", 11, importResize);
+  registry.on("Upsample", 7, [](NodeImporter &node) { return importScalesOnly(node, 1); });
+}
+
+} // namespace tessel::onnx_import
