@@ -132,6 +132,15 @@ std::string describeOptions(const CompileOptions &options) {
 
 } // namespace
 
+llvm::Expected<SupportReport> checkModel(llvm::StringRef modelPath,
+                                         const CompileOptions &options) {
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  return checkOnnxModel(context, modelPath, options.import);
+}
+
 llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
                          EmitKind emit, llvm::raw_ostream &out) {
   std::unique_ptr<Target> target = createTarget(options.target);

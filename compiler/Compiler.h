@@ -46,6 +46,11 @@ std::vector<std::string> availableTargets();
 llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
                          EmitKind emit, llvm::raw_ostream &out);
 
+/// Lists what in `modelPath` cannot be compiled, without compiling it
+/// (`tessel-compile --check`).
+llvm::Expected<SupportReport> checkModel(llvm::StringRef modelPath,
+                                         const CompileOptions &options);
+
 /// The version string recorded in artifacts.
 llvm::StringRef compilerVersion();
 

@@ -22,6 +22,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <map>
+
 #include "onnx/shape_inference/implementation.h"
 
 using namespace mlir;
@@ -56,6 +58,11 @@ public:
 
   llvm::Expected<OwningOpRef<ModuleOp>> run();
 
+  /// What the last run found: every problem, and failing nodes per op type.
+  const std::vector<std::string> &allProblems() const { return problems; }
+  const std::map<std::string, int64_t> &failingOps() const { return failingOpCounts; }
+  int64_t opsetVersion() const { return opset; }
+
 private:
   llvm::Error readOpset();
   void inferShapes();
@@ -82,6 +89,7 @@ private:
   llvm::StringSet<> poisoned;
   llvm::StringMap<RankedTensorType> inferredTypes;
   std::vector<std::string> problems;
+  std::map<std::string, int64_t> failingOpCounts;
 };
 
 llvm::Error GraphImporter::readOpset() {
@@ -259,6 +267,7 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   std::string label = "node '" + nodeLabel(node, index) + "' (" + node.op_type() +
                       ", opset " + std::to_string(opset) + "): ";
   auto poison = [&] {
+    ++failingOpCounts[node.op_type()];
     for (const std::string &output : node.output())
       poisoned.insert(output);
   };
@@ -478,22 +487,51 @@ llvm::Error freezeInputs(onnx::ModelProto &model, const std::string &path,
   return llvm::Error::success();
 }
 
-} // namespace
-
-llvm::Expected<OwningOpRef<ModuleOp>>
-importOnnxModel(MLIRContext &context, llvm::StringRef path,
-                const ImportOptions &options) {
+/// Parses the model file into `model`.
+llvm::Error readModel(llvm::StringRef path, onnx::ModelProto &model) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
   if (!file)
     return importError(path + ": cannot read: " + file.getError().message());
-  onnx::ModelProto model;
   llvm::StringRef bytes = (*file)->getBuffer();
   if (bytes.empty() || !model.ParseFromArray(bytes.data(), bytes.size()))
     return importError(path + ": not an ONNX model (the protobuf does not parse)");
   if (!model.has_graph())
     return importError(path + ": the model has no graph");
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<SupportReport> checkOnnxModel(MLIRContext &context, llvm::StringRef path,
+                                             const ImportOptions &options) {
+  onnx::ModelProto model;
+  if (llvm::Error error = readModel(path, model))
+    return std::move(error);
+  if (llvm::Error error = freezeInputs(model, path.str(), options.frozenInputs))
+    return std::move(error);
+  GraphImporter importer(context, model, path, options);
+  llvm::Expected<OwningOpRef<ModuleOp>> module = importer.run();
+  // Problems in the graph's nodes are the report; anything else (an
+  // unreadable input type, say) stops the check as it stops a compile.
+  if (!module && importer.allProblems().empty())
+    return module.takeError();
+  llvm::consumeError(module.takeError());
+  SupportReport report;
+  report.nodeCount = model.graph().node_size();
+  report.opset = importer.opsetVersion();
+  report.problems = importer.allProblems();
+  report.failingNodesByOp = importer.failingOps();
+  return report;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+importOnnxModel(MLIRContext &context, llvm::StringRef path,
+                const ImportOptions &options) {
+  onnx::ModelProto model;
+  if (llvm::Error error = readModel(path, model))
+    return std::move(error);
   if (llvm::Error error = freezeInputs(model, path.str(), options.frozenInputs))
     return std::move(error);
   GraphImporter importer(context, model, path, options);

@@ -33,6 +33,21 @@ llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 importOnnxModel(mlir::MLIRContext &context, llvm::StringRef path,
                 const ImportOptions &options = {});
 
+/// What `tessel-compile --check` reports: every node that cannot be
+/// compiled, and how many failing nodes each op type has.
+struct SupportReport {
+  int64_t nodeCount = 0;
+  int64_t opset = 0;
+  std::vector<std::string> problems;
+  std::map<std::string, int64_t> failingNodesByOp;
+};
+
+/// Imports the model only to find what cannot be compiled. Fails only when
+/// the model cannot be read at all.
+llvm::Expected<SupportReport> checkOnnxModel(mlir::MLIRContext &context,
+                                             llvm::StringRef path,
+                                             const ImportOptions &options = {});
+
 /// Name of the argument/result attribute holding ONNX value names.
 inline constexpr llvm::StringLiteral kValueNameAttr = "tessel.name";
 

@@ -57,6 +57,33 @@ llvm::Error writeAtomically(const std::string &path, llvm::StringRef bytes) {
   return llvm::Error::success();
 }
 
+/// --check: every node that cannot be compiled, then the count per op.
+int checkSupport(const std::string &model, const tessel::CompileOptions &options) {
+  llvm::Expected<tessel::SupportReport> report = tessel::checkModel(model, options);
+  if (!report) {
+    llvm::errs() << "tessel-compile: error: " << llvm::toString(report.takeError())
+                 << "\n";
+    return 1;
+  }
+  if (report->problems.empty()) {
+    llvm::outs() << model << ": all " << report->nodeCount
+                 << " nodes can be compiled (opset " << report->opset << ")\n";
+    return 0;
+  }
+  int64_t failing = 0;
+  for (const auto &entry : report->failingNodesByOp)
+    failing += entry.second;
+  llvm::outs() << model << ": " << failing << " of " << report->nodeCount
+               << " nodes cannot be compiled (opset " << report->opset << "):\n";
+  for (const std::string &problem : report->problems)
+    llvm::outs() << "  " << problem << "\n";
+  llvm::outs() << "by op:\n";
+  for (const auto &[op, count] : report->failingNodesByOp)
+    llvm::outs() << llvm::format("  %-28s %lld node%s\n", op.c_str(),
+                                 static_cast<long long>(count), count == 1 ? "" : "s");
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -65,7 +92,7 @@ int main(int argc, char **argv) {
   std::string target = "x86", cpu, emit = "artifact";
   int optLevel = 3;
   std::vector<std::string> shapes, frozen;
-  bool quiet = false;
+  bool quiet = false, check = false;
   app.add_option("model", model, "ONNX model file")->required();
   app.add_option("-o,--output", output,
                  "Output file (required for artifacts; '-' or absent prints "
@@ -84,6 +111,9 @@ int main(int argc, char **argv) {
   app.add_option("--freeze-input", frozen,
                  "Give a graph input its value at compile time: NAME=VALUE.pb "
                  "(an ONNX TensorProto); it leaves the artifact's inputs");
+  app.add_flag("--check", check,
+               "Only report every node that cannot be compiled, with a summary per "
+               "op; exit 1 if there is any");
   app.add_flag("-q,--quiet", quiet, "Print no progress");
   CLI11_PARSE(app, argc, argv);
 
@@ -110,6 +140,8 @@ int main(int argc, char **argv) {
     }
     options.import.frozenInputs[name.str()] = file.str();
   }
+  if (check)
+    return checkSupport(model, options);
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
