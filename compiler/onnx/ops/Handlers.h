@@ -15,6 +15,7 @@ void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);
 void registerRecurrentHandlers(OpRegistry &registry);
+void registerQuantizationHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerResizeHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
@@ -23,6 +24,11 @@ void registerTensorHandlers(OpRegistry &registry);
 /// log(softmax(x)) along `axis` (Reduction.cpp), shared by LogSoftmax and
 /// SoftmaxCrossEntropyLoss.
 mlir::Value logSoftmax(NodeImporter &node, mlir::Value x, int64_t axis);
+
+/// A convolution of `input` and `weight` (+ `bias`) with the node's Conv
+/// attributes (NeuralNetwork.cpp); null after recording why not.
+mlir::Value convolutionFromAttributes(NodeImporter &node, mlir::Value input,
+                                      mlir::Value weight, mlir::Value bias);
 
 /// Resolves a possibly negative axis against `rank` (ONNX's convention);
 /// nullopt when it is out of range. `inclusive` allows axis == rank.

@@ -125,21 +125,31 @@ bool checkConvRank(NodeImporter &node, RankedTensorType inputType,
   return true;
 }
 
-LogicalResult importConv(NodeImporter &node) {
-  RankedTensorType inputType = node.inputType(0);
-  RankedTensorType weightType = node.inputType(1);
+} // namespace
+
+Value convolutionFromAttributes(NodeImporter &node, Value input, Value weight,
+                                Value bias) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightType = cast<RankedTensorType>(weight.getType());
   if (!checkConvRank(node, inputType, weightType))
-    return failure();
+    return {};
   FailureOr<Window> window =
       readWindow(node, inputType.getShape().drop_front(2),
                  weightType.getShape().drop_front(2), /*supportsDilations=*/true);
   if (failed(window))
-    return failure();
-  if (!llvm::equal(window->kernel, weightType.getShape().drop_front(2)))
-    return node.unsupported("kernel_shape disagrees with the weight's shape");
-  return node.setInferredOutput(0, convolve(node, node.input(0), node.input(1),
-                                            node.input(2), *window,
-                                            node.intAttr("group", 1)));
+    return {};
+  if (!llvm::equal(window->kernel, weightType.getShape().drop_front(2))) {
+    (void)node.unsupported("kernel_shape disagrees with the weight's shape");
+    return {};
+  }
+  return convolve(node, input, weight, bias, *window, node.intAttr("group", 1));
+}
+
+namespace {
+
+LogicalResult importConv(NodeImporter &node) {
+  return node.setInferredOutput(
+      0, convolutionFromAttributes(node, node.input(0), node.input(1), node.input(2)));
 }
 
 /// ConvTranspose as a convolution: the input with stride - 1 zeros between

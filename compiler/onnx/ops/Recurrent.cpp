@@ -281,7 +281,6 @@ LogicalResult Recurrence::import() {
       return failure();
     runs.push_back(*run);
   }
-  int64_t directions = runs.size();
   // Y: [sequence, directions, batch, hidden] (layout 1: [batch, sequence,
   // directions, hidden]); Y_h and Y_c: [directions, batch, hidden].
   auto stack = [&](ArrayRef<Value> parts, int64_t axis) {

@@ -13,6 +13,7 @@ const OpRegistry &onnxOpRegistry() {
     registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNormalizationHandlers(result);
+    registerQuantizationHandlers(result);
     registerRecurrentHandlers(result);
     registerReductionHandlers(result);
     registerResizeHandlers(result);
