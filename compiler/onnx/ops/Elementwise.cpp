@@ -287,6 +287,32 @@ LogicalResult importIsInf(NodeImporter &node) {
   return success();
 }
 
+/// PRelu: x where x >= 0, else slope * x (slope broadcasts to x).
+LogicalResult importPRelu(NodeImporter &node) {
+  Value x = node.input(0);
+  Type elementType = node.inputType(0).getElementType();
+  OpBuilder &b = node.builder();
+  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), x,
+                                                  node.splatConstant(elementType, 0.0));
+  Value scaled = node.createInferred<MulOp>(x, node.input(1));
+  return node.setInferredOutput(0, node.createInferred<WhereOp>(negative, scaled, x));
+}
+
+/// Shrink: x + bias below -lambd, x - bias above lambd, else 0.
+LogicalResult importShrink(NodeImporter &node) {
+  Value x = node.input(0);
+  Type elementType = node.inputType(0).getElementType();
+  double lambd = node.floatAttr("lambd", 0.5f), bias = node.floatAttr("bias", 0.0f);
+  OpBuilder &b = node.builder();
+  auto constant = [&](double value) { return node.splatConstant(elementType, value); };
+  Value below = node.createInferred<CompareOp>(b.getStringAttr("lt"), x, constant(-lambd));
+  Value above = node.createInferred<CompareOp>(b.getStringAttr("gt"), x, constant(lambd));
+  Value raised = node.createInferred<AddOp>(x, constant(bias));
+  Value lowered = node.createInferred<SubOp>(x, constant(bias));
+  Value outer = node.createInferred<WhereOp>(above, lowered, constant(0.0));
+  return node.setInferredOutput(0, node.createInferred<WhereOp>(below, raised, outer));
+}
+
 } // namespace
 
 void registerElementwiseHandlers(OpRegistry &registry) {
@@ -345,6 +371,8 @@ void registerElementwiseHandlers(OpRegistry &registry) {
   });
   registry.on("Selu", 6, importSelu);
   registry.on("Celu", 12, importCelu);
+  registry.on("PRelu", 7, importPRelu);
+  registry.on("Shrink", 9, importShrink);
   registry.on("HardSigmoid", 6, importHardSigmoid);
   registry.on("Gelu", 20, importGelu);
   registry.on("Min", 6, importVariadic<MinOp>);

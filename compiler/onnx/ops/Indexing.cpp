@@ -422,6 +422,81 @@ LogicalResult importSpaceToDepth(NodeImporter &node) {
   return success();
 }
 
+/// OneHot: on_value where the position along the new axis equals the index
+/// (negative indices count from depth), off_value elsewhere.
+LogicalResult importOneHot(NodeImporter &node) {
+  RankedTensorType indicesType = node.inputType(0);
+  std::optional<SmallVector<int64_t>> depthValue;
+  if (ElementsAttr constant = node.constantInput(1);
+      constant && isa<FloatType>(constant.getElementType())) {
+    depthValue = SmallVector<int64_t>{
+        int64_t((*constant.getValues<APFloat>().begin()).convertToDouble())};
+  } else {
+    depthValue = node.constantInts(1, "depth");
+  }
+  if (!depthValue)
+    return failure();
+  int64_t depth = depthValue->front();
+  if (depth <= 0)
+    return node.unsupported("depth must be positive");
+  int64_t rank = indicesType.getRank() + 1;
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), rank);
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value indices = node.input(0);
+  if (!isa<IntegerType>(indicesType.getElementType()) ||
+      !indicesType.getElementType().isInteger(64))
+    indices = CastOp::create(b, loc, indicesType.clone(b.getI64Type()), indices);
+  Value depthConstant = node.int64Constant({depth}, {});
+  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), indices,
+                                                  node.int64Constant({0}, {}));
+  indices = node.createInferred<WhereOp>(
+      negative, node.createInferred<AddOp>(indices, depthConstant), indices);
+  SmallVector<int64_t> keptShape(indicesType.getShape());
+  keptShape.insert(keptShape.begin() + *axis, 1);
+  indices = ReshapeOp::create(b, loc, RankedTensorType::get(keptShape, b.getI64Type()), indices);
+  SmallVector<int64_t> positionShape(rank, 1), positions(depth);
+  positionShape[*axis] = depth;
+  std::iota(positions.begin(), positions.end(), 0);
+  Value hot = node.createInferred<CompareOp>(
+      b.getStringAttr("eq"), node.int64Constant(positions, positionShape), indices);
+  // values = [off_value, on_value].
+  RankedTensorType valuesType = node.inputType(2);
+  auto pick = [&](int64_t i) {
+    Value one = SliceOp::create(b, loc, valuesType.clone({1}), node.input(2),
+                                b.getDenseI64ArrayAttr({i}), b.getDenseI64ArrayAttr({1}));
+    return ReshapeOp::create(b, loc, valuesType.clone(ArrayRef<int64_t>{}), one);
+  };
+  return node.setInferredOutput(0, node.createInferred<WhereOp>(hot, pick(1), pick(0)));
+}
+
+/// EyeLike: ones on diagonal k of a matrix shaped like the input.
+LogicalResult importEyeLike(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 2 || !type.hasStaticShape())
+    return node.unsupported("the input must be a static matrix");
+  OpBuilder &b = node.builder();
+  Type elementType = type.getElementType();
+  if (std::optional<int64_t> dtype = node.intAttr("dtype"))
+    elementType = elementTypeFor(b.getContext(), *dtype);
+  if (!elementType)
+    return node.unsupported("dtype is not supported");
+  int64_t k = node.intAttr("k", 0);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i)
+    for (int64_t j = 0; j < type.getDimSize(1); ++j) {
+      double value = j - i == k ? 1.0 : 0.0;
+      values.push_back(isa<FloatType>(elementType)
+                           ? Attribute(b.getFloatAttr(elementType, value))
+                           : Attribute(b.getIntegerAttr(elementType, int64_t(value))));
+    }
+  node.setOutput(0, ConstantOp::create(b, node.loc(),
+                                       DenseElementsAttr::get(type.clone(elementType), values)));
+  return success();
+}
+
 } // namespace
 
 void registerIndexingHandlers(OpRegistry &registry) {
@@ -438,6 +513,8 @@ void registerIndexingHandlers(OpRegistry &registry) {
   registry.on("Range", 11, importRange);
   registry.on("DepthToSpace", 1, importDepthToSpace);
   registry.on("SpaceToDepth", 1, importSpaceToDepth);
+  registry.on("OneHot", 9, importOneHot);
+  registry.on("EyeLike", 9, importEyeLike);
 }
 
 } // namespace tessel::onnx_import

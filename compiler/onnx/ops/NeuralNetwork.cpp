@@ -317,6 +317,25 @@ LogicalResult importAveragePool(NodeImporter &node) {
   return success();
 }
 
+/// GlobalMaxPool: the maximum over the spatial axes, kept as size 1.
+LogicalResult importGlobalMaxPool(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() < 3)
+    return node.unsupported("input must have rank 3 or more");
+  SmallVector<int64_t> axes, kept(type.getShape());
+  for (int64_t i = 2; i < type.getRank(); ++i) {
+    axes.push_back(i);
+    kept[i] = 1;
+  }
+  OpBuilder &b = node.builder();
+  Value max = node.createInferred<ReduceOp>(b.getStringAttr("max"), node.input(0),
+                                            b.getDenseI64ArrayAttr(axes));
+  if (!max)
+    return failure();
+  node.setOutput(0, ReshapeOp::create(b, node.loc(), type.clone(kept), max));
+  return success();
+}
+
 LogicalResult importGlobalAveragePool(NodeImporter &node) {
   if (node.inputType(0).getRank() < 3)
     return node.unsupported("input must have rank 3 or more");
@@ -413,6 +432,7 @@ void registerNeuralNetworkHandlers(OpRegistry &registry) {
   registry.on("MaxPool", 1, importMaxPool);
   registry.on("AveragePool", 1, importAveragePool);
   registry.on("GlobalAveragePool", 1, importGlobalAveragePool);
+  registry.on("GlobalMaxPool", 1, importGlobalMaxPool);
   registry.on("BatchNormalization", 6, importBatchNormalization);
   registry.on("Gemm", 7, importGemm);
   registry.on("MatMul", 1, importMatMul);
