@@ -26,13 +26,80 @@ class MLP(torch.nn.Module):
         return self.layers(x)
 
 
+class Encoder(torch.nn.Module):
+    """A BERT-style encoder: token and position embeddings, LayerNorm, then
+    post-norm transformer layers (multi-head attention, GELU feed-forward)."""
+
+    def __init__(self, vocabulary=1000, sequence=128, width=256, heads=4, layers=2):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocabulary, width)
+        self.positions = torch.nn.Parameter(torch.randn(1, sequence, width) * 0.02)
+        self.norm = torch.nn.LayerNorm(width)
+        layer = torch.nn.TransformerEncoderLayer(
+            width, heads, dim_feedforward=4 * width, activation="gelu",
+            batch_first=True, dropout=0.0)
+        self.layers = torch.nn.TransformerEncoder(layer, layers)
+
+    def forward(self, ids):
+        return self.layers(self.norm(self.tokens(ids) + self.positions))
+
+
+class TwoLayerLSTM(torch.nn.Module):
+    """Two stacked LSTM layers and a linear read-out of the last step."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(64, 128, num_layers=2)
+        self.head = torch.nn.Linear(128, 10)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y[-1])
+
+
+def calibrated(model):
+    """Sets every BatchNorm's statistics from one random batch. With the
+    default statistics EfficientNet's activations shrink layer by layer to
+    ~1e-14 at the output, where any comparison passes; calibrated, they stay
+    of order 1."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.reset_running_stats()
+            module.momentum = None  # a cumulative average: one batch's statistics
+    model.train()
+    with torch.no_grad():
+        model(torch.randn(2, 3, 224, 224))
+    return model
+
+
+def vit_small():
+    """A ViT-S-style model (width 384, 6 heads), 4 layers to keep tests short."""
+    model = torchvision.models.VisionTransformer(
+        image_size=224, patch_size=16, num_layers=4, num_heads=6,
+        hidden_dim=384, mlp_dim=1536)
+    # torchvision zero-initializes the classifier, which would make every
+    # output 0: compare the class-token features instead.
+    model.heads = torch.nn.Identity()
+    return model
+
+
 MODELS = {
     # name: (constructor, input shape)
     "mlp": (MLP, (1, 1, 28, 28)),
     "resnet18": (lambda: torchvision.models.resnet18(), (1, 3, 224, 224)),
     "resnet50": (lambda: torchvision.models.resnet50(), (1, 3, 224, 224)),
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), (1, 3, 224, 224)),
+    "efficientnet_b0": (lambda: calibrated(torchvision.models.efficientnet_b0()),
+                        (1, 3, 224, 224)),
+    "squeezenet": (lambda: torchvision.models.squeezenet1_1(), (1, 3, 224, 224)),
+    "vit_small": (vit_small, (1, 3, 224, 224)),
+    "encoder": (Encoder, (1, 128)),
+    "lstm": (TwoLayerLSTM, (16, 1, 64)),
 }
+
+# Models whose input is token ids rather than floats.
+INTEGER_INPUTS = {"encoder"}
+ATTENTION_MODELS = {"encoder", "vit_small"}
 
 
 def main():
@@ -47,8 +114,16 @@ def main():
     torch.manual_seed(args.seed)
     constructor, shape = MODELS[args.model]
     model = constructor().eval()
-    example = torch.randn((args.batch,) + tuple(shape[1:]))
-    with torch.no_grad():
+    if args.model in INTEGER_INPUTS:
+        example = torch.randint(0, 4, (args.batch,) + tuple(shape[1:]))
+    elif args.model == "lstm":  # [sequence, batch, features]
+        example = torch.randn((shape[0], args.batch) + tuple(shape[2:]))
+    else:
+        example = torch.randn((args.batch,) + tuple(shape[1:]))
+    # Under no_grad, torch runs attention through fused kernels that the
+    # exporter cannot express; with gradients on it traces the plain ops.
+    context = torch.enable_grad() if args.model in ATTENTION_MODELS else torch.no_grad()
+    with context:
         torch.onnx.export(model, example, args.output, opset_version=args.opset,
                           input_names=["input"], output_names=["output"])
 
