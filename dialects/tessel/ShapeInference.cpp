@@ -3,6 +3,7 @@
 #include "dialects/tessel/ShapeInference.h"
 
 #include "mlir/IR/BuiltinTypeInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
 using mlir::ShapedType;
@@ -141,6 +142,27 @@ std::optional<int64_t> elementCount(llvm::ArrayRef<int64_t> shape) {
     count *= dim;
   }
   return count;
+}
+
+std::optional<EinsumEquation> parseEinsumEquation(llvm::StringRef equation) {
+  if (!equation.contains("->"))
+    return std::nullopt;
+  auto [inputs, output] = equation.split("->");
+  EinsumEquation parsed;
+  llvm::SmallVector<llvm::StringRef> operands;
+  inputs.split(operands, ',');
+  auto isLetters = [](llvm::StringRef text) {
+    return llvm::all_of(text, [](char c) { return llvm::isAlpha(c); });
+  };
+  for (llvm::StringRef operand : operands) {
+    if (!isLetters(operand))
+      return std::nullopt;
+    parsed.operands.push_back(operand.str());
+  }
+  if (!isLetters(output))
+    return std::nullopt;
+  parsed.output = output.str();
+  return parsed;
 }
 
 } // namespace tessel

@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include <optional>
 #include <string>
 
@@ -56,6 +57,15 @@ std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
 /// Number of elements, or nullopt for a dynamic shape or on overflow.
 std::optional<int64_t> elementCount(llvm::ArrayRef<int64_t> shape);
+
+/// An explicit einsum equation, "ij,jk->ik": each operand's axis letters
+/// and the output's.
+struct EinsumEquation {
+  llvm::SmallVector<std::string> operands;
+  std::string output;
+};
+/// Nullopt unless the equation is explicit and made of letters only.
+std::optional<EinsumEquation> parseEinsumEquation(llvm::StringRef equation);
 
 } // namespace tessel
 

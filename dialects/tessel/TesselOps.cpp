@@ -573,6 +573,67 @@ LogicalResult CumSumOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank());
 }
 
+static LogicalResult verifyReduction(Operation *op, StringRef reduction) {
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return op->emitOpError("reduction must be none, add, mul, max or min, not '")
+           << reduction << "'";
+  return success();
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  if (getIndices().getType().getRank() != getData().getType().getRank())
+    return emitOpError("indices must have the data's rank");
+  if (failed(verifyAxis(*this, getAxis(), getData().getType().getRank())))
+    return failure();
+  return verifyReduction(*this, getReduction());
+}
+
+LogicalResult ScatterNDOp::verify() {
+  RankedTensorType data = getData().getType(), indices = getIndices().getType();
+  RankedTensorType updates = getUpdates().getType();
+  if (indices.getRank() < 1 || indices.isDynamicDim(indices.getRank() - 1))
+    return emitOpError("indices need a static last axis");
+  int64_t depth = indices.getShape().back();
+  if (depth > data.getRank())
+    return emitOpError("index tuples are longer than the data's rank");
+  Shape expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(depth));
+  if (ArrayRef<int64_t>(expected) != updates.getShape())
+    return emitOpError("updates must have shape ") << formatShape(expected);
+  return verifyReduction(*this, getReduction());
+}
+
+LogicalResult EinsumOp::verify() {
+  std::optional<EinsumEquation> parsed = parseEinsumEquation(getEquation());
+  if (!parsed)
+    return emitOpError("equation must be explicit letters, as \"ij,jk->ik\"");
+  const auto &operands = parsed->operands;
+  StringRef output = parsed->output;
+  if (operands.size() != getInputs().size())
+    return emitOpError("equation names ") << operands.size() << " operands, not "
+                                          << getInputs().size();
+  llvm::StringMap<int64_t> extents;
+  for (auto [letters, input] : llvm::zip(operands, getInputs())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (static_cast<int64_t>(letters.size()) != type.getRank())
+      return emitOpError("operand '") << letters << "' has rank " << type.getRank();
+    for (auto [letter, size] : llvm::zip(letters, type.getShape())) {
+      auto [it, inserted] = extents.try_emplace(StringRef(&letter, 1), size);
+      if (!inserted && it->second != size)
+        return emitOpError("axis '") << letter << "' has sizes " << it->second
+                                     << " and " << size;
+    }
+  }
+  if (static_cast<int64_t>(output.size()) != getType().getRank())
+    return emitOpError("the result must have rank ") << output.size();
+  for (auto [letter, size] : llvm::zip(output, getType().getShape())) {
+    auto it = extents.find(StringRef(&letter, 1));
+    if (it == extents.end() || it->second != size)
+      return emitOpError("output axis '") << letter << "' does not match the operands";
+  }
+  return success();
+}
+
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

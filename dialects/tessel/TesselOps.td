@@ -872,6 +872,70 @@ def Tessel_CumSumOp : Tessel_Op<"cumsum", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Tessel_ScatterElementsOp : Tessel_Op<"scatter_elements", [
+    AllTypesMatch<["data", "result"]>, AllElementTypesMatch<["data", "updates"]>,
+    AllShapesMatch<["indices", "updates"]>]> {
+  let summary = "Write updates at indexed positions along an axis (ONNX ScatterElements)";
+  let description = [{
+    result = data, then for every index u of `updates`, the element at u
+    with its `axis` entry replaced by indices[u] becomes updates[u]
+    (`reduction` "none"; later updates win) or combines with it ("add",
+    "mul", "max", "min").
+
+    ```mlir
+    %0 = tessel.scatter_elements %data, %indices, %updates {axis = 1 : i64, reduction = "none"}
+        : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices,
+                       Tessel_Tensor:$updates, I64Attr:$axis, StrAttr:$reduction);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_ScatterNDOp : Tessel_Op<"scatter_nd", [
+    AllTypesMatch<["data", "result"]>, AllElementTypesMatch<["data", "updates"]>]> {
+  let summary = "Write slices at indexed positions (ONNX ScatterND)";
+  let description = [{
+    indices is [u..., k]: each tuple indexes the first k axes of `data`, and
+    updates[u...] (the rest of the axes) is written there, or combined as
+    `reduction` says.
+
+    ```mlir
+    %0 = tessel.scatter_nd %data, %indices, %updates {reduction = "add"}
+        : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$data, RankedTensorOf<[I64]>:$indices,
+                       Tessel_Tensor:$updates, StrAttr:$reduction);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_EinsumOp : Tessel_Op<"einsum"> {
+  let summary = "Sum of products over named axes (ONNX Einsum)";
+  let description = [{
+    `equation` is explicit ("ij,jk->ik"), one lowercase or uppercase letter
+    per axis and no ellipsis: the importer expands ONNX's implicit outputs
+    and "...". Letters missing from the output are summed over.
+
+    ```mlir
+    %0 = tessel.einsum %a, %b {equation = "ij,jk->ik"}
+        : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tessel_Tensor>:$inputs, StrAttr:$equation);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Tessel_ConcatOp : Tessel_Op<"concat", [InferTypeOpAdaptor]> {
   let summary = "Join tensors along one axis (ONNX Concat)";
   let description = [{

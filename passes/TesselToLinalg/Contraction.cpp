@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/TesselToLinalg/LoweringUtils.h"
 #include "passes/TesselToLinalg/TesselToLinalg.h"
@@ -149,11 +150,67 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
   }
 };
 
+/// Einsum: one generic with the output's letters as parallel loops and
+/// the other letters as reductions; the body multiplies the operands' elements
+/// and accumulates.
+struct EinsumLowering : OpConversionPattern<EinsumOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(EinsumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    std::optional<EinsumEquation> equation = parseEinsumEquation(op.getEquation());
+    if (!equation)
+      return rewriter.notifyMatchFailure(op, "malformed equation");
+    std::string letters = equation->output;
+    for (const std::string &operand : equation->operands)
+      for (char letter : operand)
+        if (letters.find(letter) == std::string::npos)
+          letters.push_back(letter);
+    auto dimOf = [&](char letter) {
+      return rewriter.getAffineDimExpr(letters.find(letter));
+    };
+    int64_t loops = letters.size();
+    SmallVector<AffineMap> maps;
+    for (const std::string &operand : equation->operands) {
+      SmallVector<AffineExpr> exprs;
+      for (char letter : operand)
+        exprs.push_back(dimOf(letter));
+      maps.push_back(AffineMap::get(loops, 0, exprs, getContext()));
+    }
+    maps.push_back(AffineMap::getMultiDimIdentityMap(loops, getContext())
+                       .getSliceMap(0, equation->output.size()));
+    SmallVector<utils::IteratorType> iterators(equation->output.size(),
+                                               utils::IteratorType::parallel);
+    iterators.append(loops - equation->output.size(), utils::IteratorType::reduction);
+    auto resultType = getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    ScalarBuilder scalar(rewriter, loc, elementType, isUnsigned);
+    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, resultType, adaptor.getInputs(), init, maps, iterators,
+            [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+              ScalarBuilder inner(b, nestedLoc, elementType, isUnsigned);
+              Value product = args.front();
+              for (Value factor : args.drop_front().drop_back())
+                product = inner.mul(product, factor);
+              linalg::YieldOp::create(b, nestedLoc, inner.add(args.back(), product));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateContractionToLinalgPatterns(const TypeConverter &converter,
                                          RewritePatternSet &patterns) {
-  patterns.add<MatMulLowering, GemmLowering>(converter, patterns.getContext());
+  patterns.add<MatMulLowering, GemmLowering, EinsumLowering>(converter,
+                                                            patterns.getContext());
 }
 
 } // namespace tessel

@@ -1,4 +1,4 @@
-//===- Indexing.cpp - Expand, slice, gathers, pad and cumsum --------------===//
+//===- Indexing.cpp - Expand, slice, gathers, scatters, pad and cumsum ----===//
 //
 // Ops whose result elements read the operand at computed positions. Most
 // are a parallel linalg.generic over the result whose body computes the
@@ -285,12 +285,140 @@ struct CumSumLowering : OpConversionPattern<CumSumOp> {
   }
 };
 
+/// How a scatter combines an update with the element already there.
+Value combineScatter(OpBuilder &b, Location loc, StringRef reduction, Value current,
+                     Value update, bool isUnsigned) {
+  ScalarBuilder scalar(b, loc, current.getType(), isUnsigned);
+  if (reduction == "add")
+    return scalar.add(current, update);
+  if (reduction == "mul")
+    return scalar.mul(current, update);
+  if (reduction == "max")
+    return scalar.max(current, update);
+  if (reduction == "min")
+    return scalar.min(current, update);
+  return update;
+}
+
+/// Scatters are reductions over the updates: every result element visits
+/// each update in row-major order and takes (or combines) those whose
+/// target is itself, so later updates win as ONNX specifies. The cost is
+/// |result| x |updates|, fine for the small scatters of inference graphs.
+struct ScatterElementsLowering : OpConversionPattern<ScatterElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ScatterElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    int64_t rank = resultType.getRank(), axis = op.getAxis();
+    int64_t size = resultType.getDimSize(axis);
+    // Loops: the result's (parallel), then the updates' (reduction).
+    AffineMap resultMap = AffineMap::getMultiDimIdentityMap(2 * rank, getContext())
+                              .getSliceMap(0, rank);
+    AffineMap updateMap = AffineMap::getMultiDimIdentityMap(2 * rank, getContext())
+                              .getSliceMap(rank, rank);
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.append(rank, utils::IteratorType::reduction);
+    StringRef reduction = op.getReduction();
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, resultType, ValueRange{adaptor.getIndices(), adaptor.getUpdates()},
+            adaptor.getData(), ArrayRef<AffineMap>{updateMap, updateMap, resultMap},
+            iterators,
+            [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+              Value target = normalizedIndex(b, nestedLoc, args[0], size);
+              Value hits = arith::CmpIOp::create(
+                  b, nestedLoc, arith::CmpIPredicate::eq, target,
+                  linalg::IndexOp::create(b, nestedLoc, axis));
+              for (int64_t d = 0; d < rank; ++d) {
+                if (d == axis)
+                  continue;
+                Value same = arith::CmpIOp::create(
+                    b, nestedLoc, arith::CmpIPredicate::eq,
+                    linalg::IndexOp::create(b, nestedLoc, d),
+                    linalg::IndexOp::create(b, nestedLoc, rank + d));
+                hits = arith::AndIOp::create(b, nestedLoc, hits, same);
+              }
+              Value combined =
+                  combineScatter(b, nestedLoc, reduction, args[2], args[1], isUnsigned);
+              linalg::YieldOp::create(
+                  b, nestedLoc,
+                  arith::SelectOp::create(b, nestedLoc, hits, combined, args[2]).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ScatterNDLowering : OpConversionPattern<ScatterNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ScatterNDOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    ArrayRef<int64_t> shape = resultType.getShape();
+    int64_t rank = resultType.getRank();
+    int64_t depth = op.getIndices().getType().getShape().back();
+    int64_t tuples = op.getIndices().getType().getRank() - 1;
+    // Loops: the result's (parallel), then the index tuples' (reduction).
+    int64_t loops = rank + tuples;
+    AffineMap resultMap =
+        AffineMap::getMultiDimIdentityMap(loops, getContext()).getSliceMap(0, rank);
+    SmallVector<AffineExpr> updateExprs;
+    for (int64_t u = 0; u < tuples; ++u)
+      updateExprs.push_back(rewriter.getAffineDimExpr(rank + u));
+    for (int64_t d = depth; d < rank; ++d)
+      updateExprs.push_back(rewriter.getAffineDimExpr(d));
+    AffineMap updateMap = AffineMap::get(loops, 0, updateExprs, getContext());
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.append(tuples, utils::IteratorType::reduction);
+    StringRef reduction = op.getReduction();
+    bool isUnsigned = hasUnsignedElements(op.getType());
+    Value indices = adaptor.getIndices();
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, resultType, adaptor.getUpdates(), adaptor.getData(),
+            ArrayRef<AffineMap>{updateMap, resultMap}, iterators,
+            [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+              SmallVector<Value> tuple;
+              for (int64_t u = 0; u < tuples; ++u)
+                tuple.push_back(linalg::IndexOp::create(b, nestedLoc, rank + u));
+              tuple.push_back(Value());
+              Value hits = arith::ConstantOp::create(b, nestedLoc, b.getBoolAttr(true));
+              for (int64_t j = 0; j < depth; ++j) {
+                tuple.back() = indexConstant(b, nestedLoc, j);
+                Value entry = tensor::ExtractOp::create(b, nestedLoc, indices, tuple);
+                Value target = normalizedIndex(b, nestedLoc, entry, shape[j]);
+                Value same = arith::CmpIOp::create(b, nestedLoc, arith::CmpIPredicate::eq,
+                                                   target,
+                                                   linalg::IndexOp::create(b, nestedLoc, j));
+                hits = arith::AndIOp::create(b, nestedLoc, hits, same);
+              }
+              Value combined =
+                  combineScatter(b, nestedLoc, reduction, args[1], args[0], isUnsigned);
+              linalg::YieldOp::create(
+                  b, nestedLoc,
+                  arith::SelectOp::create(b, nestedLoc, hits, combined, args[1]).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateIndexingToLinalgPatterns(const TypeConverter &converter,
                                       RewritePatternSet &patterns) {
   patterns.add<ExpandLowering, SliceLowering, GatherLowering, GatherElementsLowering,
-               PadLowering, CumSumLowering>(converter, patterns.getContext());
+               PadLowering, CumSumLowering, ScatterElementsLowering, ScatterNDLowering>(
+      converter, patterns.getContext());
 }
 
 } // namespace tessel

@@ -89,8 +89,9 @@ struct ArgReduceLowering : OpConversionPattern<ArgReduceOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType indexType = op.getType();
-    Type elementType =
-        getTypeConverter()->convertType(op.getInput().getType().getElementType());
+    Type elementType = getTypeConverter()
+                           ->convertType<RankedTensorType>(op.getInput().getType())
+                           .getElementType();
     bool isUnsigned = hasUnsignedElements(op.getInput().getType());
     bool isMax = op.getKind() == "max";
     bool selectLast = op.getSelectLast();

@@ -10,8 +10,11 @@
 #include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -497,6 +500,231 @@ LogicalResult importEyeLike(NodeImporter &node) {
   return success();
 }
 
+/// TopK as k rounds of arg-max (or min): each round picks the best remaining
+/// element along the axis (the lowest index among equals, as ONNX orders
+/// ties) and masks it out. Linear in k, so k is bounded.
+LogicalResult importTopK(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  int64_t k = 0;
+  if (node.opset() >= 10) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "K");
+    if (!given)
+      return failure();
+    k = given->front();
+  } else {
+    k = node.intAttr("k").value_or(0);
+  }
+  constexpr int64_t kMaxK = 256;
+  if (k < 1 || k > type.getDimSize(*axis) || k > kMaxK)
+    return node.unsupported("K must be between 1 and the axis size (at most " +
+                            Twine(kMaxK) + ")");
+  bool largest = node.opset() < 11 || node.intAttr("largest", 1) != 0;
+  node.ignoreAttr("sorted"); // the rounds produce sorted results anyway
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Type elementType = type.getElementType();
+  SmallVector<int64_t> keptShape(type.getShape());
+  keptShape[*axis] = 1;
+  SmallVector<int64_t> positionShape(type.getRank(), 1), positions(type.getDimSize(*axis));
+  positionShape[*axis] = positions.size();
+  std::iota(positions.begin(), positions.end(), 0);
+  Value position = node.int64Constant(positions, positionShape);
+  Value excluded;
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    double infinity = std::numeric_limits<double>::infinity();
+    excluded = node.splatConstant(elementType, largest ? -infinity : infinity);
+  } else {
+    unsigned width = elementType.getIntOrFloatBitWidth();
+    APInt value = largest ? APInt::getSignedMinValue(width) : APInt::getSignedMaxValue(width);
+    if (elementType.isUnsignedInteger())
+      value = largest ? APInt::getMinValue(width) : APInt::getMaxValue(width);
+    excluded = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(RankedTensorType::get({}, elementType),
+                                       ArrayRef<APInt>(value)));
+  }
+  Value remaining = node.input(0);
+  SmallVector<Value> values, indices;
+  for (int64_t round = 0; round < k; ++round) {
+    Value best = node.createInferred<ArgReduceOp>(b.getStringAttr(largest ? "max" : "min"),
+                                                  remaining, b.getI64IntegerAttr(*axis),
+                                                  b.getBoolAttr(false));
+    if (!best)
+      return failure();
+    Value index = ReshapeOp::create(b, loc, RankedTensorType::get(keptShape, b.getI64Type()),
+                                    best);
+    indices.push_back(index);
+    values.push_back(GatherElementsOp::create(b, loc, type.clone(keptShape), node.input(0),
+                                              index, b.getI64IntegerAttr(*axis)));
+    if (round + 1 < k) {
+      Value taken = node.createInferred<CompareOp>(b.getStringAttr("eq"), position, index);
+      remaining = node.createInferred<WhereOp>(taken, excluded, remaining);
+    }
+  }
+  auto join = [&](SmallVector<Value> &parts) {
+    return parts.size() == 1 ? parts.front()
+                             : node.createInferred<ConcatOp>(ValueRange(parts),
+                                                             b.getI64IntegerAttr(*axis));
+  };
+  node.setOutput(0, join(values));
+  if (node.outputUsed(1))
+    node.setOutput(1, join(indices));
+  return success();
+}
+
+/// GatherND as a Gather on the data flattened over the indexed axes: each
+/// index tuple becomes one row-major offset (batch_dims = 0 only).
+LogicalResult importGatherND(NodeImporter &node) {
+  RankedTensorType dataType = node.inputType(0), indicesType = node.inputType(1);
+  if (node.intAttr("batch_dims", 0) != 0)
+    return node.unsupported("batch_dims is not supported");
+  if (!dataType.hasStaticShape() || !indicesType.hasStaticShape() ||
+      indicesType.getRank() < 1)
+    return node.unsupported("data and indices must have static shapes");
+  int64_t depth = indicesType.getShape().back();
+  if (depth > dataType.getRank())
+    return node.unsupported("index tuples are longer than the data's rank");
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  SmallVector<int64_t> dims(dataType.getShape().take_front(depth)), strides(depth, 1);
+  for (int64_t i = depth - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * dims[i + 1];
+  SmallVector<int64_t> tupleShape(indicesType.getRank(), 1);
+  tupleShape.back() = depth;
+  Value indices = node.input(1);
+  if (!indicesType.getElementType().isInteger(64))
+    indices = CastOp::create(b, loc, indicesType.clone(b.getI64Type()), indices);
+  // Negative entries count from the end of their axis.
+  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), indices,
+                                                  node.int64Constant({0}, {}));
+  Value wrapped = node.createInferred<AddOp>(indices, node.int64Constant(dims, tupleShape));
+  indices = node.createInferred<WhereOp>(negative, wrapped, indices);
+  Value offsets = node.createInferred<MulOp>(indices, node.int64Constant(strides, tupleShape));
+  Value offset = node.createInferred<ReduceOp>(
+      b.getStringAttr("sum"), offsets, b.getDenseI64ArrayAttr({indicesType.getRank() - 1}));
+  int64_t rows = 1;
+  for (int64_t dim : dims)
+    rows *= dim;
+  SmallVector<int64_t> flatShape{rows};
+  llvm::append_range(flatShape, dataType.getShape().drop_front(depth));
+  Value flat = ReshapeOp::create(b, loc, dataType.clone(flatShape), node.input(0));
+  return node.setInferredOutput(
+      0, node.createInferred<GatherOp>(flat, offset, b.getI64IntegerAttr(0)));
+}
+
+LogicalResult importScatterElements(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", 0), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  std::string reduction =
+      node.opset() >= 16 ? node.stringAttr("reduction").value_or("none") : "none";
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return node.unsupported("reduction '" + reduction + "' is not supported");
+  OpBuilder &b = node.builder();
+  node.setOutput(0, ScatterElementsOp::create(b, node.loc(), type, node.input(0),
+                                              node.input(1), node.input(2),
+                                              b.getI64IntegerAttr(*axis),
+                                              b.getStringAttr(reduction)));
+  return success();
+}
+
+LogicalResult importScatterND(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::string reduction =
+      node.opset() >= 16 ? node.stringAttr("reduction").value_or("none") : "none";
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return node.unsupported("reduction '" + reduction + "' is not supported");
+  if (!node.inputType(1).hasStaticShape())
+    return node.unsupported("indices must have a static shape");
+  OpBuilder &b = node.builder();
+  node.setOutput(0, ScatterNDOp::create(b, node.loc(), type, node.input(0), node.input(1),
+                                        node.input(2), b.getStringAttr(reduction)));
+  return success();
+}
+
+/// Einsum: "..." becomes explicit letters and an implicit output (no "->")
+/// the letters used once, in alphabetical order, after the ellipsis axes.
+LogicalResult importEinsum(NodeImporter &node) {
+  std::string equation;
+  for (char c : node.stringAttr("equation").value_or(""))
+    if (c != ' ')
+      equation += c;
+  StringRef text(equation);
+  auto [left, right] = text.split("->");
+  bool explicitOutput = text.contains("->");
+  SmallVector<StringRef> terms;
+  left.split(terms, ',');
+  if (terms.size() != node.numInputs())
+    return node.unsupported("the equation names " + Twine(terms.size()) +
+                            " operands for " + Twine(node.numInputs()) + " inputs");
+  // Letters for the ellipsis axes: upper case ones the equation does not use.
+  std::string spare;
+  for (char c = 'A'; c <= 'Z'; ++c)
+    if (!text.contains(c))
+      spare.push_back(c);
+  int64_t ellipsisRank = 0;
+  SmallVector<std::string> operands;
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    int64_t rank = node.inputType(i).getRank();
+    size_t dots = term.find("...");
+    std::string letters = term.str();
+    if (dots != StringRef::npos) {
+      int64_t covered = rank - int64_t(term.size() - 3);
+      if (covered < 0 || covered > int64_t(spare.size()))
+        return node.unsupported("the ellipsis does not fit operand " + Twine(i));
+      ellipsisRank = std::max(ellipsisRank, covered);
+      letters = term.substr(0, dots).str() + spare.substr(spare.size() - covered) +
+                term.substr(dots + 3).str();
+    }
+    if (int64_t(letters.size()) != rank)
+      return node.unsupported("operand " + Twine(i) + " has rank " + Twine(rank) +
+                              " but '" + term + "' names " + Twine(letters.size()) + " axes");
+    operands.push_back(letters);
+  }
+  std::string ellipsisLetters = spare.substr(spare.size() - ellipsisRank);
+  std::string output;
+  if (explicitOutput) {
+    size_t dots = right.find("...");
+    output = dots == StringRef::npos ? right.str()
+                                     : right.substr(0, dots).str() + ellipsisLetters +
+                                           right.substr(dots + 3).str();
+  } else {
+    std::map<char, int> uses;
+    for (const std::string &letters : operands)
+      for (char c : letters)
+        if (!llvm::is_contained(ellipsisLetters, c))
+          ++uses[c];
+    output = ellipsisLetters;
+    for (auto [letter, count] : uses)
+      if (count == 1)
+        output.push_back(letter);
+  }
+  // The result's extents come from the operands.
+  std::map<char, int64_t> extents;
+  for (auto [i, letters] : llvm::enumerate(operands))
+    for (auto [letter, size] : llvm::zip(letters, node.inputType(i).getShape()))
+      extents[letter] = std::max(extents[letter], size);
+  SmallVector<int64_t> shape;
+  for (char letter : output) {
+    if (!extents.count(letter))
+      return node.unsupported("output axis '" + Twine(letter) + "' is not an operand's");
+    shape.push_back(extents[letter]);
+  }
+  std::string normalized = llvm::join(operands, ",") + "->" + output;
+  SmallVector<Value> inputs;
+  for (size_t i = 0; i < node.numInputs(); ++i)
+    inputs.push_back(node.input(i));
+  OpBuilder &b = node.builder();
+  node.setOutput(0, EinsumOp::create(b, node.loc(), node.inputType(0).clone(shape), inputs,
+                                     b.getStringAttr(normalized)));
+  return success();
+}
+
 } // namespace
 
 void registerIndexingHandlers(OpRegistry &registry) {
@@ -515,6 +743,12 @@ void registerIndexingHandlers(OpRegistry &registry) {
   registry.on("SpaceToDepth", 1, importSpaceToDepth);
   registry.on("OneHot", 9, importOneHot);
   registry.on("EyeLike", 9, importEyeLike);
+  registry.on("TopK", 1, importTopK);
+  registry.on("GatherND", 11, importGatherND);
+  registry.on("Scatter", 9, importScatterElements);
+  registry.on("ScatterElements", 11, importScatterElements);
+  registry.on("ScatterND", 11, importScatterND);
+  registry.on("Einsum", 12, importEinsum);
 }
 
 } // namespace tessel::onnx_import
