@@ -4,7 +4,7 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build demo test conformance clean
+.PHONY: all setup configure build demo test conformance bench clean
 
 all: build
 
@@ -26,6 +26,10 @@ test: build
 # ONNX backend node tests of both pinned releases -> docs/conformance.md.
 conformance: build
 	@.venv/bin/python scripts/conformance.py
+
+# Tessel next to onnxruntime on the benchmark models -> docs/performance.md.
+bench: build
+	@.venv/bin/python scripts/bench.py
 
 clean:
 	rm -rf $(BUILD_DIR)

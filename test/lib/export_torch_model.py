@@ -72,10 +72,10 @@ def calibrated(model):
     return model
 
 
-def vit_small():
-    """A ViT-S-style model (width 384, 6 heads), 4 layers to keep tests short."""
+def vit(layers):
+    """A ViT-S-style model (width 384, 6 heads); class-token features."""
     model = torchvision.models.VisionTransformer(
-        image_size=224, patch_size=16, num_layers=4, num_heads=6,
+        image_size=224, patch_size=16, num_layers=layers, num_heads=6,
         hidden_dim=384, mlp_dim=1536)
     # torchvision zero-initializes the classifier, which would make every
     # output 0: compare the class-token features instead.
@@ -92,14 +92,18 @@ MODELS = {
     "efficientnet_b0": (lambda: calibrated(torchvision.models.efficientnet_b0()),
                         (1, 3, 224, 224)),
     "squeezenet": (lambda: torchvision.models.squeezenet1_1(), (1, 3, 224, 224)),
-    "vit_small": (vit_small, (1, 3, 224, 224)),
+    # Tests: 4 layers, 2-layer encoder; benchmarks: ViT-S and BERT-base sizes.
+    "vit_small": (lambda: vit(4), (1, 3, 224, 224)),
+    "vit_s": (lambda: vit(12), (1, 3, 224, 224)),
     "encoder": (Encoder, (1, 128)),
+    "bert_base": (lambda: Encoder(vocabulary=30522, width=768, heads=12, layers=12),
+                  (1, 128)),
     "lstm": (TwoLayerLSTM, (16, 1, 64)),
 }
 
 # Models whose input is token ids rather than floats.
-INTEGER_INPUTS = {"encoder"}
-ATTENTION_MODELS = {"encoder", "vit_small"}
+INTEGER_INPUTS = {"encoder", "bert_base"}
+ATTENTION_MODELS = {"encoder", "bert_base", "vit_small", "vit_s"}
 
 
 def main():
