@@ -2,7 +2,10 @@
 
 #include "compiler/onnx/NodeImporter.h"
 
+#include "compiler/onnx/OnnxImporter.h"
 #include "dialects/tessel/TesselDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -66,15 +69,42 @@ RankedTensorType NodeImporter::inputType(size_t i) const {
   return cast<RankedTensorType>(input(i).getType());
 }
 
+/// The names of the graph inputs (function arguments) that `value` is
+/// computed from.
+static std::vector<std::string> graphInputsFeeding(Value value) {
+  std::vector<std::string> names;
+  SmallVector<Value> worklist{value};
+  llvm::SmallPtrSet<Operation *, 16> visited;
+  while (!worklist.empty() && visited.size() < 1000) {
+    Value next = worklist.pop_back_val();
+    if (!next)
+      continue;
+    if (auto argument = dyn_cast<BlockArgument>(next)) {
+      auto function = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+      if (auto name = function ? function.getArgAttrOfType<StringAttr>(
+                                     argument.getArgNumber(), kValueNameAttr)
+                               : StringAttr())
+        if (!llvm::is_contained(names, name.str()))
+          names.push_back(name.str());
+      continue;
+    }
+    Operation *op = next.getDefiningOp();
+    if (op && visited.insert(op).second)
+      llvm::append_range(worklist, op->getOperands());
+  }
+  return names;
+}
+
 std::optional<SmallVector<int64_t>>
 NodeImporter::constantInts(size_t i, llvm::StringRef role) {
   ElementsAttr constant = constantInput(i);
   if (!constant) {
     std::string message = "the " + role.str() + " input must be a constant";
-    // A graph input can be given its value at compile time.
-    if (isa_and_nonnull<BlockArgument>(input(i)))
-      message += " (graph input '" + nodeProto.input(i) + "': --freeze-input " +
-                 nodeProto.input(i) + "=VALUE.pb fixes it)";
+    // The graph inputs it is computed from can be given their values at
+    // compile time.
+    for (const std::string &name : graphInputsFeeding(input(i)))
+      message += " (computed from graph input '" + name + "': --freeze-input " + name +
+                 "=VALUE.pb fixes it)";
     (void)unsupported(message);
     return std::nullopt;
   }

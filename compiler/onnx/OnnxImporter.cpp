@@ -266,6 +266,7 @@ Location GraphImporter::nodeLocation(const onnx::NodeProto &node, int index) {
 void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   std::string label = "node '" + nodeLabel(node, index) + "' (" + node.op_type() +
                       ", opset " + std::to_string(opset) + "): ";
+  size_t problemsBefore = problems.size();
   auto poison = [&] {
     ++failingOpCounts[node.op_type()];
     for (const std::string &output : node.output())
@@ -328,18 +329,6 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
       if (importer.outputUsed(i) && !importer.outputs()[i])
         reasons.push_back("output " + std::to_string(i) + " ('" + node.output(i) +
                           "') is not supported");
-  // Code generation assumes every computed tensor has elements; constants
-  // without any (an empty axes list) are only read at import.
-  if (reasons.empty())
-    for (int i = 0; i < node.output_size(); ++i) {
-      Value value = importer.outputs()[i];
-      auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
-      if (type && type.hasStaticShape() && type.getNumElements() == 0 &&
-          !matchPattern(value, m_Constant()))
-        reasons.push_back("output '" + node.output(i) + "' would have no elements " +
-                          formatShape(type.getShape()) +
-                          "; empty tensors are not supported");
-    }
   // The ops' verifiers state the remaining typing rules.
   if (reasons.empty()) {
     ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
@@ -358,11 +347,26 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
     return poison();
   }
 
+  SmallVector<Value> results;
   for (int i = 0; i < node.output_size(); ++i) {
     Value value = importer.outputs()[i];
-    if (!value || node.output(i).empty())
+    results.push_back(value && !node.output(i).empty() ? foldConstantInputs(value)
+                                                       : Value());
+  }
+  // Code generation assumes every computed tensor has elements; constants
+  // without any (an empty axes list) are only read at import.
+  for (auto [i, value] : llvm::enumerate(results)) {
+    auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
+    if (type && type.hasStaticShape() && type.getNumElements() == 0 &&
+        !matchPattern(value, m_Constant()))
+      problems.push_back(label + "output '" + node.output(i) + "' would have no elements " +
+                         formatShape(type.getShape()) + "; empty tensors are not supported");
+  }
+  if (problems.size() > problemsBefore)
+    return poison();
+  for (auto [i, value] : llvm::enumerate(results)) {
+    if (!value)
       continue;
-    value = foldConstantInputs(value);
     values[node.output(i)] = value;
     ElementsAttr constant;
     if (matchPattern(value, m_Constant(&constant)))

@@ -481,6 +481,20 @@ LogicalResult TransposeOp::verify() {
   return verifyPermutation(getLoc(), getPerm(), getInput().getType().getRank());
 }
 
+/// Storage width in bits (booleans take a byte).
+static unsigned storageBits(Type type) {
+  return type.isInteger(1) ? 8 : type.getIntOrFloatBitWidth();
+}
+
+LogicalResult BitCastOp::verify() {
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("changes the shape");
+  Type from = getInput().getType().getElementType(), to = getType().getElementType();
+  if (storageBits(from) != storageBits(to))
+    return emitOpError("needs element types of the same width, got ") << from << " and " << to;
+  return success();
+}
+
 LogicalResult ExpandOp::verify() {
   std::optional<Shape> broadcast =
       broadcastShapes(getInput().getType().getShape(), getType().getShape());
@@ -570,6 +584,10 @@ LogicalResult PadOp::verify() {
 }
 
 LogicalResult CumSumOp::verify() {
+  return verifyAxis(*this, getAxis(), getType().getRank());
+}
+
+LogicalResult CumProdOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank());
 }
 

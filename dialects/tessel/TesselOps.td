@@ -761,6 +761,22 @@ def Tessel_TransposeOp : Tessel_Op<"transpose", [InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
+def Tessel_BitCastOp : Tessel_Op<"bitcast", [Tessel_ElementwiseMap]> {
+  let summary = "Reinterpret each element's bits as another type (ONNX BitCast)";
+  let description = [{
+    Both element types have the same bit width; booleans are 8-bit values
+    that hold 0 or 1.
+
+    ```mlir
+    %0 = tessel.bitcast %x : tensor<4xf32> -> tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input);
+  let results = (outs Tessel_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tessel_ExpandOp : Tessel_Op<"expand", [Tessel_ElementwiseMap,
     AllElementTypesMatch<["input", "result"]>]> {
   let summary = "Broadcast to a larger shape (ONNX Expand)";
@@ -856,21 +872,23 @@ def Tessel_PadOp : Tessel_Op<"pad", [InferTypeOpAdaptor,
   let hasVerifier = 1;
 }
 
-def Tessel_CumSumOp : Tessel_Op<"cumsum", [SameOperandsAndResultType]> {
-  let summary = "Running sum along an axis (ONNX CumSum)";
-  let description = [{
-    `exclusive` leaves out each element itself; `reverse` sums from the end.
-
-    ```mlir
-    %0 = tessel.cumsum %x {axis = 0 : i64, exclusive = false, reverse = false} : tensor<5xf32>
-    ```
-  }];
+/// A running sum or product along an axis.
+class Tessel_CumulativeOp<string mnemonic, string onnxName>
+    : Tessel_Op<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Running " # !if(!eq(mnemonic, "cumsum"), "sum", "product") #
+                " along an axis (ONNX " # onnxName # ")";
+  let description = "`exclusive` leaves out each element itself; `reverse` runs from " #
+      "the end.\n\n```mlir\n%0 = tessel." # mnemonic #
+      " %x {axis = 0 : i64, exclusive = false, reverse = false} : tensor<5xf32>\n```";
   let arguments = (ins Tessel_Tensor:$input, I64Attr:$axis, BoolAttr:$exclusive,
                        BoolAttr:$reverse);
   let results = (outs Tessel_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
+
+def Tessel_CumSumOp : Tessel_CumulativeOp<"cumsum", "CumSum">;
+def Tessel_CumProdOp : Tessel_CumulativeOp<"cumprod", "CumProd">;
 
 def Tessel_ScatterElementsOp : Tessel_Op<"scatter_elements", [
     AllTypesMatch<["data", "result"]>, AllElementTypesMatch<["data", "updates"]>,

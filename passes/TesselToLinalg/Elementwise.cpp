@@ -327,6 +327,35 @@ Value bitShift(OpBuilder &b, Location loc, Value lhs, Value rhs, bool, BitShiftO
   return arith::SelectOp::create(b, loc, inRange, shifted, zero);
 }
 
+/// BitCast: arith.bitcast between types of one width; booleans go through
+/// their byte (0 or 1).
+struct BitCastLowering : OpConversionPattern<BitCastOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(BitCastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    Type to = resultType.getElementType();
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType, adaptor.getInput(),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value x = args[0];
+          if (x.getType().isInteger(1))
+            x = arith::ExtUIOp::create(b, loc, b.getI8Type(), x);
+          if (to.isInteger(1)) {
+            Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(x.getType(), 0));
+            return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero);
+          }
+          if (x.getType() == to)
+            return x;
+          return arith::BitcastOp::create(b, loc, to, x);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
@@ -342,7 +371,7 @@ void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
                BinaryLowering<AndOp, &ScalarBuilder::bitAnd>,
                BinaryLowering<OrOp, &ScalarBuilder::bitOr>,
                BinaryLowering<XorOp, &ScalarBuilder::bitXor>,
-               AttributedBinaryLowering<ModOp, remainder>,
+               AttributedBinaryLowering<ModOp, remainder>, BitCastLowering,
                AttributedBinaryLowering<BitShiftOp, bitShift>,
                CompareLowering, WhereLowering,
                ClipLowering,

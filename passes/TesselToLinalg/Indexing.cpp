@@ -238,32 +238,35 @@ struct PadLowering : OpConversionPattern<PadOp> {
   }
 };
 
-/// result[i] = sum over j along the axis of x[j] where j <= i (j < i when
-/// exclusive, mirrored when reversed): a masked reduction, quadratic in the
-/// axis length, which keeps it a plain generic that targets tile.
-struct CumSumLowering : OpConversionPattern<CumSumOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// result[i] = sum (or product) over j along the axis of x[j] where j <= i
+/// (j < i when exclusive, mirrored when reversed): a masked reduction,
+/// quadratic in the axis length, which keeps it a plain generic that
+/// targets tile.
+template <typename OpTy, bool isProduct>
+struct CumulativeLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
 
   LogicalResult
-  matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    RankedTensorType resultType = convertedType(getTypeConverter(), op.getType());
+    RankedTensorType resultType = convertedType(this->getTypeConverter(), op.getType());
     Type elementType = resultType.getElementType();
     int64_t rank = resultType.getRank(), axis = op.getAxis();
     bool exclusive = op.getExclusive(), reverse = op.getReverse();
+    MLIRContext *context = rewriter.getContext();
     // Loops: the result's, then j along the axis.
     SmallVector<AffineExpr> inputExprs;
     for (int64_t d = 0; d < rank; ++d)
       inputExprs.push_back(rewriter.getAffineDimExpr(d == axis ? rank : d));
-    AffineMap inputMap = AffineMap::get(rank + 1, 0, inputExprs, getContext());
-    AffineMap resultMap =
-        rewriter.getMultiDimIdentityMap(rank + 1).dropResult(rank);
+    AffineMap inputMap = AffineMap::get(rank + 1, 0, inputExprs, context);
+    AffineMap resultMap = rewriter.getMultiDimIdentityMap(rank + 1).dropResult(rank);
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     iterators.push_back(utils::IteratorType::reduction);
     bool isUnsigned = hasUnsignedElements(op.getType());
+    double identity = isProduct ? 1.0 : 0.0;
     ScalarBuilder scalar(rewriter, loc, elementType, isUnsigned);
-    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(identity));
     using P = arith::CmpIPredicate;
     P predicate = reverse ? (exclusive ? P::sgt : P::sge) : (exclusive ? P::slt : P::sle);
     Value result =
@@ -276,8 +279,9 @@ struct CumSumLowering : OpConversionPattern<CumSumOp> {
               Value i = linalg::IndexOp::create(b, nestedLoc, axis);
               Value counts = arith::CmpIOp::create(b, nestedLoc, predicate, j, i);
               Value term = arith::SelectOp::create(b, nestedLoc, counts, args[0],
-                                                   inner.constant(0.0));
-              linalg::YieldOp::create(b, nestedLoc, inner.add(args[1], term));
+                                                   inner.constant(identity));
+              linalg::YieldOp::create(b, nestedLoc, isProduct ? inner.mul(args[1], term)
+                                                              : inner.add(args[1], term));
             })
             .getResult(0);
     rewriter.replaceOp(op, result);
@@ -417,7 +421,8 @@ struct ScatterNDLowering : OpConversionPattern<ScatterNDOp> {
 void populateIndexingToLinalgPatterns(const TypeConverter &converter,
                                       RewritePatternSet &patterns) {
   patterns.add<ExpandLowering, SliceLowering, GatherLowering, GatherElementsLowering,
-               PadLowering, CumSumLowering, ScatterElementsLowering, ScatterNDLowering>(
+               PadLowering, CumulativeLowering<CumSumOp, false>,
+               CumulativeLowering<CumProdOp, true>, ScatterElementsLowering, ScatterNDLowering>(
       converter, patterns.getContext());
 }
 

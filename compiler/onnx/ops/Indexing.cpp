@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -261,7 +262,8 @@ LogicalResult importPad(NodeImporter &node) {
                                     node.builder().getStringAttr(mode)));
 }
 
-LogicalResult importCumSum(NodeImporter &node) {
+template <typename OpTy>
+LogicalResult importCumulative(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   std::optional<SmallVector<int64_t>> axis = node.constantInts(1, "axis");
   if (!axis)
@@ -272,10 +274,10 @@ LogicalResult importCumSum(NodeImporter &node) {
   if (!normalized)
     return node.unsupported("axis is out of range");
   OpBuilder &b = node.builder();
-  node.setOutput(0, CumSumOp::create(b, node.loc(), type, node.input(0),
-                                     b.getI64IntegerAttr(*normalized),
-                                     b.getBoolAttr(node.intAttr("exclusive", 0) != 0),
-                                     b.getBoolAttr(node.intAttr("reverse", 0) != 0)));
+  node.setOutput(0, OpTy::create(b, node.loc(), type, node.input(0),
+                                 b.getI64IntegerAttr(*normalized),
+                                 b.getBoolAttr(node.intAttr("exclusive", 0) != 0),
+                                 b.getBoolAttr(node.intAttr("reverse", 0) != 0)));
   return success();
 }
 
@@ -725,6 +727,70 @@ LogicalResult importEinsum(NodeImporter &node) {
   return success();
 }
 
+/// Compress keeps the slices along the axis (of the flattened input when
+/// there is none) whose condition is true; the condition must be known.
+LogicalResult importCompress(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  std::optional<SmallVector<int64_t>> condition = node.constantInts(1, "condition");
+  if (!condition)
+    return failure();
+  OpBuilder &b = node.builder();
+  Value input = node.input(0);
+  int64_t axis = 0;
+  if (std::optional<int64_t> given = node.intAttr("axis")) {
+    std::optional<int64_t> normalized = normalizeAxis(*given, type.getRank());
+    if (!normalized)
+      return node.unsupported("axis is out of range");
+    axis = *normalized;
+  } else {
+    input = ReshapeOp::create(b, node.loc(), type.clone({type.getNumElements()}), input);
+  }
+  int64_t extent = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+  SmallVector<int64_t> kept;
+  for (auto [i, keep] : llvm::enumerate(*condition))
+    if (keep && static_cast<int64_t>(i) < extent)
+      kept.push_back(i);
+  if (kept.empty())
+    return node.unsupported("the condition keeps nothing; empty tensors are not supported");
+  return node.setInferredOutput(
+      0, node.createInferred<GatherOp>(input,
+                                       node.int64Constant(kept, {int64_t(kept.size())}),
+                                       b.getI64IntegerAttr(axis)));
+}
+
+/// HannWindow, HammingWindow, BlackmanWindow: constants of the given size,
+/// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) with N = size (periodic) or
+/// size - 1 (symmetric).
+LogicalResult importWindow(NodeImporter &node, double a0, double a1, double a2) {
+  std::optional<SmallVector<int64_t>> size = node.constantInts(0, "size");
+  if (!size)
+    return failure();
+  int64_t count = size->front();
+  if (count <= 0)
+    return node.unsupported("size must be positive");
+  OpBuilder &b = node.builder();
+  Type elementType = elementTypeFor(b.getContext(), node.intAttr("output_datatype", 1));
+  if (!elementType)
+    return node.unsupported("output_datatype is not supported");
+  bool periodic = node.intAttr("periodic", 1) != 0;
+  double period = periodic ? count : count - 1;
+  SmallVector<Attribute> values;
+  for (int64_t n = 0; n < count; ++n) {
+    double angle = period > 0 ? 2 * M_PI * n / period : 0.0;
+    double value = a0 - a1 * std::cos(angle) + a2 * std::cos(2 * angle);
+    values.push_back(isa<FloatType>(elementType)
+                         ? Attribute(b.getFloatAttr(elementType, value))
+                         : Attribute(b.getIntegerAttr(elementType, int64_t(value))));
+  }
+  node.setOutput(0, ConstantOp::create(
+                        b, node.loc(),
+                        DenseElementsAttr::get(RankedTensorType::get({count}, elementType),
+                                               values)));
+  return success();
+}
+
 } // namespace
 
 void registerIndexingHandlers(OpRegistry &registry) {
@@ -735,7 +801,8 @@ void registerIndexingHandlers(OpRegistry &registry) {
   registry.on("Expand", 8, importExpand);
   registry.on("Tile", 6, importTile);
   registry.on("Pad", 2, importPad);
-  registry.on("CumSum", 11, importCumSum);
+  registry.on("CumSum", 11, importCumulative<CumSumOp>);
+  registry.on("CumProd", 26, importCumulative<CumProdOp>);
   registry.on("Trilu", 14, importTrilu);
   registry.on("ConstantOfShape", 9, importConstantOfShape);
   registry.on("Range", 11, importRange);
@@ -749,6 +816,14 @@ void registerIndexingHandlers(OpRegistry &registry) {
   registry.on("ScatterElements", 11, importScatterElements);
   registry.on("ScatterND", 11, importScatterND);
   registry.on("Einsum", 12, importEinsum);
+  registry.on("Compress", 9, importCompress);
+  registry.on("HannWindow", 17,
+              [](NodeImporter &node) { return importWindow(node, 0.5, 0.5, 0.0); });
+  registry.on("HammingWindow", 17, [](NodeImporter &node) {
+    return importWindow(node, 25.0 / 46.0, 21.0 / 46.0, 0.0);
+  });
+  registry.on("BlackmanWindow", 17,
+              [](NodeImporter &node) { return importWindow(node, 0.42, 0.5, 0.08); });
 }
 
 } // namespace tessel::onnx_import

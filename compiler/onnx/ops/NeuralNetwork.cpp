@@ -317,6 +317,38 @@ LogicalResult importAveragePool(NodeImporter &node) {
   return success();
 }
 
+/// LpPool: (sum over the window of |x|^p)^(1/p), the sum being an average
+/// pool that counts the (zero) padding, times the window size.
+LogicalResult importLpPool(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() < 3 || !isa<FloatType>(type.getElementType()))
+    return node.unsupported("input must be floating-point with rank 3 or more");
+  FailureOr<Window> window =
+      readWindow(node, type.getShape().drop_front(2), std::nullopt,
+                 /*supportsDilations=*/node.opset() >= 18);
+  if (failed(window))
+    return failure();
+  bool ceilMode = node.opset() >= 18 && node.intAttr("ceil_mode", 0) != 0;
+  double p = node.intAttr("p", 2);
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Type elementType = type.getElementType();
+  Value magnitude = AbsOp::create(b, loc, type, node.input(0));
+  Value powered = node.createInferred<PowOp>(magnitude, node.splatConstant(elementType, p));
+  Value average = node.createInferred<AveragePoolOp>(
+      powered, b.getDenseI64ArrayAttr(window->kernel), b.getDenseI64ArrayAttr(window->strides),
+      b.getDenseI64ArrayAttr(window->pads), b.getDenseI64ArrayAttr(window->dilations),
+      b.getBoolAttr(ceilMode), b.getBoolAttr(true));
+  if (!average)
+    return failure();
+  int64_t size = 1;
+  for (int64_t k : window->kernel)
+    size *= k;
+  Value sum = node.createInferred<MulOp>(average, node.splatConstant(elementType, double(size)));
+  return node.setInferredOutput(
+      0, node.createInferred<PowOp>(sum, node.splatConstant(elementType, 1.0 / p)));
+}
+
 /// GlobalMaxPool: the maximum over the spatial axes, kept as size 1.
 LogicalResult importGlobalMaxPool(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
@@ -433,6 +465,7 @@ void registerNeuralNetworkHandlers(OpRegistry &registry) {
   registry.on("AveragePool", 1, importAveragePool);
   registry.on("GlobalAveragePool", 1, importGlobalAveragePool);
   registry.on("GlobalMaxPool", 1, importGlobalMaxPool);
+  registry.on("LpPool", 2, importLpPool);
   registry.on("BatchNormalization", 6, importBatchNormalization);
   registry.on("Gemm", 7, importGemm);
   registry.on("MatMul", 1, importMatMul);

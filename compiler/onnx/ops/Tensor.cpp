@@ -174,9 +174,22 @@ LogicalResult importConcat(NodeImporter &node) {
   return success();
 }
 
+LogicalResult importBitCast(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> to = node.intAttr("to");
+  Type target = to ? elementTypeFor(node.builder().getContext(), *to) : Type();
+  if (!target)
+    return node.unsupported("the target type is not supported");
+  Value result = BitCastOp::create(node.builder(), node.loc(), type.clone(target),
+                                   node.input(0));
+  node.setOutput(0, result);
+  return success();
+}
+
 } // namespace
 
 void registerTensorHandlers(OpRegistry &registry) {
+  registry.on("BitCast", 26, importBitCast);
   registry.on("Constant", 1, importConstant);
   registry.on("Identity", 1, importIdentity);
   registry.on("Cast", 6, importCast);
