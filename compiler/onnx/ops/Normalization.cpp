@@ -100,21 +100,31 @@ bool requireStaticFloat(NodeImporter &node) {
   return true;
 }
 
+/// The axes from the node's `axis` attribute (default -1) to the last.
+std::optional<SmallVector<int64_t>> trailingAxes(NodeImporter &node) {
+  int64_t rank = node.inputType(0).getRank();
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), rank);
+  if (!axis) {
+    (void)node.unsupported("axis is out of range");
+    return std::nullopt;
+  }
+  return axesFrom(*axis, rank);
+}
+
 LogicalResult importLayerNormalization(NodeImporter &node) {
   if (!requireStaticFloat(node))
     return failure();
   RankedTensorType type = node.inputType(0);
-  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), type.getRank());
-  if (!axis)
-    return node.unsupported("axis is out of range");
+  std::optional<SmallVector<int64_t>> axes = trailingAxes(node);
+  if (!axes)
+    return failure();
   float epsilon = node.floatAttr("epsilon", 1e-5f);
   Type computeType = statisticsType(node, type.getElementType());
   Formula f(node);
-  SmallVector<int64_t> axes = axesFrom(*axis, type.getRank());
   Value x = f.convert(node.input(0), computeType);
-  Value mean = f.meanKeep(x, axes);
+  Value mean = f.meanKeep(x, *axes);
   Value centered = f.sub(x, mean);
-  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(centered, centered), axes), epsilon);
+  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(centered, centered), *axes), epsilon);
   Value y = f.convert(f.mul(centered, inverse), type.getElementType());
   y = f.mul(y, node.input(1));
   if (node.input(2))
@@ -133,14 +143,13 @@ LogicalResult importRMSNormalization(NodeImporter &node) {
   if (!requireStaticFloat(node))
     return failure();
   RankedTensorType type = node.inputType(0);
-  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), type.getRank());
-  if (!axis)
-    return node.unsupported("axis is out of range");
+  std::optional<SmallVector<int64_t>> axes = trailingAxes(node);
+  if (!axes)
+    return failure();
   float epsilon = node.floatAttr("epsilon", 1e-5f);
   Formula f(node);
   Value x = f.convert(node.input(0), statisticsType(node, type.getElementType()));
-  SmallVector<int64_t> axes = axesFrom(*axis, type.getRank());
-  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(x, x), axes), epsilon);
+  Value inverse = f.inverseDeviation(f.meanKeep(f.mul(x, x), *axes), epsilon);
   Value y = f.mul(f.convert(f.mul(x, inverse), type.getElementType()), node.input(1));
   return node.setInferredOutput(0, y);
 }

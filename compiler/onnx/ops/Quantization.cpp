@@ -144,18 +144,28 @@ Value integerProduct(Quantizer &q, Value a, Value aZero, Value b, Value bZero) {
                                        q.centered(b, zero(bZero, b, false)));
 }
 
+/// QLinearMatMul and QLinearConv share their operand order from input 1 on
+/// (a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp): the integer result
+/// times a_scale * b_scale / y_scale, rounded, shifted and saturated.
+Value requantize(Quantizer &q, Value product, Value bScale) {
+  NodeImporter &node = q.node;
+  Value multiplier = node.createInferred<DivOp>(
+      node.createInferred<MulOp>(q.alongAxis(q.toF32(node.input(1)), 0, 1), bScale),
+      q.alongAxis(q.toF32(node.input(6)), 0, 1));
+  Value scaled = node.createInferred<MulOp>(product, multiplier);
+  Type target = node.input(7) ? node.inputType(7).getElementType()
+                              : node.inputType(0).getElementType();
+  Value zeroPoint = node.input(7) ? q.alongAxis(node.input(7), 0, 1) : Value();
+  return q.saturate(scaled, zeroPoint, target);
+}
+
 LogicalResult importQLinearMatMul(NodeImporter &node) {
   Quantizer q(node);
   Value product = integerProduct(q, node.input(0), node.input(2), node.input(3), node.input(5));
   if (!product)
     return failure();
-  auto scalarOf = [&](size_t i) { return q.alongAxis(q.toF32(node.input(i)), 0, 1); };
-  Value multiplier = node.createInferred<DivOp>(
-      node.createInferred<MulOp>(scalarOf(1), scalarOf(4)), scalarOf(6));
-  Value scaled = node.createInferred<MulOp>(product, multiplier);
-  Type target = node.input(7) ? node.inputType(7).getElementType() : node.inputType(0).getElementType();
-  Value zeroPoint = node.input(7) ? q.alongAxis(node.input(7), 0, 1) : Value();
-  node.setOutput(0, q.saturate(scaled, zeroPoint, target));
+  Value bScale = q.alongAxis(q.toF32(node.input(4)), 0, 1);
+  node.setOutput(0, requantize(q, product, bScale));
   return success();
 }
 
@@ -207,13 +217,7 @@ LogicalResult importQLinearConv(NodeImporter &node) {
   Value weightScale = q.typeOf(node.input(4)).getNumElements() > 1
                           ? q.alongAxis(q.toF32(node.input(4)), 1, rank)
                           : q.alongAxis(q.toF32(node.input(4)), 0, 1);
-  Value multiplier = node.createInferred<DivOp>(
-      node.createInferred<MulOp>(q.alongAxis(q.toF32(node.input(1)), 0, 1), weightScale),
-      q.alongAxis(q.toF32(node.input(6)), 0, 1));
-  Value scaled = node.createInferred<MulOp>(result, multiplier);
-  Type target = node.input(7) ? node.inputType(7).getElementType() : node.inputType(0).getElementType();
-  Value zeroPoint = node.input(7) ? q.alongAxis(node.input(7), 0, 1) : Value();
-  node.setOutput(0, q.saturate(scaled, zeroPoint, target));
+  node.setOutput(0, requantize(q, result, weightScale));
   return success();
 }
 

@@ -243,7 +243,7 @@ func.func @compare_predicate(%a: tensor<2xf32>) -> tensor<2xi1> {
 // -----
 
 func.func @and_float(%a: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{must be ranked tensor of 1-bit signless integer values}}
+  // expected-error @+1 {{must be ranked tensor of integer values}}
   %0 = tessel.and %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
