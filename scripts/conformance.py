@@ -134,7 +134,9 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=int, default=120, help="seconds per tool run")
     parser.add_argument("--work-dir", default=str(ROOT / "build" / "conformance"))
-    parser.add_argument("--output", default=str(ROOT / "docs" / "conformance.md"))
+    parser.add_argument("--output",
+                        help="the report (default: docs/conformance.md for whole "
+                             "suites, build/conformance/partial.md with --filter or --suite)")
     parser.add_argument("--write-expected", action="store_true",
                         help="record the passing tests as make test's expected list")
     args = parser.parse_args()
@@ -150,6 +152,11 @@ def main():
     if args.write_expected and args.filter:
         sys.exit("conformance: --write-expected needs the whole suite, not --filter")
 
+    if args.output is None:
+        # A partial run must not replace the checked-in report of the full one.
+        partial = args.filter or (args.suite and set(args.suite) != set(suites))
+        args.output = str(pathlib.Path(args.work_dir) / "partial.md" if partial
+                          else ROOT / "docs" / "conformance.md")
     command = "scripts/conformance.py " + " ".join(sys.argv[1:])
     runs = {name: run_suite(name, suites[name], args) for name in selected}
     write_report(pathlib.Path(args.output), suites, runs, command.strip())
