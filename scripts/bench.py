@@ -84,7 +84,8 @@ def kernel_model(path, kind):
         flops = 2 * 64 * 64 * 9 * 56 * 56
     graph = helper.make_graph([node], kind, inputs, outputs,
                               [numpy_helper.from_array(weight, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=8)  # what the pinned onnxruntime reads
     onnx.save(model, path)
     return flops
 

@@ -412,12 +412,28 @@ LogicalResult importGemm(NodeImporter &node) {
   return success();
 }
 
+/// A stack of rows times a matrix ([..., M, K] x [K, N], as every Linear
+/// layer of a transformer) is one [rows, K] x [K, N] product: the rows merge
+/// into M, so the contraction gets the 2-D schedule instead of a batch loop.
 LogicalResult importMatMul(NodeImporter &node) {
-  Value result = node.createInferred<MatMulOp>(node.input(0), node.input(1));
-  if (!result)
-    return failure();
-  node.setOutput(0, result);
-  return success();
+  RankedTensorType lhs = node.inputType(0), rhs = node.inputType(1);
+  if (lhs.getRank() > 2 && rhs.getRank() == 2 && lhs.hasStaticShape() &&
+      rhs.hasStaticShape() && lhs.getShape().back() == rhs.getDimSize(0)) {
+    OpBuilder &b = node.builder();
+    Location loc = node.loc();
+    int64_t columns = lhs.getShape().back();
+    Value rows = ReshapeOp::create(
+        b, loc, lhs.clone({lhs.getNumElements() / columns, columns}), node.input(0));
+    Value product = node.createInferred<MatMulOp>(rows, node.input(1));
+    if (!product)
+      return failure();
+    SmallVector<int64_t> shape(lhs.getShape());
+    shape.back() = rhs.getDimSize(1);
+    node.setOutput(0, ReshapeOp::create(b, loc, lhs.clone(shape), product));
+    return success();
+  }
+  return node.setInferredOutput(
+      0, node.createInferred<MatMulOp>(node.input(0), node.input(1)));
 }
 
 /// Opset 13: softmax along one axis.
