@@ -205,6 +205,18 @@ NodeImporter::floatsAttr(llvm::StringRef name) {
   return std::vector<float>(attr->floats().begin(), attr->floats().end());
 }
 
+std::optional<std::vector<std::string>>
+NodeImporter::stringsAttr(llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr)
+    return std::nullopt;
+  if (attr->type() != onnx::AttributeProto::STRINGS) {
+    (void)unsupported("attribute " + name + " is not a list of strings");
+    return std::nullopt;
+  }
+  return std::vector<std::string>(attr->strings().begin(), attr->strings().end());
+}
+
 const onnx::TensorProto *NodeImporter::tensorAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)

@@ -104,6 +104,7 @@ public:
   std::optional<std::string> stringAttr(llvm::StringRef name);
   std::optional<std::vector<int64_t>> intsAttr(llvm::StringRef name);
   std::optional<std::vector<float>> floatsAttr(llvm::StringRef name);
+  std::optional<std::vector<std::string>> stringsAttr(llvm::StringRef name);
   const onnx::TensorProto *tensorAttr(llvm::StringRef name);
   /// Marks an attribute as understood without reading it.
   void ignoreAttr(llvm::StringRef name);

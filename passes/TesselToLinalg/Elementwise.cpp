@@ -12,8 +12,11 @@ using namespace mlir;
 namespace tessel {
 namespace {
 
-/// Lowers a broadcasting binary op to a generic applying `Fn` to elements.
-template <typename OpTy, Value (ScalarBuilder::*Fn)(Value, Value)>
+/// Lowers a broadcasting binary op to a generic applying `Body` to elements:
+/// `Body(builder, loc, lhs, rhs, isUnsigned, op)`, so that it may read the
+/// op's attributes.
+template <typename OpTy,
+          Value (*Body)(OpBuilder &, Location, Value, Value, bool isUnsigned, OpTy)>
 struct BinaryLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
 
@@ -26,13 +29,23 @@ struct BinaryLowering : OpConversionPattern<OpTy> {
     Value result = buildElementwise(
         rewriter, op.getLoc(), resultType, {adaptor.getLhs(), adaptor.getRhs()},
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          ScalarBuilder scalar(b, loc, resultType.getElementType(), isUnsigned);
-          return (scalar.*Fn)(args[0], args[1]);
+          return Body(b, loc, args[0], args[1], isUnsigned, op);
         });
     rewriter.replaceOp(op, result);
     return success();
   }
 };
+
+/// The body of an op that is one ScalarBuilder operation.
+template <typename OpTy, Value (ScalarBuilder::*Fn)(Value, Value)>
+Value scalarBuilderBody(OpBuilder &b, Location loc, Value lhs, Value rhs, bool isUnsigned,
+                        OpTy) {
+  ScalarBuilder scalar(b, loc, lhs.getType(), isUnsigned);
+  return (scalar.*Fn)(lhs, rhs);
+}
+
+template <typename OpTy, Value (ScalarBuilder::*Fn)(Value, Value)>
+using ScalarBinaryLowering = BinaryLowering<OpTy, scalarBuilderBody<OpTy, Fn>>;
 
 struct ClipLowering : OpConversionPattern<ClipOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -269,28 +282,6 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
   }
 };
 
-/// A broadcasting binary op whose scalar body depends on the op's
-/// attributes: `Body(builder, loc, lhs, rhs, op)`.
-template <typename OpTy,
-          Value (*Body)(OpBuilder &, Location, Value, Value, bool isUnsigned, OpTy)>
-struct AttributedBinaryLowering : OpConversionPattern<OpTy> {
-  using OpConversionPattern<OpTy>::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto resultType = this->getTypeConverter()
-                          ->template convertType<RankedTensorType>(op.getType());
-    bool isUnsigned = hasUnsignedElements(op.getType());
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), resultType, {adaptor.getLhs(), adaptor.getRhs()},
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          return Body(b, loc, args[0], args[1], isUnsigned, op);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
 
 /// fmod: the remainder of truncated division (sign of the dividend).
 /// Otherwise a non-zero remainder whose sign differs from the divisor's is
@@ -361,18 +352,18 @@ struct BitCastLowering : OpConversionPattern<BitCastOp> {
 void populateElementwiseToLinalgPatterns(const TypeConverter &converter,
                                          RewritePatternSet &patterns) {
   MLIRContext *context = patterns.getContext();
-  patterns.add<BinaryLowering<AddOp, &ScalarBuilder::add>,
-               BinaryLowering<SubOp, &ScalarBuilder::sub>,
-               BinaryLowering<MulOp, &ScalarBuilder::mul>,
-               BinaryLowering<DivOp, &ScalarBuilder::div>,
-               BinaryLowering<MinOp, &ScalarBuilder::min>,
-               BinaryLowering<MaxOp, &ScalarBuilder::max>,
-               BinaryLowering<PowOp, &ScalarBuilder::pow>, CastLowering,
-               BinaryLowering<AndOp, &ScalarBuilder::bitAnd>,
-               BinaryLowering<OrOp, &ScalarBuilder::bitOr>,
-               BinaryLowering<XorOp, &ScalarBuilder::bitXor>,
-               AttributedBinaryLowering<ModOp, remainder>, BitCastLowering,
-               AttributedBinaryLowering<BitShiftOp, bitShift>,
+  patterns.add<ScalarBinaryLowering<AddOp, &ScalarBuilder::add>,
+               ScalarBinaryLowering<SubOp, &ScalarBuilder::sub>,
+               ScalarBinaryLowering<MulOp, &ScalarBuilder::mul>,
+               ScalarBinaryLowering<DivOp, &ScalarBuilder::div>,
+               ScalarBinaryLowering<MinOp, &ScalarBuilder::min>,
+               ScalarBinaryLowering<MaxOp, &ScalarBuilder::max>,
+               ScalarBinaryLowering<PowOp, &ScalarBuilder::pow>, CastLowering,
+               ScalarBinaryLowering<AndOp, &ScalarBuilder::bitAnd>,
+               ScalarBinaryLowering<OrOp, &ScalarBuilder::bitOr>,
+               ScalarBinaryLowering<XorOp, &ScalarBuilder::bitXor>,
+               BinaryLowering<ModOp, remainder>, BitCastLowering,
+               BinaryLowering<BitShiftOp, bitShift>,
                CompareLowering, WhereLowering,
                ClipLowering,
                BatchNormLowering, ConstantLowering>(converter, context);

@@ -75,27 +75,16 @@ Value ScalarBuilder::constant(double value) {
       b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
 
-Value ScalarBuilder::lowest() {
+Value ScalarBuilder::extreme(bool largest) {
   if (auto floatType = dyn_cast<FloatType>(type))
     return arith::ConstantOp::create(
         b, loc,
         b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
-                                                  /*Negative=*/true)));
+                                                  /*Negative=*/!largest)));
   unsigned width = type.getIntOrFloatBitWidth();
-  APInt value = isUnsigned ? APInt::getMinValue(width)
-                           : APInt::getSignedMinValue(width);
-  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, value));
-}
-
-Value ScalarBuilder::highest() {
-  if (auto floatType = dyn_cast<FloatType>(type))
-    return arith::ConstantOp::create(
-        b, loc,
-        b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
-                                                  /*Negative=*/false)));
-  unsigned width = type.getIntOrFloatBitWidth();
-  APInt value = isUnsigned ? APInt::getMaxValue(width)
-                           : APInt::getSignedMaxValue(width);
+  APInt value = isUnsigned ? (largest ? APInt::getMaxValue(width) : APInt::getMinValue(width))
+                           : (largest ? APInt::getSignedMaxValue(width)
+                                      : APInt::getSignedMinValue(width));
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, value));
 }
 

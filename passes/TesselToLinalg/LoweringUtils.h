@@ -33,11 +33,13 @@ public:
   mlir::Value bitXor(mlir::Value lhs, mlir::Value rhs);
   mlir::Value constant(double value);
   /// The value that no element is smaller than (-inf or the minimum).
-  mlir::Value lowest();
+  mlir::Value lowest() { return extreme(/*largest=*/false); }
   /// The value that no element is larger than (+inf or the maximum).
-  mlir::Value highest();
+  mlir::Value highest() { return extreme(/*largest=*/true); }
 
 private:
+  mlir::Value extreme(bool largest);
+
   mlir::OpBuilder &b;
   mlir::Location loc;
   mlir::Type type;

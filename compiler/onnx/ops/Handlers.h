@@ -35,6 +35,10 @@ mlir::Value convolutionFromAttributes(NodeImporter &node, mlir::Value input,
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                      bool inclusive = false);
 
+/// normalizeAxis on every entry, in place; false after recording why.
+bool normalizeAxes(NodeImporter &node, llvm::SmallVectorImpl<int64_t> &axes,
+                   int64_t rank);
+
 } // namespace tessel::onnx_import
 
 #endif // TESSEL_COMPILER_ONNX_OPS_HANDLERS_H

@@ -36,20 +36,6 @@ std::optional<SmallVector<int64_t>> intsFrom(NodeImporter &node, int64_t inputSi
   return SmallVector<int64_t>();
 }
 
-/// Normalizes every axis in place; false after recording why.
-bool normalizeAxes(NodeImporter &node, SmallVectorImpl<int64_t> &axes, int64_t rank) {
-  for (int64_t &axis : axes) {
-    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-    if (!normalized) {
-      (void)node.unsupported("axis " + Twine(axis) + " is out of range for rank " +
-                             Twine(rank));
-      return false;
-    }
-    axis = *normalized;
-  }
-  return true;
-}
-
 Value slice(NodeImporter &node, Value input, ArrayRef<int64_t> starts,
             ArrayRef<int64_t> steps, ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(input.getType());

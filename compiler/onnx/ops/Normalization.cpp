@@ -217,12 +217,8 @@ LogicalResult importMeanVarianceNormalization(NodeImporter &node) {
   SmallVector<int64_t> axes{0, 2, 3};
   if (std::optional<std::vector<int64_t>> given = node.intsAttr("axes"))
     axes.assign(given->begin(), given->end());
-  for (int64_t &axis : axes) {
-    std::optional<int64_t> normalized = normalizeAxis(axis, type.getRank());
-    if (!normalized)
-      return node.unsupported("axis " + Twine(axis) + " is out of range");
-    axis = *normalized;
-  }
+  if (!normalizeAxes(node, axes, type.getRank()))
+    return failure();
   llvm::sort(axes);
   Formula f(node);
   Value x = node.input(0);

@@ -79,11 +79,8 @@ bool Recurrence::readActivations() {
       cell == Cell::LSTM  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
       : cell == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
                           : std::vector<std::string>{"Tanh"};
-  const onnx::NodeProto &proto = node.node();
-  for (const onnx::AttributeProto &attr : proto.attribute())
-    if (attr.name() == "activations")
-      activations.assign(attr.strings().begin(), attr.strings().end());
-  node.ignoreAttr("activations");
+  if (std::optional<std::vector<std::string>> given = node.stringsAttr("activations"))
+    activations = *given;
   if (std::optional<std::vector<float>> given = node.floatsAttr("activation_alpha"))
     alphas = *given;
   if (std::optional<std::vector<float>> given = node.floatsAttr("activation_beta"))

@@ -37,15 +37,8 @@ std::optional<SmallVector<int64_t>> readReducedAxes(NodeImporter &node,
   if (axes.empty() && !noopWhenEmpty)
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
-  for (int64_t &axis : axes) {
-    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-    if (!normalized) {
-      (void)node.unsupported("axis " + Twine(axis) + " is out of range for rank " +
-                             Twine(rank));
-      return std::nullopt;
-    }
-    axis = *normalized;
-  }
+  if (!normalizeAxes(node, axes, rank))
+    return std::nullopt;
   llvm::sort(axes);
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
     (void)node.unsupported("an axis is listed twice");

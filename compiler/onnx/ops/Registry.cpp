@@ -35,4 +35,18 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,
   return axis;
 }
 
+bool normalizeAxes(NodeImporter &node, llvm::SmallVectorImpl<int64_t> &axes,
+                   int64_t rank) {
+  for (int64_t &axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized) {
+      (void)node.unsupported("axis " + llvm::Twine(axis) + " is out of range for rank " +
+                             llvm::Twine(rank));
+      return false;
+    }
+    axis = *normalized;
+  }
+  return true;
+}
+
 } // namespace tessel::onnx_import

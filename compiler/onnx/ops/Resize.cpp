@@ -221,12 +221,8 @@ LogicalResult resize(NodeImporter &node, const ResizeMode &m, std::vector<double
   if (axes.empty())
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
-  for (int64_t &axis : axes) {
-    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-    if (!normalized)
-      return node.unsupported("axis " + Twine(axis) + " is out of range");
-    axis = *normalized;
-  }
+  if (!normalizeAxes(node, axes, rank))
+    return failure();
   size_t count = axes.size();
   if ((!scales.empty() && scales.size() != count) || (!sizes.empty() && sizes.size() != count))
     return node.unsupported("scales or sizes need one entry per resized axis");
