@@ -24,11 +24,25 @@ std::optional<uint8_t> artifactDType(mlir::Type type) {
     return dtype(sc::DType_bf16);
   if (type.isInteger(1))
     return dtype(sc::DType_bool_);
+  if (mlir::isa<mlir::Float8E4M3FNType>(type))
+    return dtype(sc::DType_f8e4m3fn);
+  if (mlir::isa<mlir::Float8E4M3FNUZType>(type))
+    return dtype(sc::DType_f8e4m3fnuz);
+  if (mlir::isa<mlir::Float8E5M2Type>(type))
+    return dtype(sc::DType_f8e5m2);
+  if (mlir::isa<mlir::Float8E5M2FNUZType>(type))
+    return dtype(sc::DType_f8e5m2fnuz);
+  if (mlir::isa<mlir::Float4E2M1FNType>(type))
+    return dtype(sc::DType_f4e2m1fn);
   auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
   if (!integer)
     return std::nullopt;
   bool isUnsigned = integer.isUnsigned();
   switch (integer.getWidth()) {
+  case 2:
+    return dtype(isUnsigned ? sc::DType_u2 : sc::DType_i2);
+  case 4:
+    return dtype(isUnsigned ? sc::DType_u4 : sc::DType_i4);
   case 8:
     return dtype(isUnsigned ? sc::DType_u8 : sc::DType_i8);
   case 16:

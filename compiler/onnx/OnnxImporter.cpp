@@ -159,12 +159,6 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
                            " but the model fixes it to " +
                            llvm::Twine(dim.dim_value()));
       shape.push_back(wanted);
-    } else if (dim.has_dim_value() && dim.dim_value() == 0 &&
-               !isa<IntegerType>(element)) {
-      // Empty integer inputs pass: they are empty axes or shape lists that
-      // ops read at compile time (--freeze-input).
-      return importError("graph input '" + name + "' dimension " +
-                         llvm::Twine(i) + " is 0; empty tensors are not supported");
     } else if (dim.has_dim_value() && dim.dim_value() >= 0) {
       shape.push_back(dim.dim_value());
     } else {
@@ -263,6 +257,28 @@ Location GraphImporter::nodeLocation(const onnx::NodeProto &node, int index) {
                       FileLineColLoc::get(&context, path, 0, 0));
 }
 
+/// Code generation assumes every tensor read at run time has elements; an
+/// empty graph input may only be looked at for its type (CastLike's 'like').
+/// The reason to refuse `ops` if one of them reads such an input.
+static std::optional<std::string> emptyInputRead(ArrayRef<Operation *> ops) {
+  for (Operation *op : ops) {
+    if (!op->getBlock())
+      continue;
+    for (Value operand : op->getOperands()) {
+      auto argument = dyn_cast<BlockArgument>(operand);
+      auto type = argument ? dyn_cast<RankedTensorType>(argument.getType()) : nullptr;
+      if (!type || !type.hasStaticShape() || type.getNumElements() != 0)
+        continue;
+      auto function = cast<func::FuncOp>(argument.getOwner()->getParentOp());
+      auto name = function.getArgAttrOfType<StringAttr>(argument.getArgNumber(), kValueNameAttr);
+      return "graph input '" + name.str() + "' has no elements " +
+             formatShape(type.getShape()) +
+             " and this node reads it; empty tensors are not supported";
+    }
+  }
+  return std::nullopt;
+}
+
 void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   std::string label = "node '" + nodeLabel(node, index) + "' (" + node.op_type() +
                       ", opset " + std::to_string(opset) + "): ";
@@ -339,6 +355,9 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
       if (op->getBlock() && failed(verify(op, /*verifyRecursively=*/false)))
         break;
   }
+  if (reasons.empty())
+    if (std::optional<std::string> why = emptyInputRead(created.ops))
+      reasons.push_back(*why);
   if (failed(imported) && reasons.empty())
     reasons.push_back("cannot be imported");
   if (!reasons.empty()) {

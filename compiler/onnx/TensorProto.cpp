@@ -45,6 +45,24 @@ Type elementTypeFor(MLIRContext *context, int32_t dataType) {
     return integer(64, true);
   case TensorProto::BOOL:
     return integer(1, false);
+  case kInt4:
+    return integer(4, false);
+  case kUInt4:
+    return integer(4, true);
+  case kInt2:
+    return integer(2, false);
+  case kUInt2:
+    return integer(2, true);
+  case kFloat8E4M3FN:
+    return Float8E4M3FNType::get(context);
+  case kFloat8E4M3FNUZ:
+    return Float8E4M3FNUZType::get(context);
+  case kFloat8E5M2:
+    return Float8E5M2Type::get(context);
+  case kFloat8E5M2FNUZ:
+    return Float8E5M2FNUZType::get(context);
+  case kFloat4E2M1:
+    return Float4E2M1FNType::get(context);
   default:
     return {};
   }
@@ -54,6 +72,11 @@ std::string dataTypeName(int32_t dataType) {
   if (onnx::TensorProto::DataType_IsValid(dataType))
     return onnx::TensorProto::DataType_Name(
         static_cast<onnx::TensorProto::DataType>(dataType));
+  static const char *const newer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+      "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0", "UINT2",          "INT2"};
+  if (dataType >= kFloat8E4M3FN && dataType <= kInt2)
+    return newer[dataType - kFloat8E4M3FN];
   return "data type " + std::to_string(dataType);
 }
 
@@ -135,6 +158,18 @@ std::string packField(const Field &field, size_t bytes) {
   return raw;
 }
 
+/// One byte per element, the value in its low bits, from `count` elements
+/// of `bits` bits packed low bits first.
+std::string unpackSubByte(const std::string &packed, unsigned bits, int64_t count) {
+  std::string bytes(count, '\0');
+  unsigned perByte = 8 / bits, mask = (1u << bits) - 1;
+  for (int64_t i = 0; i < count; ++i) {
+    unsigned byte = static_cast<unsigned char>(packed[i / perByte]);
+    bytes[i] = static_cast<char>((byte >> (i % perByte * bits)) & mask);
+  }
+  return bytes;
+}
+
 } // namespace
 
 llvm::Expected<DenseElementsAttr> readTensor(MLIRContext *context,
@@ -159,9 +194,11 @@ llvm::Expected<DenseElementsAttr> readTensor(MLIRContext *context,
     shape.push_back(dim);
   }
   auto type = RankedTensorType::get(shape, elementType);
-  size_t elementBytes = elementType.isInteger(1)
-                            ? 1
-                            : llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
+  unsigned elementBits = elementType.getIntOrFloatBitWidth();
+  size_t elementBytes = llvm::divideCeil(elementBits, 8);
+  // 4- and 2-bit types pack 2 or 4 elements into each byte, low bits first.
+  bool packed = elementBits < 8 && !elementType.isInteger(1);
+  size_t storedBytes = packed ? llvm::divideCeil(count * elementBits, 8) : count * elementBytes;
 
   // Gather the little-endian bytes from wherever the proto keeps them.
   std::string raw;
@@ -187,15 +224,18 @@ llvm::Expected<DenseElementsAttr> readTensor(MLIRContext *context,
     case TensorProto::UINT64:
       raw = packField(tensor.uint64_data(), elementBytes);
       break;
-    default: // int8/16/32, uint8/16, bool, float16 and bfloat16 bits
+    default: // int8/16/32, uint8/16, bool, float16, bfloat16 and float8 bits;
+             // one packed byte per entry for 4- and 2-bit types
       raw = packField(tensor.int32_data(), elementBytes);
       break;
     }
   }
-  if (raw.size() != static_cast<size_t>(count) * elementBytes)
+  if (raw.size() != storedBytes)
     return tensorError(tensor, "holds " + llvm::Twine(raw.size()) +
                                    " bytes of data but its shape needs " +
-                                   llvm::Twine(count * elementBytes));
+                                   llvm::Twine(storedBytes));
+  if (packed)
+    raw = unpackSubByte(raw, elementBits, count);
 
   if (elementType.isInteger(1)) {
     SmallVector<bool> values;

@@ -13,6 +13,21 @@
 
 namespace tessel::onnx_import {
 
+/// ONNX data types newer than the release whose headers Tessel builds
+/// against (Debian's 1.12); the numbers are ONNX's.
+enum NewerDataType : int32_t {
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
+};
+
 /// The MLIR element type of an ONNX data type (TensorProto::DataType):
 /// signed integers are signless, unsigned ones are unsigned, bool is i1.
 /// Null for types Tessel does not handle.

@@ -333,13 +333,21 @@ def Tessel_CastOp : Tessel_Op<"cast", [Tessel_ElementwiseMap]> {
   let description = [{
     Floats convert to integers by truncation toward zero, to booleans (i1) by
     comparison with zero; integers convert by sign or zero extension (by the
-    source's signedness) or truncation; booleans are 0 or 1.
+    source's signedness) or truncation; booleans are 0 or 1. Conversion to
+    integers narrower than 8 bits keeps the low bits of the 32-bit result.
+
+    Floats round to nearest, ties to even. A magnitude beyond the largest
+    finite value of an 8-bit float becomes infinity where the format has one
+    (f8E5M2) and NaN otherwise, unless `saturate` is set: then it becomes the
+    largest finite value (NaN stays NaN). f4E2M1FN, which has neither, always
+    saturates.
 
     ```mlir
     %0 = tessel.cast %x : tensor<2x3xf32> -> tensor<2x3xi64>
+    %1 = tessel.cast %x {saturate} : tensor<2x3xf32> -> tensor<2x3xf8E4M3FN>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input);
+  let arguments = (ins Tessel_Tensor:$input, UnitAttr:$saturate);
   let results = (outs Tessel_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

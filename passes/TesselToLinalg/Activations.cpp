@@ -20,7 +20,7 @@ using namespace mlir;
 namespace tessel {
 namespace {
 
-/// Lowers a unary float op with `body(x, op)` applied to each element.
+/// Lowers a unary op with `body(x, op)` applied to each element.
 template <typename OpTy>
 struct UnaryLowering : OpConversionPattern<OpTy> {
   using BodyFn = std::function<Value(ScalarBuilder &, OpBuilder &, Location,
@@ -32,10 +32,14 @@ struct UnaryLowering : OpConversionPattern<OpTy> {
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // Unsigned integers (tessel.not) become signless.
+    auto resultType =
+        this->getTypeConverter()->template convertType<RankedTensorType>(op.getType());
+    bool isUnsigned = hasUnsignedElements(op.getType());
     Value result = buildElementwise(
-        rewriter, op.getLoc(), op.getType(), {adaptor.getInput()},
+        rewriter, op.getLoc(), resultType, {adaptor.getInput()},
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          ScalarBuilder scalar(b, loc, args[0].getType(), /*isUnsigned=*/false);
+          ScalarBuilder scalar(b, loc, args[0].getType(), isUnsigned);
           return body(scalar, b, loc, args[0], op);
         });
     rewriter.replaceOp(op, result);

@@ -2,6 +2,7 @@
 
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/TesselToLinalg/LoweringUtils.h"
+#include "passes/TesselToLinalg/Minifloat.h"
 #include "passes/TesselToLinalg/TesselToLinalg.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -140,12 +141,26 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
 /// One element of tessel.cast: `from` and `to` are the tessel element
 /// types (their signedness picks the arith op), `x` is signless.
 Value castScalar(OpBuilder &b, Location loc, Value x, Type from, Type to,
-                 Type signlessTo) {
+                 Type signlessTo, bool saturate) {
+  if (from == to)
+    return x;
+  // 8- and 4-bit floats convert through f32, where the usual rules apply.
+  if (isMinifloat(from))
+    return castScalar(b, loc, minifloatToF32(b, loc, x), b.getF32Type(), to, signlessTo,
+                      saturate);
+  if (isMinifloat(to)) {
+    Value wide = castScalar(b, loc, x, from, b.getF32Type(), b.getF32Type(), saturate);
+    return f32ToMinifloat(b, loc, wide, cast<FloatType>(to), saturate);
+  }
   bool fromUnsigned = hasUnsignedElements(from);
   if (isa<FloatType>(from)) {
     if (to.isInteger(1)) {
       Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(from, 0.0));
       return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, zero);
+    }
+    if (to.getIntOrFloatBitWidth() < 8) { // 4- and 2-bit integers keep the low bits
+      Value wide = arith::FPToSIOp::create(b, loc, b.getI32Type(), x);
+      return arith::TruncIOp::create(b, loc, signlessTo, wide);
     }
     if (isa<FloatType>(to)) {
       unsigned fromWidth = from.getIntOrFloatBitWidth();
@@ -195,7 +210,7 @@ struct CastLowering : OpConversionPattern<CastOp> {
         rewriter, op.getLoc(), resultType, {adaptor.getInput()},
         [&](OpBuilder &b, Location loc, ValueRange args) {
           return castScalar(b, loc, args[0], from, to,
-                            resultType.getElementType());
+                            resultType.getElementType(), op.getSaturate());
         });
     rewriter.replaceOp(op, result);
     return success();

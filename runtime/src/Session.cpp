@@ -366,6 +366,7 @@ tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
     if (address != output.data)
       TSL_RETURN_IF_ERROR(session.device->copy(
           output.data, address, output.byteSize, CopyDirection::DeviceToHost));
+    canonicalizeSubByteElements(output.dtype, output.data, output.byteSize);
   }
   for (size_t o = 0; o < outputCount; ++o) {
     if (!outputs[o])

@@ -6,7 +6,32 @@
 
 namespace tessel::runtime {
 
-bool isValidDType(uint32_t dtype) { return dtype <= TSL_BOOL; }
+bool isValidDType(uint32_t dtype) { return dtype <= TSL_U2; }
+
+void canonicalizeSubByteElements(tsl_dtype dtype, void *data, size_t bytes) {
+  unsigned bits;
+  bool isSigned = dtype == TSL_I4 || dtype == TSL_I2;
+  switch (dtype) {
+  case TSL_I4:
+  case TSL_U4:
+  case TSL_F4E2M1FN:
+    bits = 4;
+    break;
+  case TSL_I2:
+  case TSL_U2:
+    bits = 2;
+    break;
+  default:
+    return;
+  }
+  auto *elements = static_cast<uint8_t *>(data);
+  unsigned shift = 8 - bits;
+  for (size_t i = 0; i < bytes; ++i) {
+    uint8_t high = static_cast<uint8_t>(elements[i] << shift);
+    elements[i] = isSigned ? static_cast<uint8_t>(static_cast<int8_t>(high) >> shift)
+                           : static_cast<uint8_t>(high >> shift);
+  }
+}
 
 bool tensorByteSize(uint32_t dtype, const int64_t *shape, size_t rank,
                     size_t &bytes) {
@@ -54,6 +79,15 @@ size_t tsl_dtype_size(tsl_dtype dtype) {
   case TSL_I8:
   case TSL_U8:
   case TSL_BOOL:
+  case TSL_F8E4M3FN:
+  case TSL_F8E4M3FNUZ:
+  case TSL_F8E5M2:
+  case TSL_F8E5M2FNUZ:
+  case TSL_F4E2M1FN:
+  case TSL_I4:
+  case TSL_U4:
+  case TSL_I2:
+  case TSL_U2:
     return 1;
   }
   return 0;
@@ -87,6 +121,24 @@ const char *tsl_dtype_name(tsl_dtype dtype) {
     return "u64";
   case TSL_BOOL:
     return "bool";
+  case TSL_F8E4M3FN:
+    return "f8e4m3fn";
+  case TSL_F8E4M3FNUZ:
+    return "f8e4m3fnuz";
+  case TSL_F8E5M2:
+    return "f8e5m2";
+  case TSL_F8E5M2FNUZ:
+    return "f8e5m2fnuz";
+  case TSL_F4E2M1FN:
+    return "f4e2m1fn";
+  case TSL_I4:
+    return "i4";
+  case TSL_U4:
+    return "u4";
+  case TSL_I2:
+    return "i2";
+  case TSL_U2:
+    return "u2";
   }
   return "invalid";
 }

@@ -19,6 +19,10 @@ namespace tessel::runtime {
 /// Whether `dtype` is one of tsl_dtype's values.
 bool isValidDType(uint32_t dtype);
 
+/// Kernels store 4- and 2-bit elements in a byte each without defining the
+/// bits above them; this zero- or sign-extends every element of an output.
+void canonicalizeSubByteElements(tsl_dtype dtype, void *data, size_t bytes);
+
 /// Bytes of a tensor of `dtype` and `shape`; false when a dimension is
 /// negative, the dtype is invalid or the size does not fit in size_t.
 bool tensorByteSize(uint32_t dtype, const int64_t *shape, size_t rank,

@@ -22,6 +22,12 @@ namespace {
 namespace fb = flatbuffers;
 namespace sc = tessel::schema;
 
+// The C API's tsl_dtype and the artifact's DType are one numbering.
+static_assert(static_cast<int>(sc::DType_MAX) == TSL_U2 &&
+                  static_cast<int>(sc::DType_bool_) == TSL_BOOL &&
+                  static_cast<int>(sc::DType_f8e4m3fn) == TSL_F8E4M3FN,
+              "tsl_dtype and the schema's DType disagree");
+
 /// The root table's offset and the file identifier.
 constexpr size_t kHeaderBytes =
     sizeof(fb::uoffset_t) + fb::kFileIdentifierLength;

@@ -47,10 +47,10 @@ std::optional<SmallVector<int64_t>> vectorTiles(linalg::LinalgOp op,
     return std::nullopt;
   if (isa<linalg::ConvolutionOpInterface>(op.getOperation()))
     return std::nullopt;
-  // Booleans are a byte each in memory, but LLVM stores vectors of i1 as
-  // packed bits: ops that read or write them stay scalar.
+  // Booleans and 4- and 2-bit types are a byte each in memory, but LLVM
+  // stores vectors of them as packed bits: ops that touch them stay scalar.
   for (OpOperand &operand : op->getOpOperands())
-    if (getElementTypeOrSelf(operand.get().getType()).isInteger(1))
+    if (getElementTypeOrSelf(operand.get().getType()).getIntOrFloatBitWidth() < 8)
       return std::nullopt;
   for (AffineMap map : op.getIndexingMapsArray())
     if (!map.isProjectedPermutation())

@@ -39,6 +39,54 @@ float halfToFloat(uint16_t half) {
   return value;
 }
 
+/// The value of an 8- or 4-bit float: `exponentBits` and `mantissaBits`
+/// wide fields and the format's exponent bias. The "FN" formats have no
+/// infinities and one NaN pattern per sign (all bits set); the "FNUZ" ones
+/// have no negative zero and take its pattern (0x80) for their only NaN;
+/// E2M1 has neither infinities nor NaN.
+double minifloatToDouble(uint8_t bits, tsl_dtype dtype) {
+  struct Format {
+    int exponentBits, mantissaBits, bias;
+  };
+  Format format;
+  switch (dtype) {
+  case TSL_F8E4M3FN:
+    format = {4, 3, 7};
+    break;
+  case TSL_F8E4M3FNUZ:
+    format = {4, 3, 8};
+    break;
+  case TSL_F8E5M2:
+    format = {5, 2, 15};
+    break;
+  case TSL_F8E5M2FNUZ:
+    format = {5, 2, 16};
+    break;
+  default: // TSL_F4E2M1FN
+    format = {2, 1, 1};
+    break;
+  }
+  int width = 1 + format.exponentBits + format.mantissaBits;
+  int exponentMax = (1 << format.exponentBits) - 1;
+  bool negative = bits >> (width - 1) & 1;
+  int exponent = bits >> format.mantissaBits & exponentMax;
+  int mantissa = bits & ((1 << format.mantissaBits) - 1);
+  bool fnuz = dtype == TSL_F8E4M3FNUZ || dtype == TSL_F8E5M2FNUZ;
+  if (fnuz && bits == 0x80)
+    return NAN;
+  if (dtype == TSL_F8E4M3FN && exponent == exponentMax &&
+      mantissa == (1 << format.mantissaBits) - 1)
+    return NAN;
+  if (dtype == TSL_F8E5M2 && exponent == exponentMax)
+    return mantissa ? NAN : negative ? -INFINITY : INFINITY;
+  double magnitude =
+      exponent == 0
+          ? std::ldexp(mantissa, 1 - format.bias - format.mantissaBits)
+          : std::ldexp((1 << format.mantissaBits) + mantissa,
+                       exponent - format.bias - format.mantissaBits);
+  return negative ? -magnitude : magnitude;
+}
+
 } // namespace
 
 double elementAsDouble(const HostTensor &tensor, size_t i) {
@@ -72,6 +120,18 @@ double elementAsDouble(const HostTensor &tensor, size_t i) {
     return load<uint32_t>(tensor, i);
   case TSL_U64:
     return static_cast<double>(load<uint64_t>(tensor, i));
+  case TSL_F8E4M3FN:
+  case TSL_F8E4M3FNUZ:
+  case TSL_F8E5M2:
+  case TSL_F8E5M2FNUZ:
+  case TSL_F4E2M1FN:
+    return minifloatToDouble(load<uint8_t>(tensor, i), tensor.dtype);
+  case TSL_I4:
+  case TSL_I2:
+    return load<int8_t>(tensor, i); // sign-extended by the reader and the runtime
+  case TSL_U4:
+  case TSL_U2:
+    return load<uint8_t>(tensor, i);
   }
   return 0;
 }

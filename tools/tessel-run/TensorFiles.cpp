@@ -39,7 +39,11 @@ tsl_dtype dtypeOfOnnx(int32_t type, const std::string &path) {
       {TensorProto::INT32, TSL_I32},   {TensorProto::INT64, TSL_I64},
       {TensorProto::UINT8, TSL_U8},    {TensorProto::UINT16, TSL_U16},
       {TensorProto::UINT32, TSL_U32},  {TensorProto::UINT64, TSL_U64},
-      {TensorProto::BOOL, TSL_BOOL}};
+      {TensorProto::BOOL, TSL_BOOL},
+      // Newer than the ONNX headers Tessel builds against; ONNX's numbers.
+      {17, TSL_F8E4M3FN}, {18, TSL_F8E4M3FNUZ}, {19, TSL_F8E5M2},
+      {20, TSL_F8E5M2FNUZ}, {21, TSL_U4}, {22, TSL_I4}, {23, TSL_F4E2M1FN},
+      {25, TSL_U2}, {26, TSL_I2}};
   auto it = types.find(type);
   if (it == types.end())
     throw std::runtime_error(path + ": tensor data type " + std::to_string(type) +
@@ -54,6 +58,36 @@ void packField(const Field &field, size_t elementBytes, std::vector<uint8_t> &ou
     auto value = field.Get(i);
     std::memcpy(out.data() + i * elementBytes, &value, elementBytes);
   }
+}
+
+/// Bits per element of the types ONNX packs several to a byte; 0 otherwise.
+unsigned packedBits(tsl_dtype dtype) {
+  switch (dtype) {
+  case TSL_I4:
+  case TSL_U4:
+  case TSL_F4E2M1FN:
+    return 4;
+  case TSL_I2:
+  case TSL_U2:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+/// ONNX packs 4- and 2-bit elements low bits first; a HostTensor holds one
+/// per byte, signed integers sign-extended, as the runtime does.
+std::vector<uint8_t> unpackElements(const std::vector<uint8_t> &packed, tsl_dtype dtype,
+                                    size_t count) {
+  unsigned bits = packedBits(dtype), perByte = 8 / bits, shift = 8 - bits;
+  bool isSigned = dtype == TSL_I4 || dtype == TSL_I2;
+  std::vector<uint8_t> elements(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto high = static_cast<uint8_t>((packed[i / perByte] >> (i % perByte * bits)) << shift);
+    elements[i] = isSigned ? static_cast<uint8_t>(static_cast<int8_t>(high) >> shift)
+                           : static_cast<uint8_t>(high >> shift);
+  }
+  return elements;
 }
 
 } // namespace
@@ -90,10 +124,14 @@ HostTensor readTensorProto(const std::string &path) {
       break;
     }
   }
-  if (tensor.bytes.size() != tensor.elementCount() * elementBytes)
+  size_t count = tensor.elementCount();
+  unsigned bits = packedBits(tensor.dtype);
+  size_t storedBytes = bits ? (count * bits + 7) / 8 : count * elementBytes;
+  if (tensor.bytes.size() != storedBytes)
     throw std::runtime_error(path + ": holds " + std::to_string(tensor.bytes.size()) +
-                             " bytes but its shape needs " +
-                             std::to_string(tensor.elementCount() * elementBytes));
+                             " bytes but its shape needs " + std::to_string(storedBytes));
+  if (bits)
+    tensor.bytes = unpackElements(tensor.bytes, tensor.dtype, count);
   return tensor;
 }
 

@@ -89,9 +89,85 @@ Value insertUnitAxis(NodeImporter &node, Value value) {
   return ReshapeOp::create(node.builder(), node.loc(), type.clone(shape), value);
 }
 
-/// A 2-D convolution; 1-D ones are lifted to [1, W] and dropped back.
+/// A 3-D convolution as a sum over the kernel's depth of 2-D ones: depth
+/// tap kd reads input depths kd * dilation + od * stride, for each output
+/// depth od, folded into the batch, against the weight's depth slice kd.
+Value convolve3D(NodeImporter &node, Value input, Value weight, Value bias,
+                 const Window &window, int64_t group) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  if (!inputType.hasStaticShape() || !weightType.hasStaticShape()) {
+    (void)node.unsupported("3-D convolution needs static shapes");
+    return {};
+  }
+  // The depth is padded here; the 2-D convolutions pad height and width.
+  if (window.pads[0] != 0 || window.pads[3] != 0) {
+    SmallVector<int64_t> pads(10, 0);
+    pads[2] = window.pads[0];
+    pads[7] = window.pads[3];
+    input = node.createInferred<PadOp>(input,
+                                       node.splatConstant(inputType.getElementType(), 0.0),
+                                       b.getDenseI64ArrayAttr(pads), b.getStringAttr("constant"));
+    if (!input)
+      return {};
+    inputType = cast<RankedTensorType>(input.getType());
+  }
+  int64_t batch = inputType.getDimSize(0), channels = inputType.getDimSize(1);
+  int64_t height = inputType.getDimSize(3), width = inputType.getDimSize(4);
+  int64_t kernelDepth = window.kernel[0], stride = window.strides[0];
+  int64_t dilation = window.dilations[0];
+  int64_t outDepth = (inputType.getDimSize(2) - dilation * (kernelDepth - 1) - 1) / stride + 1;
+  if (outDepth <= 0) {
+    (void)node.unsupported("the kernel is deeper than the padded input");
+    return {};
+  }
+  SmallVector<int64_t> planeStrides(window.strides.begin() + 1, window.strides.end());
+  SmallVector<int64_t> planeDilations(window.dilations.begin() + 1, window.dilations.end());
+  SmallVector<int64_t> planePads{window.pads[1], window.pads[2], window.pads[4], window.pads[5]};
+  SmallVector<int64_t> depthFirst{0, 2, 1, 3, 4};
+  SmallVector<int64_t> weightShape(weightType.getShape());
+  weightShape[2] = 1;
+  SmallVector<int64_t> planeWeightShape(weightShape);
+  planeWeightShape.erase(planeWeightShape.begin() + 2);
+
+  Value sum;
+  for (int64_t kd = 0; kd < kernelDepth; ++kd) {
+    Value taps = SliceOp::create(
+        b, loc, inputType.clone({batch, channels, outDepth, height, width}), input,
+        b.getDenseI64ArrayAttr({0, 0, kd * dilation, 0, 0}),
+        b.getDenseI64ArrayAttr({1, 1, stride, 1, 1}));
+    taps = node.createInferred<TransposeOp>(taps, b.getDenseI64ArrayAttr(depthFirst));
+    taps = ReshapeOp::create(b, loc, inputType.clone({batch * outDepth, channels, height, width}),
+                             taps);
+    Value kernel = SliceOp::create(b, loc, weightType.clone(weightShape), weight,
+                                   b.getDenseI64ArrayAttr({0, 0, kd, 0, 0}),
+                                   b.getDenseI64ArrayAttr({1, 1, 1, 1, 1}));
+    kernel = ReshapeOp::create(b, loc, weightType.clone(planeWeightShape), kernel);
+    Value plane = node.createInferred<ConvOp>(
+        taps, kernel, kd == 0 ? bias : Value(), b.getDenseI64ArrayAttr(planeStrides),
+        b.getDenseI64ArrayAttr(planePads), b.getDenseI64ArrayAttr(planeDilations),
+        b.getI64IntegerAttr(group));
+    if (!plane)
+      return {};
+    sum = sum ? node.createInferred<AddOp>(sum, plane) : plane;
+  }
+  // [N * OD, M, OH, OW] -> [N, OD, M, OH, OW] -> [N, M, OD, OH, OW]
+  auto planeType = cast<RankedTensorType>(sum.getType());
+  sum = ReshapeOp::create(b, loc,
+                          planeType.clone({batch, outDepth, planeType.getDimSize(1),
+                                           planeType.getDimSize(2), planeType.getDimSize(3)}),
+                          sum);
+  return node.createInferred<TransposeOp>(sum, b.getDenseI64ArrayAttr(depthFirst));
+}
+
+/// A 2-D convolution; 1-D ones are lifted to [1, W] and dropped back, 3-D
+/// ones are sums of 2-D ones.
 Value convolve(NodeImporter &node, Value input, Value weight, Value bias,
                const Window &window, int64_t group) {
+  if (window.kernel.size() == 3)
+    return convolve3D(node, input, weight, bias, window, group);
   OpBuilder &b = node.builder();
   bool oneDimensional = window.kernel.size() == 1;
   Window window2D = oneDimensional ? liftTo2D(window) : window;
@@ -117,9 +193,9 @@ bool checkConvRank(NodeImporter &node, RankedTensorType inputType,
     (void)node.unsupported("input and weight must have the same rank, at least 3");
     return false;
   }
-  if (inputType.getRank() > 4) {
+  if (inputType.getRank() > 5) {
     (void)node.unsupported(Twine(inputType.getRank() - 2) +
-                           "-D convolution is not supported (1-D and 2-D only)");
+                           "-D convolution is not supported (1-D to 3-D only)");
     return false;
   }
   return true;

@@ -50,7 +50,13 @@ public:
   }
 
   /// round-half-even(x) + zero point, saturated to `type` and cast to it.
-  Value saturate(Value x, Value zeroPoint, Type type) {
+  /// Float targets round in the cast, saturating if `saturateFloat`.
+  Value saturate(Value x, Value zeroPoint, Type type, bool saturateFloat) {
+    if (isa<FloatType>(type)) {
+      if (zeroPoint)
+        x = node.createInferred<AddOp>(x, toF32(zeroPoint));
+      return CastOp::create(b, loc, typeOf(x).clone(type), x, saturateFloat);
+    }
     Value rounded = RoundOp::create(b, loc, x.getType(), x);
     if (zeroPoint)
       rounded = node.createInferred<AddOp>(rounded, toF32(zeroPoint));
@@ -67,9 +73,16 @@ public:
   Location loc;
 };
 
+/// 2-, 4-, 8- and 16-bit integers of either signedness, signless i32 (what
+/// ConvInteger accumulates), and the 8- and 4-bit floats.
 bool isQuantizedType(Type type) {
-  return type.isInteger(8) || type.isInteger(16) || type.isUnsignedInteger(8) ||
-         type.isUnsignedInteger(16) || type.isInteger(32);
+  if (isa<FloatType>(type))
+    return type.getIntOrFloatBitWidth() <= 8;
+  auto integer = dyn_cast<IntegerType>(type);
+  if (!integer)
+    return false;
+  unsigned width = integer.getWidth();
+  return width == 2 || width == 4 || width == 8 || width == 16 || type.isInteger(32);
 }
 
 /// The axis of per-axis quantization; a scalar scale makes it irrelevant.
@@ -93,17 +106,17 @@ LogicalResult importQuantizeLinear(NodeImporter &node) {
   std::optional<int64_t> axis = quantizationAxis(node, type.getRank());
   if (!axis)
     return failure();
-  node.ignoreAttr("saturate"); // integer targets always saturate
+  bool saturate = node.intAttr("saturate", 1) != 0; // integer targets always do
   Type target = node.input(2) ? node.inputType(2).getElementType() : q.b.getIntegerType(8, false);
   if (std::optional<int64_t> dtype = node.intAttr("output_dtype"); dtype && *dtype != 0)
     target = elementTypeFor(q.b.getContext(), *dtype);
   if (!target || !isQuantizedType(target) || target.isInteger(32))
-    return node.unsupported("quantizing to this type is not supported (8- and 16-bit "
-                            "integers are)");
+    return node.unsupported("quantizing to this type is not supported (2- to 16-bit "
+                            "integers and 8- and 4-bit floats are)");
   Value scale = q.alongAxis(q.toF32(node.input(1)), *axis, type.getRank());
   Value zeroPoint = node.input(2) ? q.alongAxis(node.input(2), *axis, type.getRank()) : Value();
   Value scaled = node.createInferred<DivOp>(q.toF32(node.input(0)), scale);
-  node.setOutput(0, q.saturate(scaled, zeroPoint, target));
+  node.setOutput(0, q.saturate(scaled, zeroPoint, target, saturate));
   return success();
 }
 
@@ -111,8 +124,8 @@ LogicalResult importDequantizeLinear(NodeImporter &node) {
   Quantizer q(node);
   RankedTensorType type = node.inputType(0);
   if (!isQuantizedType(type.getElementType()))
-    return node.unsupported("dequantizing this type is not supported (8-, 16- and "
-                            "32-bit integers are)");
+    return node.unsupported("dequantizing this type is not supported (2- to 32-bit "
+                            "integers and 8- and 4-bit floats are)");
   std::optional<int64_t> axis = quantizationAxis(node, type.getRank());
   if (!axis)
     return failure();
@@ -156,7 +169,7 @@ Value requantize(Quantizer &q, Value product, Value bScale) {
   Type target = node.input(7) ? node.inputType(7).getElementType()
                               : node.inputType(0).getElementType();
   Value zeroPoint = node.input(7) ? q.alongAxis(node.input(7), 0, 1) : Value();
-  return q.saturate(scaled, zeroPoint, target);
+  return q.saturate(scaled, zeroPoint, target, /*saturateFloat=*/true);
 }
 
 LogicalResult importQLinearMatMul(NodeImporter &node) {
@@ -247,7 +260,7 @@ LogicalResult importDynamicQuantizeLinear(NodeImporter &node) {
                                               q.f32(0.0), q.f32(255.0)));
   Value scaled = node.createInferred<DivOp>(node.input(0), scale);
   Type u8 = b.getIntegerType(8, false);
-  node.setOutput(0, q.saturate(scaled, zero, u8));
+  node.setOutput(0, q.saturate(scaled, zero, u8, /*saturateFloat=*/true));
   if (node.outputUsed(1))
     node.setOutput(1, scale);
   if (node.outputUsed(2))

@@ -50,12 +50,15 @@ LogicalResult importIdentity(NodeImporter &node) {
 }
 
 LogicalResult castTo(NodeImporter &node, Type elementType) {
-  // saturate only concerns float8 targets, which are not supported.
-  node.ignoreAttr("saturate");
+  // ONNX saturates 8- and 4-bit float targets unless told not to; others
+  // ignore it.
+  bool saturate = node.intAttr("saturate", 1) != 0;
+  node.ignoreAttr("round_mode"); // only for FLOAT8E8M0, which is refused
   RankedTensorType type = node.inputType(0);
   auto resultType = RankedTensorType::get(type.getShape(), elementType);
-  node.setOutput(0, CastOp::create(node.builder(), node.loc(), resultType,
-                                   node.input(0)));
+  bool toFloat8 = isa<FloatType>(elementType) && elementType.getIntOrFloatBitWidth() <= 8;
+  node.setOutput(0, CastOp::create(node.builder(), node.loc(), resultType, node.input(0),
+                                   saturate && toFloat8));
   return success();
 }
 

@@ -73,6 +73,12 @@ typedef enum tsl_dtype {
   TSL_I8 = 4, TSL_I16 = 5, TSL_I32 = 6, TSL_I64 = 7,
   TSL_U8 = 8, TSL_U16 = 9, TSL_U32 = 10, TSL_U64 = 11,
   TSL_BOOL = 12,
+  /* Small types, one element per byte with the value in the low bits: the
+   * OCP/ONNX 8-bit floats, FP4 E2M1 and 4- and 2-bit integers (signed ones
+   * are sign-extended in outputs). */
+  TSL_F8E4M3FN = 13, TSL_F8E4M3FNUZ = 14, TSL_F8E5M2 = 15, TSL_F8E5M2FNUZ = 16,
+  TSL_F4E2M1FN = 17,
+  TSL_I4 = 18, TSL_U4 = 19, TSL_I2 = 20, TSL_U2 = 21,
 } tsl_dtype;
 
 /* Bytes per element; 0 for a value outside the enum. */

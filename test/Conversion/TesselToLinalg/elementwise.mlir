@@ -120,3 +120,27 @@ func.func @logic(%a: tensor<4xi1>, %b: tensor<i1>) -> tensor<4xi1> {
   %1 = tessel.and %0, %b : (tensor<4xi1>, tensor<i1>) -> tensor<4xi1>
   return %1 : tensor<4xi1>
 }
+
+// -----
+
+// 8-bit floats convert through f32 bits: a value is divided by its binade's
+// quantum and rounded half to even, and with saturate an overflow becomes
+// the largest finite value (0x7E in f8E4M3FN). Decoding rebiases the
+// exponent into f32's. Floats convert to 4-bit integers through i32,
+// keeping the low bits.
+// CHECK-LABEL: @minifloat_casts
+// CHECK: math.roundeven
+// CHECK: arith.constant 126 : i32
+// CHECK: arith.trunci %{{.+}} : i32 to i8
+// CHECK: arith.bitcast %{{.+}} : i8 to f8E4M3FN
+// CHECK: arith.bitcast %{{.+}} : f8E5M2 to i8
+// CHECK: arith.extui %{{.+}} : i8 to i32
+// CHECK: arith.fptosi %{{.+}} : f32 to i32
+// CHECK: arith.trunci %{{.+}} : i32 to i4
+func.func @minifloat_casts(%x: tensor<4xf32>, %y: tensor<4xf8E5M2>)
+    -> (tensor<4xf8E4M3FN>, tensor<4xf32>, tensor<4xi4>) {
+  %0 = tessel.cast %x {saturate} : tensor<4xf32> -> tensor<4xf8E4M3FN>
+  %1 = tessel.cast %y : tensor<4xf8E5M2> -> tensor<4xf32>
+  %2 = tessel.cast %x : tensor<4xf32> -> tensor<4xi4>
+  return %0, %1, %2 : tensor<4xf8E4M3FN>, tensor<4xf32>, tensor<4xi4>
+}

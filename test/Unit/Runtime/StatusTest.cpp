@@ -41,11 +41,18 @@ TEST(StatusTest, DTypeSizesAndNames) {
   EXPECT_STREQ(tsl_dtype_name(TSL_F16), "f16");
   EXPECT_STREQ(tsl_dtype_name(TSL_I64), "i64");
   EXPECT_STREQ(tsl_dtype_name(TSL_BOOL), "bool");
+  // The small types take a byte per element.
+  EXPECT_EQ(tsl_dtype_size(TSL_F8E4M3FN), 1u);
+  EXPECT_EQ(tsl_dtype_size(TSL_I4), 1u);
+  EXPECT_EQ(tsl_dtype_size(TSL_U2), 1u);
+  EXPECT_STREQ(tsl_dtype_name(TSL_F8E5M2FNUZ), "f8e5m2fnuz");
+  EXPECT_STREQ(tsl_dtype_name(TSL_F4E2M1FN), "f4e2m1fn");
+  EXPECT_STREQ(tsl_dtype_name(TSL_I2), "i2");
 }
 
 TEST(StatusTest, DTypeOutsideTheEnumIsInvalid) {
-  // 13 is no enumerator, yet within the enum's range, so a valid C++ value.
-  auto outside = static_cast<tsl_dtype>(13);
+  // 22 is no enumerator, yet within the enum's range, so a valid C++ value.
+  auto outside = static_cast<tsl_dtype>(22);
   EXPECT_EQ(tsl_dtype_size(outside), 0u);
   EXPECT_STREQ(tsl_dtype_name(outside), "invalid");
 }
