@@ -95,19 +95,24 @@ static std::vector<std::string> graphInputsFeeding(Value value) {
   return names;
 }
 
+ElementsAttr NodeImporter::requireConstant(size_t i, const llvm::Twine &what) {
+  if (ElementsAttr constant = constantInput(i))
+    return constant;
+  std::string message = what.str() + " must be a constant";
+  // The graph inputs it is computed from can be given their values at
+  // compile time.
+  for (const std::string &name : graphInputsFeeding(input(i)))
+    message += " (computed from graph input '" + name + "': --freeze-input " + name +
+               "=VALUE.pb fixes it)";
+  (void)unsupported(message);
+  return {};
+}
+
 std::optional<SmallVector<int64_t>>
 NodeImporter::constantInts(size_t i, llvm::StringRef role) {
-  ElementsAttr constant = constantInput(i);
-  if (!constant) {
-    std::string message = "the " + role.str() + " input must be a constant";
-    // The graph inputs it is computed from can be given their values at
-    // compile time.
-    for (const std::string &name : graphInputsFeeding(input(i)))
-      message += " (computed from graph input '" + name + "': --freeze-input " + name +
-                 "=VALUE.pb fixes it)";
-    (void)unsupported(message);
+  ElementsAttr constant = requireConstant(i, "the " + role + " input");
+  if (!constant)
     return std::nullopt;
-  }
   if (!isa<IntegerType>(constant.getElementType())) {
     (void)unsupported("the " + role + " input must hold integers");
     return std::nullopt;

@@ -73,6 +73,10 @@ public:
   mlir::ElementsAttr constantInput(size_t i) const;
   /// Input `i`'s ranked tensor type (the input must be present).
   mlir::RankedTensorType inputType(size_t i) const;
+  /// The value of input `i`, which must be known at compile time; otherwise
+  /// null, with "`what` must be a constant" recorded and the graph inputs it
+  /// is computed from named, with the --freeze-input hint.
+  mlir::ElementsAttr requireConstant(size_t i, const llvm::Twine &what);
   /// The integers of input `i`, which must be known at compile time; `role`
   /// names it in the message recorded otherwise ("the axes input must be a
   /// constant", with a hint when it is a graph input that can be frozen).

@@ -283,6 +283,16 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
   return inferPoolType<MaxPoolOp>(loc, adaptor, inferred);
 }
 
+LogicalResult MaxPoolIndicesOp::inferReturnTypes(MLIRContext *context,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &inferred) {
+  if (failed(inferPoolType<MaxPoolIndicesOp>(loc, adaptor, inferred)))
+    return failure();
+  inferred.back() = cast<RankedTensorType>(inferred.back()).clone(IntegerType::get(context, 64));
+  return success();
+}
+
 LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
@@ -306,6 +316,7 @@ static LogicalResult verifyPoolPads(PoolOp op) {
 }
 
 LogicalResult MaxPoolOp::verify() { return verifyPoolPads(*this); }
+LogicalResult MaxPoolIndicesOp::verify() { return verifyPoolPads(*this); }
 LogicalResult AveragePoolOp::verify() { return verifyPoolPads(*this); }
 
 LogicalResult GlobalAveragePoolOp::inferReturnTypes(

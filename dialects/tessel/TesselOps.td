@@ -588,6 +588,28 @@ def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool"> {
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode);
 }
 
+def Tessel_MaxPoolIndicesOp : Tessel_PoolOp<"max_pool_indices"> {
+  let summary = "Where each max pooling window has its maximum (ONNX MaxPool's Indices)";
+  let description = [{
+    The window geometry of `tessel.max_pool`; each result is the flat index
+    into the input of the window's first largest element (padding never
+    counts): (n * C + c) * spatial size + the spatial offset, row-major, or
+    column-major over the spatial axes with `column_major`.
+
+    ```mlir
+    %0 = tessel.max_pool_indices %x {ceil_mode = false, column_major = false,
+                                     dilations = array<i64: 1, 1>,
+                                     kernel_shape = array<i64: 2, 2>,
+                                     pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+        : (tensor<1x3x4x4xf32>) -> tensor<1x3x2x2xi64>
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
+                       BoolAttr:$column_major);
+}
+
 def Tessel_AveragePoolOp : Tessel_PoolOp<"average_pool"> {
   let summary = "N-d average pooling over windows (ONNX AveragePool)";
   let description = [{

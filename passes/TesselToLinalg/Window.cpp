@@ -296,6 +296,122 @@ struct MaxPoolLowering : OpConversionPattern<MaxPoolOp> {
   }
 };
 
+/// Carries (largest value, its flat input index) through each window; a
+/// position counts if it lies inside the input and beats the value so far
+/// (the first largest wins, as in ONNX's reference).
+struct MaxPoolIndicesLowering : OpConversionPattern<MaxPoolIndicesOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MaxPoolIndicesOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *context = rewriter.getContext();
+    RankedTensorType inputType = op.getInput().getType();
+    auto indicesType = cast<RankedTensorType>(op.getType());
+    Type elementType = getTypeConverter()->convertType(inputType.getElementType());
+    bool isUnsigned = hasUnsignedElements(inputType);
+    ScalarBuilder scalar(rewriter, loc, elementType, isUnsigned);
+    ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides();
+    ArrayRef<int64_t> dilations = op.getDilations(), pads = op.getPads();
+    int64_t rank = kernel.size();
+    SmallVector<int64_t> extra =
+        ceilModeExtra(inputType.getShape().drop_front(2), indicesType.getShape().drop_front(2),
+                      kernel, strides, pads, dilations);
+    SmallVector<int64_t> padsEnd(pads.drop_front(rank));
+    for (int64_t i = 0; i < rank; ++i)
+      padsEnd[i] += extra[i];
+    Value padded = padSpatial(rewriter, loc, adaptor.getInput(), pads.take_front(rank),
+                              padsEnd, scalar.lowest());
+
+    int64_t outputStart = 2, windowStart = 2 + rank, numDims = windowStart + rank;
+    AffineMap inputMap =
+        windowInputMap(context, {0, 1}, strides, dilations, outputStart, windowStart, numDims);
+    SmallVector<AffineExpr> windowExprs, outExprs{rewriter.getAffineDimExpr(0),
+                                                  rewriter.getAffineDimExpr(1)};
+    for (int64_t i = 0; i < rank; ++i) {
+      windowExprs.push_back(rewriter.getAffineDimExpr(windowStart + i));
+      outExprs.push_back(rewriter.getAffineDimExpr(outputStart + i));
+    }
+    AffineMap outMap = AffineMap::get(numDims, 0, outExprs, context);
+    SmallVector<utils::IteratorType> iterators(numDims, utils::IteratorType::parallel);
+    for (int64_t i = windowStart; i < numDims; ++i)
+      iterators[i] = utils::IteratorType::reduction;
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    auto valuesType = RankedTensorType::get(indicesType.getShape(), elementType);
+    Value values = filledTensor(rewriter, loc, valuesType, scalar.lowest());
+    Value indices = filledTensor(
+        rewriter, loc, indicesType,
+        arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(-1)));
+
+    ArrayRef<int64_t> spatial = inputType.getShape().drop_front(2);
+    // Spatial strides of the flat index: row-major, or reversed.
+    SmallVector<int64_t> spatialStrides(rank, 1);
+    int64_t spatialSize = 1;
+    for (int64_t step = 0; step < rank; ++step) {
+      int64_t axis = op.getColumnMajor() ? step : rank - 1 - step;
+      spatialStrides[axis] = spatialSize;
+      spatialSize *= spatial[axis];
+    }
+    int64_t channels = inputType.getDimSize(1);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valuesType, indicesType}, ValueRange{padded, window},
+        ValueRange{values, indices},
+        ArrayRef<AffineMap>{inputMap, AffineMap::get(numDims, 0, windowExprs, context),
+                            outMap, outMap},
+        iterators, [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          auto i64 = [&](int64_t value) {
+            return arith::ConstantOp::create(b, nestedLoc, b.getI64IntegerAttr(value));
+          };
+          auto indexOf = [&](int64_t dim) -> Value {
+            Value index = linalg::IndexOp::create(b, nestedLoc, dim);
+            return arith::IndexCastOp::create(b, nestedLoc, b.getI64Type(), index);
+          };
+          auto mulAdd = [&](Value a, int64_t factor, Value c) -> Value {
+            return arith::AddIOp::create(
+                b, nestedLoc, arith::MulIOp::create(b, nestedLoc, a, i64(factor)), c);
+          };
+          // ((n * C + c) * spatial size) + the spatial offset.
+          Value flat = arith::MulIOp::create(
+              b, nestedLoc, mulAdd(indexOf(0), channels, indexOf(1)), i64(spatialSize));
+          Value inside = arith::ConstantOp::create(b, nestedLoc, b.getBoolAttr(true));
+          for (int64_t i = 0; i < rank; ++i) {
+            // o * stride + w * dilation - the leading pad.
+            Value position = mulAdd(indexOf(outputStart + i), strides[i],
+                                    mulAdd(indexOf(windowStart + i), dilations[i],
+                                           i64(-pads[i])));
+            Value low = arith::CmpIOp::create(b, nestedLoc, arith::CmpIPredicate::sge,
+                                              position, i64(0));
+            Value high = arith::CmpIOp::create(b, nestedLoc, arith::CmpIPredicate::slt,
+                                               position, i64(spatial[i]));
+            inside = arith::AndIOp::create(
+                b, nestedLoc, inside, arith::AndIOp::create(b, nestedLoc, low, high));
+            flat = mulAdd(position, spatialStrides[i], flat);
+          }
+          Value larger =
+              isa<FloatType>(elementType)
+                  ? arith::CmpFOp::create(b, nestedLoc, arith::CmpFPredicate::OGT, args[0],
+                                          args[2])
+                        .getResult()
+                  : arith::CmpIOp::create(b, nestedLoc,
+                                          isUnsigned ? arith::CmpIPredicate::ugt
+                                                     : arith::CmpIPredicate::sgt,
+                                          args[0], args[2])
+                        .getResult();
+          Value first = arith::CmpIOp::create(b, nestedLoc, arith::CmpIPredicate::slt,
+                                              args[3], i64(0));
+          Value wins = arith::AndIOp::create(
+              b, nestedLoc, inside, arith::OrIOp::create(b, nestedLoc, larger, first));
+          linalg::YieldOp::create(
+              b, nestedLoc,
+              ValueRange{arith::SelectOp::create(b, nestedLoc, wins, args[0], args[2]),
+                         arith::SelectOp::create(b, nestedLoc, wins, flat, args[3])});
+        });
+    rewriter.replaceOp(op, generic.getResult(1));
+    return success();
+  }
+};
+
 /// How many positions of each window count towards an average: those
 /// inside the input, or inside the explicitly padded input with
 /// count_include_pad. Positions that ceil_mode adds never count.
@@ -443,7 +559,7 @@ struct GlobalAveragePoolLowering : OpConversionPattern<GlobalAveragePoolOp> {
 
 void populateWindowToLinalgPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns) {
-  patterns.add<ConvLowering, MaxPoolLowering, AveragePoolLowering,
+  patterns.add<ConvLowering, MaxPoolLowering, MaxPoolIndicesLowering, AveragePoolLowering,
                GlobalAveragePoolLowering>(converter, patterns.getContext());
 }
 

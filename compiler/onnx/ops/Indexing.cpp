@@ -566,19 +566,23 @@ LogicalResult importTopK(NodeImporter &node) {
 
 /// GatherND as a Gather on the data flattened over the indexed axes: each
 /// index tuple becomes one row-major offset (batch_dims = 0 only).
+/// GatherND as a Gather of rows: each index tuple becomes the row offset
+/// into the data flattened over the batch axes and the tuple's axes.
 LogicalResult importGatherND(NodeImporter &node) {
   RankedTensorType dataType = node.inputType(0), indicesType = node.inputType(1);
-  if (node.intAttr("batch_dims", 0) != 0)
-    return node.unsupported("batch_dims is not supported");
   if (!dataType.hasStaticShape() || !indicesType.hasStaticShape() ||
       indicesType.getRank() < 1)
     return node.unsupported("data and indices must have static shapes");
+  int64_t batchDims = node.intAttr("batch_dims", 0);
+  if (batchDims < 0 || batchDims >= indicesType.getRank() || batchDims >= dataType.getRank() ||
+      dataType.getShape().take_front(batchDims) != indicesType.getShape().take_front(batchDims))
+    return node.unsupported("batch_dims must name leading axes that data and indices share");
   int64_t depth = indicesType.getShape().back();
-  if (depth > dataType.getRank())
+  if (batchDims + depth > dataType.getRank())
     return node.unsupported("index tuples are longer than the data's rank");
   OpBuilder &b = node.builder();
   Location loc = node.loc();
-  SmallVector<int64_t> dims(dataType.getShape().take_front(depth)), strides(depth, 1);
+  SmallVector<int64_t> dims(dataType.getShape().slice(batchDims, depth)), strides(depth, 1);
   for (int64_t i = depth - 2; i >= 0; --i)
     strides[i] = strides[i + 1] * dims[i + 1];
   SmallVector<int64_t> tupleShape(indicesType.getRank(), 1);
@@ -597,8 +601,19 @@ LogicalResult importGatherND(NodeImporter &node) {
   int64_t rows = 1;
   for (int64_t dim : dims)
     rows *= dim;
-  SmallVector<int64_t> flatShape{rows};
-  llvm::append_range(flatShape, dataType.getShape().drop_front(depth));
+  // Batch element i starts at row i * rows.
+  int64_t batches = 1;
+  for (int64_t dim : dataType.getShape().take_front(batchDims))
+    batches *= dim;
+  if (batchDims > 0) {
+    SmallVector<int64_t> firstRows, batchShape(indicesType.getRank() - 1, 1);
+    for (int64_t i = 0; i < batches; ++i)
+      firstRows.push_back(i * rows);
+    llvm::copy(dataType.getShape().take_front(batchDims), batchShape.begin());
+    offset = node.createInferred<AddOp>(offset, node.int64Constant(firstRows, batchShape));
+  }
+  SmallVector<int64_t> flatShape{batches * rows};
+  llvm::append_range(flatShape, dataType.getShape().drop_front(batchDims + depth));
   Value flat = ReshapeOp::create(b, loc, dataType.clone(flatShape), node.input(0));
   return node.setInferredOutput(
       0, node.createInferred<GatherOp>(flat, offset, b.getI64IntegerAttr(0)));
@@ -713,6 +728,40 @@ LogicalResult importEinsum(NodeImporter &node) {
   return success();
 }
 
+/// NonZero: the coordinates of the nonzero elements in row-major order, one
+/// row per axis. Their count depends on the values, so the input must be
+/// known at compile time (a constant, or computed from frozen inputs).
+LogicalResult importNonZero(NodeImporter &node) {
+  ElementsAttr values =
+      node.requireConstant(0, "NonZero's output shape depends on its values: the input");
+  if (!values)
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  SmallVector<bool> nonzero;
+  if (isa<FloatType>(type.getElementType()))
+    for (const APFloat &value : values.getValues<APFloat>())
+      nonzero.push_back(!value.isZero());
+  else
+    for (const APInt &value : values.getValues<APInt>())
+      nonzero.push_back(!value.isZero());
+  int64_t rank = std::max<int64_t>(type.getRank(), 1);
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t axis = type.getRank() - 2; axis >= 0; --axis)
+    strides[axis] = strides[axis + 1] * type.getDimSize(axis + 1);
+  SmallVector<SmallVector<int64_t>> coordinates(rank);
+  for (auto [flat, isNonzero] : llvm::enumerate(nonzero))
+    if (isNonzero)
+      for (int64_t axis = 0; axis < rank; ++axis)
+        coordinates[axis].push_back(static_cast<int64_t>(flat) / strides[axis] %
+                                    (type.getRank() ? type.getDimSize(axis) : 1));
+  int64_t count = static_cast<int64_t>(coordinates[0].size());
+  SmallVector<int64_t> flattened;
+  for (const SmallVector<int64_t> &row : coordinates)
+    llvm::append_range(flattened, row);
+  node.setOutput(0, node.int64Constant(flattened, {rank, count}));
+  return success();
+}
+
 /// Compress keeps the slices along the axis (of the flattened input when
 /// there is none) whose condition is true; the condition must be known.
 LogicalResult importCompress(NodeImporter &node) {
@@ -803,6 +852,7 @@ void registerIndexingHandlers(OpRegistry &registry) {
   registry.on("ScatterND", 11, importScatterND);
   registry.on("Einsum", 12, importEinsum);
   registry.on("Compress", 9, importCompress);
+  registry.on("NonZero", 9, importNonZero);
   registry.on("HannWindow", 17,
               [](NodeImporter &node) { return importWindow(node, 0.5, 0.5, 0.0); });
   registry.on("HammingWindow", 17, [](NodeImporter &node) {

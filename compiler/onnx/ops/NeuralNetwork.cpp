@@ -347,9 +347,7 @@ LogicalResult importConvTranspose(NodeImporter &node) {
 }
 
 LogicalResult importMaxPool(NodeImporter &node) {
-  if (node.outputUsed(1))
-    return node.unsupported("the Indices output is not supported");
-  node.ignoreAttr("storage_order"); // only shapes the Indices output
+  bool columnMajor = node.intAttr("storage_order", 0) != 0; // of the Indices output
   RankedTensorType inputType = node.inputType(0);
   if (inputType.getRank() < 3)
     return node.unsupported("input must have rank 3 or more");
@@ -367,7 +365,14 @@ LogicalResult importMaxPool(NodeImporter &node) {
   if (!result)
     return failure();
   node.setOutput(0, result);
-  return success();
+  if (!node.outputUsed(1))
+    return success();
+  return node.setInferredOutput(
+      1, node.createInferred<MaxPoolIndicesOp>(
+             node.input(0), b.getDenseI64ArrayAttr(window->kernel),
+             b.getDenseI64ArrayAttr(window->strides), b.getDenseI64ArrayAttr(window->pads),
+             b.getDenseI64ArrayAttr(window->dilations), b.getBoolAttr(ceilMode),
+             b.getBoolAttr(columnMajor)));
 }
 
 LogicalResult importAveragePool(NodeImporter &node) {

@@ -57,6 +57,30 @@ func.func @max_pool_ceil(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 
 // -----
 
+// MaxPool's Indices carry (value, index) pairs through each window; a
+// position wins if it lies inside the input and is larger than the value so
+// far, or is the first inside. Column-major indices step by 1 along H and
+// by H = 4 along W.
+// CHECK-LABEL: @max_pool_indices
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[VALUES:.+]] = linalg.fill
+// CHECK: %[[START:.+]] = linalg.fill ins(%c-1_i64 : i64)
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[VALUES]], %[[START]] : tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+// CHECK: linalg.index 2
+// CHECK: arith.constant 4 : i64
+// CHECK: arith.cmpf ogt
+// CHECK: linalg.yield
+func.func @max_pool_indices(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xi64> {
+  %0 = tessel.max_pool_indices %x {ceil_mode = false, column_major = true,
+                                   dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+                                   pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+      : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xi64>
+  return %0 : tensor<1x2x2x2xi64>
+}
+
+// -----
+
 // Average pooling without count_include_pad divides each window by the
 // number of input elements it covers: 4 in the corner, 6 on the edges,
 // 9 inside for a 3x3 window with padding 1 on a 4x4 input.
