@@ -15,6 +15,7 @@
 #include "TensorType.h"
 
 #include <algorithm>
+#include <chrono>
 
 using namespace tessel::runtime;
 namespace sc = tessel::schema;
@@ -81,6 +82,8 @@ struct tsl_session_t {
   std::vector<DeviceBuffer> staging;
   /// Outputs the current run allocates for NULL slots.
   std::vector<tsl_tensor *> created;
+  /// One per step when the session profiles, else empty.
+  std::vector<tsl_step_timing> timings;
   std::atomic<bool> running{false};
 };
 
@@ -98,6 +101,19 @@ tsl_status checkStepDevice(uint32_t step, sc::DeviceKind kind) {
                    "schedule step %u needs the %s device, which this runtime "
                    "does not have yet",
                    step, sc::EnumNameDeviceKind(kind));
+}
+
+/// The name a profile gives a schedule step.
+const char *stepName(const sc::Artifact &artifact, const sc::ScheduleStep &step) {
+  const sc::DispatchStep *dispatch = step.step_as_DispatchStep();
+  if (!dispatch)
+    return "copy";
+  return artifact.executables()
+      ->Get(dispatch->executable())
+      ->entries()
+      ->Get(dispatch->entry())
+      ->symbol()
+      ->c_str();
 }
 
 /// Lays out every step's bindings and fills in what is known before a run.
@@ -188,6 +204,11 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
   TSL_RETURN_IF_ERROR(session->arena.allocate(device, memoryPlan.arena_size(),
                                               memoryPlan.arena_alignment()));
   TSL_RETURN_IF_ERROR(planSteps(*session));
+  if (options.profile) {
+    const auto &schedule = *artifact.schedule();
+    for (const sc::ScheduleStep *step : schedule)
+      session->timings.push_back({stepName(artifact, *step), 0, 0});
+  }
 
   StreamOptions streamOptions;
   streamOptions.threadCount = options.thread_count
@@ -304,23 +325,39 @@ tsl_status bindTensor(tsl_session &session, size_t slot, tsl_tensor &tensor,
   return nullptr;
 }
 
+tsl_status executeStep(tsl_session &session, const StepPlan &step) {
+  void *const *bindings = &session.slots[step.firstSlot];
+  if (step.executable)
+    return session.stream->dispatch(*step.executable, step.entry, bindings);
+  return session.device->copy(bindings[1], bindings[0], step.copyBytes,
+                              CopyDirection::DeviceToDevice);
+}
+
 tsl_status execute(tsl_session &session) {
   for (const Patch &patch : session.patches) {
     size_t slot = patch.index +
                   (patch.isOutput ? session.module.module->inputs.size() : 0);
     session.slots[patch.slot] = session.addresses[slot];
   }
-  for (const StepPlan &step : session.steps) {
-    void *const *bindings = &session.slots[step.firstSlot];
-    if (step.executable)
-      TSL_RETURN_IF_ERROR(
-          session.stream->dispatch(*step.executable, step.entry, bindings));
-    else
-      TSL_RETURN_IF_ERROR(session.device->copy(bindings[1], bindings[0],
-                                               step.copyBytes,
-                                               CopyDirection::DeviceToDevice));
+  if (session.timings.empty()) {
+    for (const StepPlan &step : session.steps)
+      TSL_RETURN_IF_ERROR(executeStep(session, step));
+    return session.stream->synchronize();
   }
-  return session.stream->synchronize();
+  // A step is timed to its completion, so that an asynchronous device's
+  // time lands on the step that spent it.
+  using Clock = std::chrono::steady_clock;
+  for (size_t i = 0; i < session.steps.size(); ++i) {
+    Clock::time_point start = Clock::now();
+    TSL_RETURN_IF_ERROR(executeStep(session, session.steps[i]));
+    TSL_RETURN_IF_ERROR(session.stream->synchronize());
+    tsl_step_timing &timing = session.timings[i];
+    timing.runs += 1;
+    timing.total_nanoseconds += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start)
+            .count());
+  }
+  return nullptr;
 }
 
 tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
@@ -384,6 +421,7 @@ void tsl_session_options_init(tsl_session_options *options) {
     return;
   options->thread_count = 0;
   options->device = nullptr;
+  options->profile = 0;
 }
 
 tsl_status tsl_session_create(tsl_module *module,
@@ -420,6 +458,18 @@ tsl_status tsl_session_run(tsl_session *session, tsl_tensor *const *inputs,
   return guard([&] {
     return run(*session, inputs, input_count, outputs, output_count);
   });
+}
+
+tsl_status tsl_session_get_step_timings(const tsl_session *session,
+                                        const tsl_step_timing **out_timings,
+                                        size_t *out_count) {
+  if (!session || !out_timings || !out_count)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_session_get_step_timings: session, out_timings and "
+                     "out_count must not be NULL");
+  *out_timings = session->timings.data();
+  *out_count = session->timings.size();
+  return nullptr;
 }
 
 } // extern "C"

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <random>
 
 using tessel::run::HostTensor;
@@ -104,6 +105,40 @@ std::vector<HostTensor> readTestInputs(const std::string &folder,
   return selected;
 }
 
+/// The kernels that took the most time per run, one line per kernel (its
+/// steps summed), longest first.
+void printProfile(const std::vector<tsl_step_timing> &timings, size_t limit) {
+  struct Total {
+    uint64_t nanoseconds = 0;
+    uint64_t steps = 0;
+    uint64_t runs = 0;
+  };
+  std::map<std::string, Total> byName;
+  double perRun = 0;
+  for (const tsl_step_timing &timing : timings) {
+    if (!timing.runs)
+      continue;
+    Total &total = byName[timing.name];
+    total.nanoseconds += timing.total_nanoseconds;
+    total.steps += 1;
+    total.runs = timing.runs;
+    perRun += double(timing.total_nanoseconds) / double(timing.runs);
+  }
+  std::vector<std::pair<std::string, Total>> sorted(byName.begin(), byName.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) {
+    return a.second.nanoseconds > b.second.nanoseconds;
+  });
+  std::printf("profile: %.3f ms per run in %zu steps\n", perRun / 1e6, timings.size());
+  std::printf("%10s %7s %6s  %s\n", "ms/run", "share", "steps", "kernel");
+  for (size_t i = 0; i < std::min(limit, sorted.size()); ++i) {
+    const auto &[name, total] = sorted[i];
+    double milliseconds = double(total.nanoseconds) / double(total.runs) / 1e6;
+    std::printf("%10.3f %6.1f%% %6llu  %s\n", milliseconds,
+                perRun > 0 ? 100.0 * milliseconds * 1e6 / perRun : 0.0,
+                static_cast<unsigned long long>(total.steps), name.c_str());
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -114,6 +149,7 @@ int main(int argc, char **argv) {
   int bench = 0, warmup = 10;
   unsigned threads = 0;
   bool print = false;
+  size_t profile = 0;
   app.add_option("artifact", artifact, "Compiled model (.tsl)")->required();
   app.add_option("--test-data", testData,
                  "Folder with input_N.pb and optionally output_N.pb (ONNX test-data layout)");
@@ -126,6 +162,8 @@ int main(int argc, char **argv) {
   app.add_option("--warmup", warmup, "Untimed runs before --bench");
   app.add_option("--threads", threads, "Threads per run (0: one per core)");
   app.add_flag("--print", print, "Print the outputs");
+  app.add_option("--profile", profile,
+                 "Time every step and print this many kernels that took longest");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -162,6 +200,7 @@ int main(int argc, char **argv) {
                                                input.bytes.data(), input.bytes.size()));
     tsl::SessionOptions options;
     options.threadCount = threads;
+    options.profile = profile > 0;
     tsl::Session session(module, options);
     std::vector<tsl::Tensor> outputs = session.run(inputTensors);
 
@@ -217,6 +256,8 @@ int main(int argc, char **argv) {
       std::printf("latency median %.3f ms, min %.3f ms (%d runs)\n",
                   times[times.size() / 2], times.front(), bench);
     }
+    if (profile > 0)
+      printProfile(session.stepTimings(), profile);
     return pass ? 0 : 1;
   } catch (const std::exception &error) {
     std::fprintf(stderr, "tessel-run: error: %s\n", error.what());

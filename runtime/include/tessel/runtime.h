@@ -170,6 +170,9 @@ typedef struct tsl_session_options {
   uint32_t thread_count;
   /* The device to run on; NULL means "cpu". */
   const char *device;
+  /* Nonzero: time every schedule step of every run, for
+   * tsl_session_get_step_timings. Costs two clock reads per step. */
+  uint32_t profile;
 } tsl_session_options;
 
 /* Fills the defaults. */
@@ -196,6 +199,24 @@ TSL_API tsl_status tsl_session_run(tsl_session *session,
                                    tsl_tensor *const *inputs,
                                    size_t input_count, tsl_tensor **outputs,
                                    size_t output_count);
+
+/* The wall-clock time of one schedule step, summed over the session's runs. */
+typedef struct tsl_step_timing {
+  /* The dispatched kernel's entry symbol, or "copy" for a copy step. Owned
+   * by the module, valid while the session lives. */
+  const char *name;
+  /* Runs that executed the step. */
+  uint64_t runs;
+  uint64_t total_nanoseconds;
+} tsl_step_timing;
+
+/* One timing per schedule step, in schedule order, of every run since the
+ * session was created with options.profile set; *out_count is 0 for a
+ * session created without it. The array belongs to the session and is
+ * updated by each run: read it only between runs, on the running thread. */
+TSL_API tsl_status tsl_session_get_step_timings(
+    const tsl_session *session, const tsl_step_timing **out_timings,
+    size_t *out_count);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -250,6 +250,8 @@ struct SessionOptions {
   /// available core.
   uint32_t threadCount = 0;
   std::string device = "cpu";
+  /// Time every schedule step of every run (see stepTimings()).
+  bool profile = false;
 };
 
 class Session {
@@ -262,6 +264,7 @@ public:
     tsl_session_options_init(&cOptions);
     cOptions.thread_count = options.threadCount;
     cOptions.device = options.device.c_str();
+    cOptions.profile = options.profile;
     tsl_session *session;
     detail::check(tsl_session_create(module.get(), &cOptions, &session));
     handle = SessionHandle(session);
@@ -293,6 +296,15 @@ public:
     for (size_t o = 0; o < outputs.size(); ++o)
       if (!outputs[o])
         outputs[o] = Tensor::adopt(outputHandles[o]);
+  }
+
+  /// Per-step timings summed over the runs so far, in schedule order; empty
+  /// unless the session was created with SessionOptions::profile.
+  std::vector<tsl_step_timing> stepTimings() const {
+    const tsl_step_timing *timings;
+    size_t count;
+    detail::check(tsl_session_get_step_timings(get(), &timings, &count));
+    return std::vector<tsl_step_timing>(timings, timings + count);
   }
 
   tsl_session *get() const noexcept { return handle.get(); }

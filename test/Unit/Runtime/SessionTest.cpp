@@ -248,9 +248,52 @@ TEST(SessionTest, OptionsInitGivesTheDefaults) {
   tsl_session_options options;
   options.thread_count = 7;
   options.device = "npu";
+  options.profile = 1;
   tsl_session_options_init(&options);
   EXPECT_EQ(options.thread_count, 0u);
   EXPECT_EQ(options.device, nullptr);
+  EXPECT_EQ(options.profile, 0u);
+}
+
+TEST(SessionTest, ProfileTimesEveryStepOfEveryRun) {
+  ModulePtr module = loadModule(buildArtifact(pipelineModel()));
+  tsl_session_options options;
+  tsl_session_options_init(&options);
+  options.thread_count = 1;
+  options.profile = 1;
+  tsl_session *raw = nullptr;
+  ASSERT_EQ(take(tsl_session_create(module.get(), &options, &raw)).code, TSL_OK);
+  SessionPtr session(raw);
+  TensorPtr x = floatTensor(ramp(0, 1));
+  tsl_tensor *inputs[] = {x.get()};
+  for (int run = 0; run < 3; ++run) {
+    tsl_tensor *outputs[2] = {};
+    ASSERT_EQ(take(tsl_session_run(session.get(), inputs, 1, outputs, 2)).code,
+              TSL_OK);
+    TensorPtr y(outputs[0]), z(outputs[1]);
+  }
+  const tsl_step_timing *timings = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(take(tsl_session_get_step_timings(session.get(), &timings, &count)).code,
+            TSL_OK);
+  ASSERT_EQ(count, 3u);
+  EXPECT_STREQ(timings[0].name, "add_f32_entry");
+  EXPECT_STREQ(timings[1].name, "scale2_scratch_entry");
+  EXPECT_STREQ(timings[2].name, "copy");
+  for (size_t i = 0; i < count; ++i)
+    EXPECT_EQ(timings[i].runs, 3u) << timings[i].name;
+}
+
+TEST(SessionTest, SessionWithoutProfileHasNoTimings) {
+  ModulePtr module = loadModule(buildArtifact(pipelineModel()));
+  SessionPtr session = createSession(module.get());
+  const tsl_step_timing *timings = nullptr;
+  size_t count = 7;
+  ASSERT_EQ(take(tsl_session_get_step_timings(session.get(), &timings, &count)).code,
+            TSL_OK);
+  EXPECT_EQ(count, 0u);
+  EXPECT_EQ(take(tsl_session_get_step_timings(nullptr, &timings, &count)).code,
+            TSL_INVALID_ARGUMENT);
 }
 
 TEST(SessionTest, ZeroThreadCountUsesEveryCoreAndRuns) {

@@ -62,13 +62,13 @@ TEST(TensorTest, AllocateRefusesShapeWhoseSizeOverflows) {
 }
 
 TEST(TensorTest, AllocateRefusesDTypeOutsideTheEnum) {
-  // 13 is no enumerator, yet within the enum's range, so a valid C++ value.
+  // 22 is no enumerator, yet within the enum's range, so a valid C++ value.
   int64_t shape[] = {4};
   tsl_tensor *raw = nullptr;
   StatusResult status =
-      take(tsl_tensor_allocate(static_cast<tsl_dtype>(13), shape, 1, &raw));
+      take(tsl_tensor_allocate(static_cast<tsl_dtype>(22), shape, 1, &raw));
   EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
-  EXPECT_THAT(status.message, HasSubstr("dtype 13"));
+  EXPECT_THAT(status.message, HasSubstr("dtype 22"));
 }
 
 TEST(TensorTest, AllocateRefusesNullShapeWithRank) {
