@@ -190,6 +190,11 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   buildLinalgPipeline(lowering);
   if (failed(lowering.run(module)))
     return diagnostics.error("lowering to linalg failed:");
+  TargetOptions targetOptions;
+  targetOptions.optLevel = options.optLevel;
+  targetOptions.cpu = options.cpu;
+  if (failed(target->chooseDataLayouts(module, targetOptions)))
+    return diagnostics.error("code generation for " + target->name() + " failed:");
   if (emit == EmitKind::Linalg)
     return printModule();
 
@@ -208,9 +213,6 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
     }
   progress("generating " + target->name() + " code for " + Twine(kernelCount) +
            " kernels");
-  TargetOptions targetOptions;
-  targetOptions.optLevel = options.optLevel;
-  targetOptions.cpu = options.cpu;
   std::string text;
   llvm::raw_string_ostream textStream(text);
   if (emit == EmitKind::LLVMIR)

@@ -73,6 +73,15 @@ public:
   virtual llvm::StringRef name() const = 0;
   virtual DeviceKind device() const = 0;
 
+  /// Rewrites the whole module on tensors (the host function and its
+  /// kernels) into the data layouts the target's kernels want, before the
+  /// kernels are split off: constants it stores differently (packed matmul
+  /// weights) are repacked at compile time here.
+  virtual mlir::LogicalResult chooseDataLayouts(mlir::ModuleOp module,
+                                                const TargetOptions &options) {
+    return mlir::success();
+  }
+
   /// Compiles `kernels`, a module holding only kernel functions on tensors,
   /// into one executable. The module is consumed (lowered in place).
   /// Diagnostics are emitted on the module's context.

@@ -20,6 +20,28 @@ def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::Fun
            "Upper bound on the number of workgroups of one kernel">,
     Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", "1048576",
            "Iterations of the loop nest below which a kernel is not split">,
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of the widest vector register: contractions are split "
+           "into whole register blocks">,
+  ];
+}
+
+def TesselX86PackWeightsPass : Pass<"tessel-x86-pack-weights", "mlir::ModuleOp"> {
+  let summary = "Store constant matmul weights in panels of contiguous columns";
+  let description = [{
+    Runs on the whole module (kernels and the host function) before the
+    kernels go to code generation. A kernel contraction C[M, N] += A[M, K] *
+    B[K, N] whose B is a constant of the host function, read by that kernel
+    alone, gets B at compile time as panels [N / P, K, P], P the columns of
+    the contraction's register block, and restores it with a linalg.unpack
+    that register blocking reads through. Without it the rows of a block's
+    B segment, N * 4 bytes apart, share cache sets for power-of-two N.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of the widest vector register: panels are a register block wide">,
   ];
 }
 

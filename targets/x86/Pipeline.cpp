@@ -26,7 +26,9 @@ namespace tessel::x86 {
 void buildX86CodegenPipeline(OpPassManager &pm,
                              const X86CodegenOptions &options) {
   // Tensors: workgroup tiles with their producers fused in.
-  pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass());
+  TesselX86TileAndFusePassOptions workgroups;
+  workgroups.vectorWidth = options.vectorWidth;
+  pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass(workgroups));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(

@@ -7,6 +7,10 @@
 
 namespace tessel::x86 {
 
+/// Vector registers of the ISA whose vectors have `width` f32 lanes: 16 with
+/// AVX2, 32 with AVX-512.
+inline int64_t vectorRegisters(int64_t width) { return width >= 16 ? 32 : 16; }
+
 /// Vector registers a register block may fill with accumulators when vectors
 /// have `width` f32 lanes: x86 has 16 with AVX2 and 32 with AVX-512, and a
 /// few stay free for the loaded and broadcast operands.

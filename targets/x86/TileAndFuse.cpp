@@ -1,5 +1,6 @@
 //===- TileAndFuse.cpp - Workgroup tiling with producer fusion ------------===//
 
+#include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -51,14 +52,76 @@ int64_t kernelWork(func::FuncOp function) {
   return work;
 }
 
-/// Splits the outermost parallel loops so that the kernel has about
-/// `work / minWork` workgroups (at most `maxWorkgroups`). Tile sizes divide
-/// the loop extents, so every workgroup has the same static shape, and stay
-/// large enough for register blocks: 8 along outer loops (output channels,
-/// rows), 64 along the innermost, contiguous one.
+/// How the workgroup tiles of a kernel's root must be shaped.
+struct TileConstraints {
+  /// Per root loop: what its tile must be a multiple of.
+  SmallVector<int64_t> granules;
+  /// The root loop split first, if any.
+  std::optional<unsigned> first;
+};
+
+/// A kernel with a register-blocked contraction (ContractionBlocking) needs
+/// whole blocks per workgroup, and splits the contraction's columns first:
+/// a workgroup then reads only its own panels of the right operand, each
+/// once for all rows. The root is the contraction or an elementwise op on
+/// its result (an epilogue), whose loops are the result's axes.
+TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
+                               int64_t vectorWidth) {
+  TileConstraints constraints;
+  constraints.granules.assign(root.getLoopIteratorTypes().size(), 1);
+  linalg::LinalgOp contraction;
+  std::optional<ContractionLoops> loops;
+  function.walk([&](linalg::LinalgOp op) {
+    if (!loops && (loops = matchBlockableContraction(op)))
+      contraction = op;
+  });
+  if (!loops)
+    return constraints;
+  SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
+  std::optional<ContractionBlock> block =
+      chooseContractionBlock(extents[loops->m], extents[loops->n], vectorWidth);
+  if (!block)
+    return constraints;
+
+  AffineMap resultMap = contraction.getIndexingMapMatchingResult(
+      cast<OpResult>(contraction->getResult(0)));
+  // Root loop d -> contraction loop.
+  SmallVector<unsigned> loopOf;
+  if (root.getOperation() == contraction.getOperation()) {
+    loopOf = llvm::to_vector(llvm::seq<unsigned>(0, contraction.getNumLoops()));
+  } else {
+    auto epilogue = dyn_cast<linalg::LinalgOp>(root.getOperation());
+    if (!epilogue || epilogue.getNumLoops() != resultMap.getNumResults() ||
+        epilogue.getNumParallelLoops() != epilogue.getNumLoops() ||
+        epilogue->getResult(0).getType() != contraction->getResult(0).getType() ||
+        !epilogue.getIndexingMapMatchingResult(cast<OpResult>(epilogue->getResult(0)))
+             .isIdentity())
+      return constraints;
+    for (unsigned d = 0; d < resultMap.getNumResults(); ++d)
+      loopOf.push_back(resultMap.getDimPosition(d));
+  }
+  for (auto [d, loop] : llvm::enumerate(loopOf)) {
+    if (loop == loops->n) {
+      constraints.granules[d] = block->columns;
+      constraints.first = d;
+    } else if (loop == loops->m) {
+      // A shorter last block of rows cannot be split off a workgroup.
+      int64_t rows = extents[loops->m];
+      constraints.granules[d] = rows % block->rows ? rows : block->rows;
+    }
+  }
+  return constraints;
+}
+
+/// Splits the parallel loops, outermost first (or `constraints.first`
+/// first), so that the kernel has about `work / minWork` workgroups (at most
+/// `maxWorkgroups`). Tile sizes divide the loop extents, so every workgroup
+/// has the same static shape, are multiples of the granules, and stay large
+/// enough for register blocks: 8 along outer loops (output channels, rows),
+/// 64 along the innermost, contiguous one.
 SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
-                                          int64_t maxWorkgroups,
-                                          int64_t minWork) {
+                                          int64_t maxWorkgroups, int64_t minWork,
+                                          const TileConstraints &constraints) {
   OpBuilder builder(root);
   SmallVector<Range> domain = root.getIterationDomain(builder);
   SmallVector<utils::IteratorType> iterators = root.getLoopIteratorTypes();
@@ -74,20 +137,30 @@ SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
     if (iterators[d] == utils::IteratorType::parallel)
       innermostParallel = d;
 
+  SmallVector<unsigned> order;
+  if (constraints.first)
+    order.push_back(*constraints.first);
+  for (unsigned d = 0; d < domain.size(); ++d)
+    if (d != constraints.first)
+      order.push_back(d);
+
   int64_t wanted = std::clamp<int64_t>(work / minWork, 1, maxWorkgroups);
   SmallVector<int64_t> tiles(domain.size(), 0);
-  for (size_t d = 0; d < domain.size() && wanted > 1; ++d) {
+  for (unsigned d : order) {
     int64_t extent = extents[d];
-    if (iterators[d] != utils::IteratorType::parallel || extent <= 1)
+    if (wanted <= 1 || iterators[d] != utils::IteratorType::parallel || extent <= 1)
       continue;
-    int64_t minTile = std::min<int64_t>(
-        extent, static_cast<int64_t>(d) == innermostParallel ? 64 : 8);
-    // The smallest divisor of the extent, at least minTile, that makes at
-    // most `wanted` parts.
-    int64_t tile = std::max<int64_t>(minTile, llvm::divideCeil(extent, wanted));
-    while (extent % tile != 0)
-      ++tile;
-    if (tile == extent)
+    int64_t granule = constraints.granules[d];
+    int64_t minTile = llvm::alignTo(
+        std::min<int64_t>(extent, static_cast<int64_t>(d) == innermostParallel ? 64 : 8),
+        granule);
+    // The smallest multiple of the granule dividing the extent, at least
+    // minTile, that makes at most `wanted` parts.
+    int64_t tile = std::max<int64_t>(
+        minTile, llvm::alignTo(llvm::divideCeil(extent, wanted), granule));
+    while (tile < extent && extent % tile != 0)
+      tile += granule;
+    if (tile >= extent)
       continue;
     tiles[d] = tile;
     wanted = llvm::divideCeil(wanted, extent / tile);
@@ -106,8 +179,9 @@ struct TesselX86TileAndFusePass
     TilingInterface root = findRoot(function);
     if (!root)
       return;
-    SmallVector<int64_t> tiles = chooseWorkgroupTiles(
-        root, kernelWork(function), maxWorkgroups, minWorkPerWorkgroup);
+    SmallVector<int64_t> tiles =
+        chooseWorkgroupTiles(root, kernelWork(function), maxWorkgroups, minWorkPerWorkgroup,
+                             constraintsFor(function, root, vectorWidth));
     if (llvm::all_of(tiles, [](int64_t t) { return t == 0; }))
       return;
 
@@ -117,11 +191,13 @@ struct TesselX86TileAndFusePass
         .setTileSizes(getAsIndexOpFoldResult(context, tiles));
     scf::SCFTileAndFuseOptions options;
     options.setTilingOptions(tiling);
-    // Fuse every producer that computes something; constants stay shared.
+    // Fuse every producer that computes something; constants stay shared,
+    // and so do weights unpacked from panels, which blocks read in place.
     options.setFusionControlFn(
         [](tensor::ExtractSliceOp, OpResult producer,
            bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-          if (!isa<TilingInterface>(producer.getOwner()))
+          if (!isa<TilingInterface>(producer.getOwner()) ||
+              isa<linalg::UnPackOp>(producer.getOwner()))
             return std::nullopt;
           return scf::SCFTileAndFuseOptions::ControlFnResult{};
         });

@@ -1,5 +1,6 @@
 //===- Vectorize.cpp - Vector-sized tiles, vectorized ---------------------===//
 
+#include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/ConvolutionBlocking.h"
 #include "targets/x86/Passes.h"
 #include "targets/x86/RegisterBudget.h"
@@ -95,7 +96,8 @@ struct TesselX86VectorizePass
 
     IRRewriter rewriter(context);
     for (linalg::LinalgOp op : ops) {
-      if (succeeded(registerBlockConvolution(rewriter, op, vectorWidth)))
+      if (succeeded(registerBlockConvolution(rewriter, op, vectorWidth)) ||
+          succeeded(registerBlockContraction(rewriter, op, vectorWidth)))
         continue;
       std::optional<SmallVector<int64_t>> tiles = vectorTiles(op, vectorWidth);
       if (!tiles)

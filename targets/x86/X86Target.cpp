@@ -39,6 +39,11 @@ std::string hostFeatures() {
   return features;
 }
 
+/// f32 lanes of the widest vector register the machine has.
+int64_t vectorWidth(const llvm::TargetMachine &machine) {
+  return machine.getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
+}
+
 llvm::OptimizationLevel optimizationLevel(int level) {
   switch (level) {
   case 0:
@@ -86,6 +91,15 @@ public:
   llvm::StringRef name() const override { return "x86"; }
   DeviceKind device() const override { return DeviceKind::Cpu; }
 
+  LogicalResult chooseDataLayouts(ModuleOp module, const TargetOptions &options) override {
+    FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = createMachine(module, options);
+    if (failed(machine))
+      return failure();
+    PassManager pm(module.getContext());
+    pm.addPass(x86::createTesselX86PackWeightsPass({vectorWidth(**machine)}));
+    return pm.run(module);
+  }
+
   FailureOr<Executable> compile(ModuleOp kernels,
                                 const TargetOptions &options) override {
     MLIRContext *context = kernels.getContext();
@@ -95,8 +109,7 @@ public:
       return failure();
 
     x86::X86CodegenOptions codegen;
-    codegen.vectorWidth =
-        (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
+    codegen.vectorWidth = vectorWidth(**machine);
     PassManager pm(context);
     x86::buildX86CodegenPipeline(pm, codegen);
     if (failed(pm.run(kernels)))

@@ -56,3 +56,40 @@ func.func @small(%x: tensor<4xf32>) -> tensor<4xf32> {
   } -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// MatMul + bias: the register block is 8 rows x 48 columns, so workgroups
+// hold whole blocks. Columns are split first (each workgroup reads only
+// its half of the weight); the matmul and its fill are fused into the
+// bias add's tiles.
+// CHECK-LABEL: @matmul_bias
+// CHECK: scf.forall (%[[M:.+]], %[[N:.+]]) = (0, 0) to (16, 192) step (8, 96)
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}} : tensor<8x64xf32>, tensor<64x96xf32>)
+// CHECK: arith.addf
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[%[[M]], %[[N]]] [8, 96]
+func.func @matmul_bias(%a: tensor<16x64xf32>, %b: tensor<64x192xf32>, %bias: tensor<16x192xf32>) -> tensor<16x192xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x192xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<16x192xf32>) -> tensor<16x192xf32>
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<16x64xf32>, tensor<64x192xf32>) outs(%c : tensor<16x192xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<16x192xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0, %bias : tensor<16x192xf32>, tensor<16x192xf32>) outs(%e : tensor<16x192xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<16x192xf32>
+  return %1 : tensor<16x192xf32>
+}
