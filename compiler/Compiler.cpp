@@ -176,6 +176,7 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   PassManager graph(&context);
   GraphPipelineOptions graphOptions;
   graphOptions.optLevel = options.optLevel;
+  graphOptions.channelsLast = target->prefersChannelsLast();
   buildGraphPipeline(graph, graphOptions);
   if (failed(graph.run(module)))
     return diagnostics.error("graph optimization failed:");

@@ -80,8 +80,8 @@ struct FoldIntoConvolution : OpRewritePattern<BatchNormOp> {
   LogicalResult matchAndRewrite(BatchNormOp op,
                                 PatternRewriter &rewriter) const override {
     auto conv = op.getInput().getDefiningOp<ConvOp>();
-    if (!conv || !conv->hasOneUse())
-      return rewriter.notifyMatchFailure(op, "input is not a single-use conv");
+    if (!conv || !conv->hasOneUse() || conv.getChannelsLast())
+      return rewriter.notifyMatchFailure(op, "input is not a single-use NCHW conv");
     std::optional<AffineCoefficients> affine = foldedCoefficients(op);
     std::optional<SmallVector<double>> weight =
         constantValues(conv.getWeight());
@@ -109,7 +109,7 @@ struct FoldIntoConvolution : OpRewritePattern<BatchNormOp> {
     auto folded = ConvOp::create(
         rewriter, loc, conv.getInput(), newWeight, newBias,
         conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
-        conv.getGroupAttr());
+        conv.getGroupAttr(), /*channels_last=*/nullptr);
     rewriter.replaceOp(op, folded.getResult());
     rewriter.eraseOp(conv);
     return success();

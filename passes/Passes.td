@@ -22,6 +22,19 @@ def TesselFoldBatchNormPass : Pass<"tessel-fold-batch-norm", "mlir::func::FuncOp
   let dependentDialects = ["tessel::TesselDialect"];
 }
 
+def TesselChannelsLastPass : Pass<"tessel-channels-last", "mlir::func::FuncOp"> {
+  let summary = "Compute 2-D convolutions and pooling in NHWC, transposes cancelled";
+  let description = [{
+    Every regular or depthwise 2-D convolution, max or average pooling and
+    global average pooling gets the `channels_last` form (NHWC input and
+    result, HWCF weight) between two transposes; the NHWC -> NCHW
+    transposes then sink through elementwise ops, concatenations and
+    reductions until they meet the next NCHW -> NHWC transpose and cancel.
+    For targets that vectorize convolutions along the channels.
+  }];
+  let dependentDialects = ["tessel::TesselDialect"];
+}
+
 def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
   let summary = "Group ops into kernels and outline each into a function";
   let description = [{

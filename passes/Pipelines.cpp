@@ -17,6 +17,10 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  if (options.optLevel > 0 && options.channelsLast) {
+    pm.addNestedPass<func::FuncOp>(createTesselChannelsLastPass());
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createTesselFormKernelsPass());
 }
 

@@ -13,6 +13,11 @@ struct GraphPipelineOptions
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("Optimization level 0-3"),
                        llvm::cl::init(3)};
+  Option<bool> channelsLast{
+      *this, "channels-last",
+      llvm::cl::desc("Compute 2-D convolutions and pooling in NHWC (the "
+                     "target vectorizes them along the channels)"),
+      llvm::cl::init(false)};
 };
 
 /// Graph-level optimization on the tessel dialect: canonicalization and

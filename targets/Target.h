@@ -73,6 +73,10 @@ public:
   virtual llvm::StringRef name() const = 0;
   virtual DeviceKind device() const = 0;
 
+  /// Whether the graph should compute 2-D convolutions and pooling channels
+  /// last (NHWC): for targets that vectorize them along the channels.
+  virtual bool prefersChannelsLast() const { return false; }
+
   /// Rewrites the whole module on tensors (the host function and its
   /// kernels) into the data layouts the target's kernels want, before the
   /// kernels are split off: constants it stores differently (packed matmul

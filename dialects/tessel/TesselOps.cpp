@@ -204,6 +204,47 @@ LogicalResult GemmOp::verify() {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+/// An activation's spatial extents and channel count: [N, C, spatial...],
+/// or [N, spatial..., C] channels last.
+struct ActivationShape {
+  int64_t batch;
+  int64_t channels;
+  ArrayRef<int64_t> spatial;
+};
+
+static ActivationShape activationShape(RankedTensorType type, bool channelsLast) {
+  ArrayRef<int64_t> shape = type.getShape();
+  if (channelsLast)
+    return {shape.front(), shape.back(), shape.drop_front().drop_back()};
+  return {shape[0], shape[1], shape.drop_front(2)};
+}
+
+static Shape activationType(int64_t batch, int64_t channels, ArrayRef<int64_t> spatial,
+                            bool channelsLast) {
+  Shape shape{batch};
+  if (!channelsLast)
+    shape.push_back(channels);
+  shape.append(spatial.begin(), spatial.end());
+  if (channelsLast)
+    shape.push_back(channels);
+  return shape;
+}
+
+/// A convolution weight's filter count, channels per group and kernel
+/// extents: [F, C / group, k...], or [k..., C / group, F] channels last.
+struct WeightShape {
+  int64_t filters;
+  int64_t channels;
+  ArrayRef<int64_t> kernel;
+};
+
+static WeightShape weightShape(RankedTensorType type, bool channelsLast) {
+  ArrayRef<int64_t> shape = type.getShape();
+  if (channelsLast)
+    return {shape.back(), shape[shape.size() - 2], shape.drop_back(2)};
+  return {shape[0], shape[1], shape.drop_front(2)};
+}
+
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
@@ -213,19 +254,19 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   if (inputType.getRank() < 3 || weightType.getRank() != inputType.getRank())
     return emitOptionalError(loc, "input and weight must have the same rank, "
                                   "at least 3 ([N, C, spatial...])");
-  WindowGeometry window{weightType.getShape().drop_front(2),
-                        adaptor.getStrides(), adaptor.getPads(),
+  bool channelsLast = adaptor.getChannelsLast();
+  ActivationShape input = activationShape(inputType, channelsLast);
+  WeightShape weight = weightShape(weightType, channelsLast);
+  WindowGeometry window{weight.kernel, adaptor.getStrides(), adaptor.getPads(),
                         adaptor.getDilations()};
-  size_t spatialRank = inputType.getRank() - 2;
-  if (std::optional<std::string> error = checkWindowGeometry(window, spatialRank))
+  if (std::optional<std::string> error = checkWindowGeometry(window, input.spatial.size()))
     return emitOptionalError(loc, *error);
-  std::optional<Shape> spatial =
-      windowOutputSizes(inputType.getShape().drop_front(2), window);
+  std::optional<Shape> spatial = windowOutputSizes(input.spatial, window);
   if (!spatial)
     return emitOptionalError(loc, "the kernel is larger than the padded input");
-  Shape shape{inputType.getDimSize(0), weightType.getDimSize(0)};
-  shape.append(spatial->begin(), spatial->end());
-  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  inferred.push_back(RankedTensorType::get(
+      activationType(input.batch, weight.filters, *spatial, channelsLast),
+      inputType.getElementType()));
   return success();
 }
 
@@ -233,13 +274,13 @@ LogicalResult ConvOp::verify() {
   RankedTensorType inputType = getInput().getType();
   RankedTensorType weightType = getWeight().getType();
   int64_t group = getGroup();
-  int64_t channels = inputType.getDimSize(1);
-  int64_t filters = weightType.getDimSize(0);
-  if (!ShapedType::isDynamic(channels) &&
-      channels != weightType.getDimSize(1) * group)
+  int64_t channels = activationShape(inputType, getChannelsLast()).channels;
+  WeightShape weight = weightShape(weightType, getChannelsLast());
+  int64_t filters = weight.filters;
+  if (!ShapedType::isDynamic(channels) && channels != weight.channels * group)
     return emitOpError("input has ")
-           << channels << " channels but the weight expects "
-           << weightType.getDimSize(1) << " per group x " << group << " groups";
+           << channels << " channels but the weight expects " << weight.channels
+           << " per group x " << group << " groups";
   if (!ShapedType::isDynamic(filters) && filters % group != 0)
     return emitOpError("filter count ")
            << filters << " is not a multiple of group " << group;
@@ -251,6 +292,15 @@ LogicalResult ConvOp::verify() {
   if (inputType.getElementType() != weightType.getElementType())
     return emitOpError("input and weight must share an element type");
   return success();
+}
+
+/// Max pooling's indices are always computed in NC[spatial] layout.
+template <typename Adaptor>
+static bool channelsLastOf(Adaptor &adaptor) {
+  if constexpr (std::is_same_v<Adaptor, MaxPoolIndicesOp::Adaptor>)
+    return false;
+  else
+    return adaptor.getChannelsLast();
 }
 
 template <typename PoolOp>
@@ -266,13 +316,14 @@ static LogicalResult inferPoolType(std::optional<Location> loc,
   if (std::optional<std::string> error =
           checkWindowGeometry(window, inputType.getRank() - 2))
     return emitOptionalError(loc, *error);
-  std::optional<Shape> spatial =
-      windowOutputSizes(inputType.getShape().drop_front(2), window);
+  bool channelsLast = channelsLastOf(adaptor);
+  ActivationShape input = activationShape(inputType, channelsLast);
+  std::optional<Shape> spatial = windowOutputSizes(input.spatial, window);
   if (!spatial)
     return emitOptionalError(loc, "the window is larger than the padded input");
-  Shape shape(inputType.getShape().take_front(2));
-  shape.append(spatial->begin(), spatial->end());
-  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  inferred.push_back(RankedTensorType::get(
+      activationType(input.batch, input.channels, *spatial, channelsLast),
+      inputType.getElementType()));
   return success();
 }
 
@@ -323,9 +374,14 @@ LogicalResult GlobalAveragePoolOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   RankedTensorType inputType = rankedType(adaptor.getInput());
-  Shape shape(inputType.getShape().take_front(2));
-  shape.resize(std::max<int64_t>(inputType.getRank(), 2), 1);
-  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  if (inputType.getRank() < 3)
+    return emitOptionalError(loc, "input must have rank 3 or more ([N, C, spatial...])");
+  bool channelsLast = adaptor.getChannelsLast();
+  ActivationShape input = activationShape(inputType, channelsLast);
+  Shape ones(input.spatial.size(), 1);
+  inferred.push_back(RankedTensorType::get(
+      activationType(input.batch, input.channels, ones, channelsLast),
+      inputType.getElementType()));
   return success();
 }
 

@@ -546,6 +546,10 @@ def Tessel_ConvOp : Tessel_Op<"conv", [InferTypeOpAdaptor]> {
     pads (ONNX order); `auto_pad` has already been resolved into it. The
     weight is laid out as [F, C / group, k...].
 
+    With `channels_last` (chosen by the layout pass, never imported) the
+    input and the result are [N, spatial..., C] and the weight is
+    [k..., C / group, F], so that targets vectorize along the channels.
+
     ```mlir
     %0 = tessel.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64,
                                  pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
@@ -556,7 +560,8 @@ def Tessel_ConvOp : Tessel_Op<"conv", [InferTypeOpAdaptor]> {
                        Optional<Tessel_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$group);
+                       ConfinedAttr<I64Attr, [IntPositive]>:$group,
+                       UnitAttr:$channels_last);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
@@ -574,7 +579,8 @@ def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool"> {
   let summary = "N-d max pooling over windows (ONNX MaxPool)";
   let description = [{
     Padding never wins the maximum. With `ceil_mode`, the last window of an
-    axis may start inside the input and end past it.
+    axis may start inside the input and end past it. With `channels_last`
+    the input and the result are [N, spatial..., C].
 
     ```mlir
     %0 = tessel.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>,
@@ -585,7 +591,8 @@ def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool"> {
   }];
   let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode);
+                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
+                       UnitAttr:$channels_last);
 }
 
 def Tessel_MaxPoolIndicesOp : Tessel_PoolOp<"max_pool_indices"> {
@@ -614,7 +621,8 @@ def Tessel_AveragePoolOp : Tessel_PoolOp<"average_pool"> {
   let summary = "N-d average pooling over windows (ONNX AveragePool)";
   let description = [{
     With `count_include_pad`, explicit padding counts in the divisor;
-    positions that `ceil_mode` adds past the padded input never count.
+    positions that `ceil_mode` adds past the padded input never count. With
+    `channels_last` the input and the result are [N, spatial..., C].
 
     ```mlir
     %0 = tessel.average_pool %x {ceil_mode = false, count_include_pad = false,
@@ -626,17 +634,20 @@ def Tessel_AveragePoolOp : Tessel_PoolOp<"average_pool"> {
   let arguments = (ins Tessel_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
-                       BoolAttr:$count_include_pad);
+                       BoolAttr:$count_include_pad, UnitAttr:$channels_last);
 }
 
 def Tessel_GlobalAveragePoolOp : Tessel_Op<"global_average_pool", [InferTypeOpAdaptor]> {
   let summary = "Mean over all spatial axes (ONNX GlobalAveragePool)";
   let description = [{
+    With `channels_last` the input is [N, spatial..., C] and the result
+    [N, 1..., C].
+
     ```mlir
     %0 = tessel.global_average_pool %x : (tensor<1x512x7x7xf32>) -> tensor<1x512x1x1xf32>
     ```
   }];
-  let arguments = (ins Tessel_FloatTensor:$input);
+  let arguments = (ins Tessel_FloatTensor:$input, UnitAttr:$channels_last);
   let results = (outs Tessel_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -18,25 +18,41 @@ using namespace mlir;
 namespace tessel {
 namespace {
 
-/// Pads the spatial axes (2...) of an NC[spatial] tensor with `value`.
+/// Pads the spatial axes of an NC[spatial] tensor (2...) or, channels last,
+/// of an N[spatial]C tensor (1..rank-2) with `value`.
 Value padSpatial(OpBuilder &b, Location loc, Value input,
                  ArrayRef<int64_t> padsBegin, ArrayRef<int64_t> padsEnd,
-                 Value value) {
+                 Value value, bool channelsLast = false) {
   if (llvm::all_of(padsBegin, [](int64_t p) { return p == 0; }) &&
       llvm::all_of(padsEnd, [](int64_t p) { return p == 0; }))
     return input;
   auto type = cast<RankedTensorType>(input.getType());
-  SmallVector<int64_t> low{0, 0}, high{0, 0};
+  SmallVector<int64_t> low{0}, high{0};
+  if (!channelsLast) {
+    low.push_back(0);
+    high.push_back(0);
+  }
   llvm::append_range(low, padsBegin);
   llvm::append_range(high, padsEnd);
+  if (channelsLast) {
+    low.push_back(0);
+    high.push_back(0);
+  }
   SmallVector<int64_t> shape(type.getShape());
-  for (size_t i = 2; i < shape.size(); ++i)
+  for (size_t i = 0; i < shape.size(); ++i)
     shape[i] += low[i] + high[i];
   auto paddedType = RankedTensorType::get(shape, type.getElementType());
   return tensor::PadOp::create(b, loc, paddedType, input,
                                getAsIndexOpFoldResult(b.getContext(), low),
                                getAsIndexOpFoldResult(b.getContext(), high),
                                value);
+}
+
+/// The spatial extents of an NC[spatial] or, channels last, N[spatial]C
+/// tensor.
+ArrayRef<int64_t> spatialExtents(RankedTensorType type, bool channelsLast) {
+  return channelsLast ? type.getShape().drop_front().drop_back()
+                      : type.getShape().drop_front(2);
 }
 
 /// A tensor of `type` holding `vector` (of length type[axis]) along `axis`.
@@ -110,13 +126,21 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     ScalarBuilder scalar(rewriter, loc, elementType, false);
     size_t spatialRank = resultType.getRank() - 2;
     ArrayRef<int64_t> pads = op.getPads();
+    bool channelsLast = op.getChannelsLast();
     Value input = padSpatial(rewriter, loc, adaptor.getInput(),
                              pads.take_front(spatialRank),
-                             pads.drop_front(spatialRank), scalar.constant(0.0));
-    Value init =
-        adaptor.getBias()
-            ? broadcastAlongAxis(rewriter, loc, adaptor.getBias(), resultType, 1)
-            : filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+                             pads.drop_front(spatialRank), scalar.constant(0.0),
+                             channelsLast);
+    int64_t channelAxis = channelsLast ? resultType.getRank() - 1 : 1;
+    Value init = adaptor.getBias()
+                     ? broadcastAlongAxis(rewriter, loc, adaptor.getBias(), resultType,
+                                          channelAxis)
+                     : filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    if (channelsLast) {
+      rewriter.replaceOp(op, channelsLastConvolution(rewriter, loc, op, input,
+                                                     adaptor.getWeight(), init));
+      return success();
+    }
 
     RankedTensorType weightType = op.getWeight().getType();
     int64_t group = op.getGroup();
@@ -148,6 +172,29 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     }
     rewriter.replaceOp(op, result);
     return success();
+  }
+
+  /// NHWC: a regular convolution with an HWCF weight, or a depthwise one
+  /// with an HW1C weight (the pass forms no other channels-last grouping).
+  static Value channelsLastConvolution(OpBuilder &b, Location loc, ConvOp op,
+                                       Value input, Value weight, Value init) {
+    RankedTensorType resultType = op.getType();
+    auto strides = b.getI64TensorAttr(op.getStrides());
+    auto dilations = b.getI64TensorAttr(op.getDilations());
+    if (op.getGroup() == 1)
+      return linalg::Conv2DNhwcHwcfOp::create(b, loc, resultType, ValueRange{input, weight},
+                                              init, strides, dilations)
+          .getResult(0);
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    auto depthwiseType = RankedTensorType::get(
+        {weightType.getDimSize(0), weightType.getDimSize(1), weightType.getDimSize(3)},
+        weightType.getElementType());
+    Value depthwiseWeight = tensor::CollapseShapeOp::create(
+        b, loc, depthwiseType, weight, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    return linalg::DepthwiseConv2DNhwcHwcOp::create(b, loc, resultType,
+                                                    ValueRange{input, depthwiseWeight},
+                                                    init, strides, dilations)
+        .getResult(0);
   }
 
   /// out[n, g, f, o...] += in[n, g, c, o * s + w * d] * weight[g, f, c, w...]
@@ -265,6 +312,26 @@ Value buildWindowReduction(OpBuilder &b, Location loc, Value padded,
       .getResult(0);
 }
 
+/// The NHWC form of buildWindowReduction: linalg's named pooling ops,
+/// which targets block along the channels.
+Value buildChannelsLastWindowReduction(OpBuilder &b, Location loc, Value padded,
+                                       Value init, ArrayRef<int64_t> kernel,
+                                       ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> dilations, bool isMax) {
+  auto resultType = cast<RankedTensorType>(init.getType());
+  Value window = tensor::EmptyOp::create(b, loc, kernel, resultType.getElementType());
+  auto strideAttr = b.getI64TensorAttr(strides);
+  auto dilationAttr = b.getI64TensorAttr(dilations);
+  SmallVector<Value> inputs{padded, window};
+  if (isMax)
+    return linalg::PoolingNhwcMaxOp::create(b, loc, resultType, inputs, init, strideAttr,
+                                            dilationAttr)
+        .getResult(0);
+  return linalg::PoolingNhwcSumOp::create(b, loc, resultType, inputs, init, strideAttr,
+                                          dilationAttr)
+      .getResult(0);
+}
+
 struct MaxPoolLowering : OpConversionPattern<MaxPoolOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -278,16 +345,23 @@ struct MaxPoolLowering : OpConversionPattern<MaxPoolOp> {
     ScalarBuilder scalar(rewriter, loc, resultType.getElementType(), isUnsigned);
     size_t rank = op.getKernelShape().size();
     ArrayRef<int64_t> pads = op.getPads();
+    bool channelsLast = op.getChannelsLast();
     SmallVector<int64_t> extra = ceilModeExtra(
-        op.getInput().getType().getShape().drop_front(2),
-        resultType.getShape().drop_front(2), op.getKernelShape(),
+        spatialExtents(op.getInput().getType(), channelsLast),
+        spatialExtents(resultType, channelsLast), op.getKernelShape(),
         op.getStrides(), pads, op.getDilations());
     SmallVector<int64_t> padsEnd(pads.drop_front(rank));
     for (size_t i = 0; i < rank; ++i)
       padsEnd[i] += extra[i];
-    Value padded = padSpatial(rewriter, loc, adaptor.getInput(),
-                              pads.take_front(rank), padsEnd, scalar.lowest());
+    Value padded = padSpatial(rewriter, loc, adaptor.getInput(), pads.take_front(rank),
+                              padsEnd, scalar.lowest(), channelsLast);
     Value init = filledTensor(rewriter, loc, resultType, scalar.lowest());
+    if (channelsLast) {
+      rewriter.replaceOp(op, buildChannelsLastWindowReduction(
+                                 rewriter, loc, padded, init, op.getKernelShape(),
+                                 op.getStrides(), op.getDilations(), /*isMax=*/true));
+      return success();
+    }
     rewriter.replaceOp(op, buildWindowReduction(
                                rewriter, loc, padded, init, op.getKernelShape(),
                                op.getStrides(), op.getDilations(),
@@ -416,8 +490,8 @@ struct MaxPoolIndicesLowering : OpConversionPattern<MaxPoolIndicesOp> {
 /// inside the input, or inside the explicitly padded input with
 /// count_include_pad. Positions that ceil_mode adds never count.
 SmallVector<SmallVector<int64_t>> averageCounts(AveragePoolOp op) {
-  ArrayRef<int64_t> input = op.getInput().getType().getShape().drop_front(2);
-  ArrayRef<int64_t> output = op.getType().getShape().drop_front(2);
+  ArrayRef<int64_t> input = spatialExtents(op.getInput().getType(), op.getChannelsLast());
+  ArrayRef<int64_t> output = spatialExtents(op.getType(), op.getChannelsLast());
   ArrayRef<int64_t> kernel = op.getKernelShape(), pads = op.getPads();
   size_t rank = kernel.size();
   SmallVector<SmallVector<int64_t>> counts(rank);
@@ -448,21 +522,25 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
     ScalarBuilder scalar(rewriter, loc, elementType, false);
     size_t rank = op.getKernelShape().size();
     ArrayRef<int64_t> pads = op.getPads();
-    ArrayRef<int64_t> outputSpatial = resultType.getShape().drop_front(2);
+    bool channelsLast = op.getChannelsLast();
+    ArrayRef<int64_t> outputSpatial = spatialExtents(resultType, channelsLast);
     SmallVector<int64_t> extra = ceilModeExtra(
-        op.getInput().getType().getShape().drop_front(2), outputSpatial,
+        spatialExtents(op.getInput().getType(), channelsLast), outputSpatial,
         op.getKernelShape(), op.getStrides(), pads, op.getDilations());
     SmallVector<int64_t> padsEnd(pads.drop_front(rank));
     for (size_t i = 0; i < rank; ++i)
       padsEnd[i] += extra[i];
-    Value padded = padSpatial(rewriter, loc, adaptor.getInput(),
-                              pads.take_front(rank), padsEnd,
-                              scalar.constant(0.0));
+    Value padded = padSpatial(rewriter, loc, adaptor.getInput(), pads.take_front(rank),
+                              padsEnd, scalar.constant(0.0), channelsLast);
     Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
-    Value sums = buildWindowReduction(rewriter, loc, padded, init,
-                                      op.getKernelShape(), op.getStrides(),
-                                      op.getDilations(), /*isMax=*/false,
-                                      /*isUnsigned=*/false);
+    Value sums = channelsLast
+                     ? buildChannelsLastWindowReduction(
+                           rewriter, loc, padded, init, op.getKernelShape(),
+                           op.getStrides(), op.getDilations(), /*isMax=*/false)
+                     : buildWindowReduction(rewriter, loc, padded, init,
+                                            op.getKernelShape(), op.getStrides(),
+                                            op.getDilations(), /*isMax=*/false,
+                                            /*isUnsigned=*/false);
 
     // The divisor of every output position, as a constant [O...] tensor
     // unless all windows count the same.
@@ -478,7 +556,11 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
     bool uniform = llvm::all_equal(divisors);
     SmallVector<Value> operands{sums};
     if (!uniform) {
-      auto divisorType = RankedTensorType::get(outputSpatial, elementType);
+      // [O...], or [O..., 1] to broadcast over trailing channels.
+      SmallVector<int64_t> divisorShape(outputSpatial);
+      if (channelsLast)
+        divisorShape.push_back(1);
+      auto divisorType = RankedTensorType::get(divisorShape, elementType);
       SmallVector<Attribute> values;
       for (double divisor : divisors)
         values.push_back(rewriter.getFloatAttr(elementType, divisor));
@@ -511,14 +593,16 @@ struct GlobalAveragePoolLowering : OpConversionPattern<GlobalAveragePoolOp> {
     ScalarBuilder scalar(rewriter, loc, elementType, false);
 
     // sums[n, c] = sum over the spatial axes.
-    auto sumType = RankedTensorType::get(inputType.getShape().take_front(2),
-                                         elementType);
+    bool channelsLast = op.getChannelsLast();
+    int64_t channelAxis = channelsLast ? rank - 1 : 1;
+    auto sumType = RankedTensorType::get(
+        {inputType.getDimSize(0), inputType.getDimSize(channelAxis)}, elementType);
     Value init = filledTensor(rewriter, loc, sumType, scalar.constant(0.0));
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::reduction);
-    iterators[0] = iterators[1] = utils::IteratorType::parallel;
+    iterators[0] = iterators[channelAxis] = utils::IteratorType::parallel;
     AffineMap sumMap = AffineMap::get(
-        rank, 0, {rewriter.getAffineDimExpr(0), rewriter.getAffineDimExpr(1)},
+        rank, 0, {rewriter.getAffineDimExpr(0), rewriter.getAffineDimExpr(channelAxis)},
         rewriter.getContext());
     Value sums =
         linalg::GenericOp::create(
@@ -532,10 +616,10 @@ struct GlobalAveragePoolLowering : OpConversionPattern<GlobalAveragePoolOp> {
             .getResult(0);
 
     double count = 1;
-    for (int64_t dim : inputType.getShape().drop_front(2))
+    for (int64_t dim : spatialExtents(inputType, channelsLast))
       count *= dim;
     BroadcastOperand operand =
-        indexOperand(rewriter, loc, sums, {0, 1}, resultType.getShape());
+        indexOperand(rewriter, loc, sums, {0, channelAxis}, resultType.getShape());
     SmallVector<utils::IteratorType> parallel(rank,
                                               utils::IteratorType::parallel);
     Value result =

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/x86/ContractionBlocking.h"
+#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/RegisterBudget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -41,73 +42,49 @@ constexpr int64_t kMaxRows = 8;
 /// right-operand segment besides its accumulators.
 constexpr int64_t kMaxRowVectors = 4;
 
-/// Issue slots of one k step of a `rows` x `vectors` block, in FMAs: the
-/// FMAs themselves, the loads (one per vector and one broadcast per row), or
-/// the FMA latency when too few accumulators are independent.
-int64_t stepCost(int64_t rows, int64_t vectors) {
-  constexpr int64_t kLatencySlots = 8;
-  return std::max({rows * vectors, rows + vectors, kLatencySlots});
-}
-
-/// The value `value` is a (chain of) unit-stride, rank-preserving slice(s)
-/// of, with the offsets of `value` within it.
-struct SliceOrigin {
-  Value source;
-  SmallVector<Value> offsets;
-};
-
-SliceOrigin traceSlices(OpBuilder &b, Location loc, Value value) {
-  auto rank = cast<RankedTensorType>(value.getType()).getRank();
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  SliceOrigin origin{value, SmallVector<Value>(rank, zero)};
-  while (auto slice = origin.source.getDefiningOp<tensor::ExtractSliceOp>()) {
-    if (slice.getSourceType().getRank() != rank ||
-        !llvm::all_of(slice.getMixedStrides(),
-                      [](OpFoldResult s) { return isConstantIntValue(s, 1); }))
-      break;
-    for (auto [total, offset] : llvm::zip(origin.offsets, slice.getMixedOffsets()))
-      total = b.createOrFold<arith::AddIOp>(
-          loc, total, getValueOrCreateConstantIndexOp(b, loc, offset));
-    origin.source = slice.getSource();
-  }
-  return origin;
+/// Issue slots of one k step of a `rows` x `vectors` block: one FMA per
+/// accumulator, one load per vector and one broadcast per row.
+int64_t blockStepCost(int64_t rows, int64_t vectors) {
+  return stepCost(rows * vectors, rows + vectors);
 }
 
 /// The panels and the panel index that a block's right operand `right`
-/// ([K, columns]) reads, when it is a slice of a packed constant whose
-/// panels are exactly `columns` wide.
+/// ([K, columns]) reads, when it is a slice of a constant packed into panels
+/// `panelWidth` wide.
 struct PanelRead {
   Value panels;
   Value panel;
 };
 
 std::optional<PanelRead> tracePanels(OpBuilder &b, Location loc, Value right,
-                                     int64_t columns) {
+                                     int64_t panelWidth) {
   auto rightType = cast<RankedTensorType>(right.getType());
   if (rightType.getRank() != 2)
     return std::nullopt;
   SliceOrigin origin = traceSlices(b, loc, right);
   auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
-  if (!unpack || packedPanelWidth(unpack) != columns ||
+  if (!unpack || packedPanelWidth(unpack) != panelWidth ||
       unpack.getDestType().getDimSize(0) != rightType.getDimSize(0) ||
       !isConstantIntValue(getAsOpFoldResult(origin.offsets[0]), 0))
     return std::nullopt;
-  // Block offsets along the columns are multiples of the panel width: the
-  // block is one whole panel.
+  // Blocks start at multiples of the panel width: a block is one whole
+  // panel, or the first columns of the last one.
   Value panel = b.createOrFold<arith::DivUIOp>(
-      loc, origin.offsets[1], arith::ConstantIndexOp::create(b, loc, columns));
+      loc, origin.offsets[1], arith::ConstantIndexOp::create(b, loc, panelWidth));
   return PanelRead{unpack.getSource(), panel};
 }
 
 /// Emits the microkernel for `tile`, a contraction whose row and column
 /// extents are the block's, in place of it.
 void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
-               const ContractionLoops &loops, int64_t width) {
+               const ContractionLoops &loops, int64_t panelWidth, int64_t width) {
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
   SmallVector<int64_t> extents = tile.getStaticLoopRanges();
   int64_t rows = extents[loops.m], columns = extents[loops.n];
-  int64_t vectors = columns / width;
+  // A block narrower than whole vectors masks the lanes past its last
+  // column in every access but the reads of padded panels.
+  int64_t vectors = llvm::divideCeil(columns, width);
   OpOperand *left = tile.getDpsInputOperand(0);
   OpOperand *right = tile.getDpsInputOperand(1);
   OpOperand *result = tile.getDpsInitOperand(0);
@@ -133,7 +110,10 @@ void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
     rowIndex.push_back(index(rewriter, row));
   for (int64_t vector = 0; vector < vectors; ++vector)
     columnIndex.push_back(index(rewriter, vector * width));
-  SmallVector<bool> inBounds{true};
+  auto inBounds = [&](int64_t vector) {
+    return SmallVector<bool>{(vector + 1) * width <= columns};
+  };
+  SmallVector<bool> inPanel{true};
 
   SmallVector<Value> accumulators;
   for (int64_t row = 0; row < rows; ++row)
@@ -142,11 +122,11 @@ void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
       position[loops.n] = columnIndex[vector];
       accumulators.push_back(vector::TransferReadOp::create(
           rewriter, loc, vectorType, result->get(), indicesOf(result), padding,
-          inBounds));
+          inBounds(vector)));
     }
 
   std::optional<PanelRead> panels =
-      tracePanels(rewriter, loc, right->get(), columns);
+      tracePanels(rewriter, loc, right->get(), panelWidth);
   auto step = [&](OpBuilder &b, Location at, Value k, ValueRange sums) {
     position[loops.k] = k;
     SmallVector<Value> rightVectors;
@@ -154,13 +134,13 @@ void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
       if (panels) {
         rightVectors.push_back(vector::TransferReadOp::create(
             b, at, vectorType, panels->panels,
-            ValueRange{panels->panel, k, columnIndex[vector]}, padding, inBounds));
+            ValueRange{panels->panel, k, columnIndex[vector]}, padding, inPanel));
         continue;
       }
       position[loops.m] = rowIndex[0];
       position[loops.n] = columnIndex[vector];
       rightVectors.push_back(vector::TransferReadOp::create(
-          b, at, vectorType, right->get(), indicesOf(right), padding, inBounds));
+          b, at, vectorType, right->get(), indicesOf(right), padding, inBounds(vector)));
     }
     SmallVector<Value> updated;
     for (int64_t row = 0; row < rows; ++row) {
@@ -186,7 +166,7 @@ void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
       position[loops.m] = rowIndex[row];
       position[loops.n] = columnIndex[vector];
       written = vector::TransferWriteOp::create(rewriter, loc, loop.getResult(next++),
-                                                written, indicesOf(result), inBounds)
+                                                written, indicesOf(result), inBounds(vector))
                     .getResult();
     }
   rewriter.replaceOp(tile, written);
@@ -194,10 +174,10 @@ void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
 
 /// Tiles `op` into blocks of `rows` x `columns` (columns outermost, so that
 /// a panel of the right operand stays in cache while the rows walk it) and
-/// emits each block.
+/// emits each block; `columns` divides the op's column extent.
 LogicalResult blockContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                                const ContractionLoops &loops, int64_t rows,
-                               int64_t columns, int64_t width) {
+                               int64_t columns, int64_t panelWidth, int64_t width) {
   SmallVector<int64_t> tiles(op.getNumLoops(), 0);
   for (unsigned batch : loops.batch)
     tiles[batch] = 1;
@@ -215,8 +195,33 @@ LogicalResult blockContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   if (failed(tiled))
     return failure();
   rewriter.replaceOp(op, tiled->replacements);
-  emitBlock(rewriter, cast<linalg::LinalgOp>(tiled->tiledOps.back()), loops, width);
+  emitBlock(rewriter, cast<linalg::LinalgOp>(tiled->tiledOps.back()), loops, panelWidth,
+            width);
   return success();
+}
+
+/// Blocks `op` into `block`s, whose columns divide the op's; when the rows
+/// do not, the last rows form a shorter block of their own. Panels of a
+/// packed right operand are `panelWidth` wide (by default the block's).
+LogicalResult blockRows(RewriterBase &rewriter, linalg::LinalgOp op,
+                        const ContractionLoops &loops, ContractionBlock block,
+                        int64_t width, int64_t panelWidth = 0) {
+  if (!panelWidth)
+    panelWidth = block.columns;
+  int64_t rowExtent = op.getStaticLoopRanges()[loops.m];
+  int64_t rows = std::min(block.rows, rowExtent);
+  int64_t tailRows = rowExtent % rows;
+  if (tailRows == 0)
+    return blockContraction(rewriter, op, loops, rows, block.columns, panelWidth, width);
+  rewriter.setInsertionPoint(op);
+  auto [head, tail] =
+      linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), loops.m,
+                      rewriter.getIndexAttr(rowExtent - tailRows));
+  if (failed(blockContraction(rewriter, cast<linalg::LinalgOp>(head.getOperation()), loops,
+                              rows, block.columns, panelWidth, width)))
+    return failure();
+  return blockContraction(rewriter, cast<linalg::LinalgOp>(tail.getOperation()), loops,
+                          tailRows, block.columns, panelWidth, width);
 }
 
 } // namespace
@@ -251,26 +256,45 @@ std::optional<ContractionLoops> matchBlockableContraction(linalg::LinalgOp op) {
                           SmallVector<unsigned>(dims->batch.begin(), dims->batch.end())};
 }
 
+std::optional<int64_t> rightPanelWidth(linalg::LinalgOp op) {
+  auto unpack = sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>();
+  if (!unpack)
+    return std::nullopt;
+  return packedPanelWidth(unpack);
+}
+
 std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
-                                                       int64_t columnExtent,
-                                                       int64_t width) {
+                                                       int64_t columnExtent, int64_t width,
+                                                       std::optional<int64_t> columns) {
+  // Narrower products waste most lanes of every vector.
+  if (columnExtent < width)
+    return std::nullopt;
   std::optional<ContractionBlock> best;
   int64_t bestCost = 0, bestBlocks = 0;
   int64_t registers = vectorRegisters(width);
   for (int64_t vectors = 1; vectors <= kMaxRowVectors; ++vectors) {
-    if (columnExtent % (vectors * width) != 0)
+    int64_t blockColumns = vectors * width;
+    if (columns && blockColumns != *columns)
       continue;
+    if (blockColumns > static_cast<int64_t>(llvm::alignTo(columnExtent, width)))
+      break;
+    int64_t panels = columnExtent / blockColumns;
+    int64_t tailColumns = columnExtent % blockColumns;
     // Besides the accumulators: the loaded right-operand vectors and one
     // broadcast.
     int64_t maxRows = std::min({kMaxRows, rowExtent, (registers - vectors - 1) / vectors});
     for (int64_t rows = 1; rows <= maxRows; ++rows) {
-      int64_t panels = columnExtent / (vectors * width);
-      int64_t remainder = rowExtent % rows;
-      int64_t cost = panels * ((rowExtent / rows) * stepCost(rows, vectors) +
-                               (remainder ? stepCost(remainder, vectors) : 0));
-      int64_t blocks = panels * llvm::divideCeil(rowExtent, rows);
+      int64_t tailRows = rowExtent % rows;
+      // A column of blocks `blockVectors` wide, its last block shorter.
+      auto columnCost = [&](int64_t blockVectors) {
+        return (rowExtent / rows) * blockStepCost(rows, blockVectors) +
+               (tailRows ? blockStepCost(tailRows, blockVectors) : 0);
+      };
+      int64_t cost = panels * columnCost(vectors) +
+                     (tailColumns ? columnCost(llvm::divideCeil(tailColumns, width)) : 0);
+      int64_t blocks = (panels + (tailColumns > 0)) * llvm::divideCeil(rowExtent, rows);
       if (!best || cost < bestCost || (cost == bestCost && blocks < bestBlocks)) {
-        best = ContractionBlock{rows, vectors * width};
+        best = ContractionBlock{rows, blockColumns};
         bestCost = cost;
         bestBlocks = blocks;
       }
@@ -287,7 +311,8 @@ std::optional<int64_t> packedPanelWidth(linalg::UnPackOp unpack) {
     return std::nullopt;
   ArrayRef<int64_t> tiles = unpack.getStaticInnerTiles();
   if (tiles.size() != 1 || ShapedType::isDynamic(tiles[0]) ||
-      dest.getDimSize(1) != source.getDimSize(0) * tiles[0])
+      static_cast<int64_t>(llvm::divideCeil(dest.getDimSize(1), tiles[0])) !=
+          source.getDimSize(0))
     return std::nullopt;
   return tiles[0];
 }
@@ -298,25 +323,30 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   if (!loops)
     return failure();
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  int64_t rowExtent = extents[loops->m];
+  int64_t columnExtent = extents[loops->n];
+  // A packed right operand fixes the block's columns: its panels.
   std::optional<ContractionBlock> block =
-      chooseContractionBlock(rowExtent, extents[loops->n], width);
+      chooseContractionBlock(extents[loops->m], columnExtent, width, rightPanelWidth(op));
   if (!block)
     return failure();
-  int64_t remainder = rowExtent % block->rows;
-  if (remainder == 0)
-    return blockContraction(rewriter, op, *loops, block->rows, block->columns, width);
+  // A product narrower than the block is its first columns.
+  if (columnExtent < block->columns)
+    return blockRows(rewriter, op, *loops, ContractionBlock{block->rows, columnExtent},
+                     width, block->columns);
+  int64_t tailColumns = columnExtent % block->columns;
+  if (tailColumns == 0)
+    return blockRows(rewriter, op, *loops, *block, width);
 
-  // The last rows form a shorter block of their own.
+  // The last columns form a narrower block of their own.
   rewriter.setInsertionPoint(op);
   auto [head, tail] =
-      linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), loops->m,
-                      rewriter.getIndexAttr(rowExtent - remainder));
-  if (failed(blockContraction(rewriter, cast<linalg::LinalgOp>(head.getOperation()),
-                              *loops, block->rows, block->columns, width)))
+      linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), loops->n,
+                      rewriter.getIndexAttr(columnExtent - tailColumns));
+  if (failed(blockRows(rewriter, cast<linalg::LinalgOp>(head.getOperation()), *loops,
+                       *block, width)))
     return failure();
-  return blockContraction(rewriter, cast<linalg::LinalgOp>(tail.getOperation()), *loops,
-                          remainder, block->columns, width);
+  return blockRows(rewriter, cast<linalg::LinalgOp>(tail.getOperation()), *loops,
+                   ContractionBlock{block->rows, tailColumns}, width, block->columns);
 }
 
 } // namespace tessel::x86

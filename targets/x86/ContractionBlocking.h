@@ -31,12 +31,16 @@ struct ContractionBlock {
 };
 
 /// The register block for a product of `rowExtent` x `columnExtent` results
-/// with `width`-lane vectors. `columns` divides the column extent; the last
-/// block of rows may be shorter. Nullopt when no multiple of the vector
-/// width divides the column extent.
-std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
-                                                       int64_t columnExtent,
-                                                       int64_t width);
+/// with `width`-lane vectors, `columns` wide when given (the panel width of
+/// a packed right operand). The last block of rows or columns may be
+/// smaller. Nullopt for products narrower than a vector.
+std::optional<ContractionBlock>
+chooseContractionBlock(int64_t rowExtent, int64_t columnExtent, int64_t width,
+                       std::optional<int64_t> columns = std::nullopt);
+
+/// The panel width of `op`'s right operand when it is (a slice of) a
+/// constant packed into panels.
+std::optional<int64_t> rightPanelWidth(mlir::linalg::LinalgOp op);
 
 /// Whether `unpack` restores a right operand [K, N] that was packed into
 /// panels [N / P, K, P] of P contiguous columns; returns P.

@@ -8,6 +8,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -34,12 +36,64 @@ struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
   }
 };
 
+/// A copy whose innermost axis is contiguous on both sides (most are: the
+/// copies of a slice into a padded or concatenated buffer) moves 64 bytes at
+/// a time, the last chunk of each row masked; the loops linalg.copy lowers
+/// to would move one element at a time.
+struct CopyToVectorLoops : OpRewritePattern<memref::CopyOp> {
+  CopyToVectorLoops(MLIRContext *context)
+      : OpRewritePattern(context, /*benefit=*/2) {}
+
+  static bool innermostContiguous(MemRefType type) {
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    return succeeded(type.getStridesAndOffset(strides, offset)) && !strides.empty() &&
+           strides.back() == 1;
+  }
+
+  LogicalResult matchAndRewrite(memref::CopyOp op,
+                                PatternRewriter &rewriter) const override {
+    auto source = dyn_cast<MemRefType>(op.getSource().getType());
+    auto target = dyn_cast<MemRefType>(op.getTarget().getType());
+    if (!source || !target || source.getRank() == 0 || !innermostContiguous(source) ||
+        !innermostContiguous(target))
+      return failure();
+    Type elementType = source.getElementType();
+    if (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() % 8 != 0)
+      return failure();
+    int64_t lanes = 64 / (elementType.getIntOrFloatBitWidth() / 8);
+    if (lanes < 1)
+      return failure();
+
+    Location loc = op.getLoc();
+    int64_t rank = source.getRank();
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    SmallVector<Value> upperBounds, steps(rank, one);
+    for (int64_t axis = 0; axis < rank; ++axis)
+      upperBounds.push_back(memref::DimOp::create(rewriter, loc, op.getSource(), axis));
+    steps.back() = arith::ConstantIndexOp::create(rewriter, loc, lanes);
+    auto vectorType = VectorType::get({lanes}, elementType);
+    Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
+    scf::buildLoopNest(rewriter, loc, SmallVector<Value>(rank, zero), upperBounds, steps,
+                       [&](OpBuilder &b, Location at, ValueRange ivs) {
+                         Value chunk = vector::TransferReadOp::create(
+                             b, at, vectorType, op.getSource(), ivs, padding,
+                             ArrayRef<bool>{false});
+                         vector::TransferWriteOp::create(b, at, chunk, op.getTarget(), ivs,
+                                                         ArrayRef<bool>{false});
+                       });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct TesselX86ExpandToPrimitivesPass
     : impl::TesselX86ExpandToPrimitivesPassBase<
           TesselX86ExpandToPrimitivesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<CopyToLinalg>(&getContext());
+    patterns.add<CopyToVectorLoops, CopyToLinalg>(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, MathPolynomialApproximationOptions{});
     // bf16 conversions would call compiler-rt (__truncsfbf2); integer ops

@@ -8,12 +8,18 @@
 // stored in panels instead, [N / P, K, P] with P the block's columns: a
 // block then reads one contiguous panel, P floats per k step.
 //
-// The kernel receives the panels and restores B with a linalg.unpack, so its
-// semantics do not change; ContractionBlocking reads blocks straight from
-// the panels and the unpack is never materialized.
+// NHWC convolution filters [KH, KW, C, F] are read the same way, one row
+// segment of `channels` output channels per (kh, kw, c) step, and are stored
+// as panels [F / P, KH, KW, C, P] for the same reason.
+//
+// The kernel receives the panels and restores the weight with a
+// linalg.unpack, so its semantics do not change; the register-blocking
+// emitters read blocks straight from the panels and the unpack is never
+// materialized.
 //
 //===----------------------------------------------------------------------===//
 
+#include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/Passes.h"
 
@@ -35,21 +41,53 @@ namespace {
 
 constexpr llvm::StringLiteral kKernelAttr = "tessel.kernel";
 
-/// B [K, N] as panels [N / panel, K, panel].
+/// B [K, N] as panels [ceil(N / panel), K, panel], the last one padded with
+/// zeros so that blocks always load whole vectors.
 DenseElementsAttr packPanels(DenseElementsAttr weight, int64_t panel) {
   auto type = cast<RankedTensorType>(weight.getType());
   int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
-  auto packedType =
-      RankedTensorType::get({columns / panel, rows, panel}, type.getElementType());
-  if (weight.isSplat())
+  int64_t panels = llvm::divideCeil(columns, panel);
+  auto packedType = RankedTensorType::get({panels, rows, panel}, type.getElementType());
+  if (weight.isSplat() && columns % panel == 0)
     return weight.resizeSplat(packedType);
   SmallVector<float> values(weight.getValues<float>());
-  SmallVector<float> packed(values.size());
-  for (int64_t block = 0; block < columns / panel; ++block)
+  SmallVector<float> packed(panels * rows * panel, 0.0f);
+  for (int64_t block = 0; block < panels; ++block)
     for (int64_t k = 0; k < rows; ++k)
-      for (int64_t j = 0; j < panel; ++j)
+      for (int64_t j = 0; j < std::min(panel, columns - block * panel); ++j)
         packed[(block * rows + k) * panel + j] = values[k * columns + block * panel + j];
   return DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
+}
+
+/// An HWCF convolution filter [KH, KW, C, F] as panels
+/// [ceil(F / panel), KH, KW, C, panel], the last one padded with zeros.
+DenseElementsAttr packFilterPanels(DenseElementsAttr filter, int64_t panel) {
+  auto type = cast<RankedTensorType>(filter.getType());
+  int64_t taps = type.getNumElements() / type.getDimSize(3);
+  int64_t filters = type.getDimSize(3);
+  int64_t panels = llvm::divideCeil(filters, panel);
+  auto packedType =
+      RankedTensorType::get({panels, type.getDimSize(0), type.getDimSize(1),
+                             type.getDimSize(2), panel},
+                            type.getElementType());
+  if (filter.isSplat() && filters % panel == 0)
+    return filter.resizeSplat(packedType);
+  SmallVector<float> values(filter.getValues<float>());
+  SmallVector<float> packed(panels * taps * panel, 0.0f);
+  for (int64_t block = 0; block < panels; ++block)
+    for (int64_t tap = 0; tap < taps; ++tap)
+      for (int64_t j = 0; j < std::min(panel, filters - block * panel); ++j)
+        packed[(block * taps + tap) * panel + j] = values[tap * filters + block * panel + j];
+  return DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
+}
+
+/// The kernel argument that `operand` of `op` reads, when only `op` reads
+/// it.
+std::optional<unsigned> soleArgument(OpOperand &operand, func::FuncOp kernel) {
+  auto argument = dyn_cast<BlockArgument>(operand.get());
+  if (!argument || argument.getOwner()->getParentOp() != kernel || !argument.hasOneUse())
+    return std::nullopt;
+  return argument.getArgNumber();
 }
 
 /// The panel width for the right operand of `op`, when it is an argument of
@@ -60,8 +98,7 @@ std::optional<int64_t> panelWidthFor(linalg::LinalgOp op, func::FuncOp kernel,
   if (!loops || !loops->batch.empty())
     return std::nullopt;
   OpOperand *right = op.getDpsInputOperand(1);
-  auto argument = dyn_cast<BlockArgument>(right->get());
-  if (!argument || argument.getOwner()->getParentOp() != kernel || !argument.hasOneUse())
+  if (!soleArgument(*right, kernel))
     return std::nullopt;
   AffineMap map = op.getMatchingIndexingMap(right);
   if (map.getNumResults() != 2 || map.getDimPosition(0) != loops->k ||
@@ -75,11 +112,30 @@ std::optional<int64_t> panelWidthFor(linalg::LinalgOp op, func::FuncOp kernel,
   return block->columns;
 }
 
-/// Gives argument `index` of `kernel` (called only by `call`) the packed
-/// `weight` and unpacks it at the kernel's entry.
+/// How a packed weight is laid out: its panel width and whether it is a
+/// convolution filter (else a matmul's right operand).
+struct Packing {
+  unsigned argument;
+  int64_t panel;
+  bool filter;
+};
+
+/// The kernel argument holding the filter of `op`, an NHWC convolution that
+/// register blocking handles, when only `op` reads it.
+std::optional<unsigned> convolutionFilter(linalg::LinalgOp op, func::FuncOp kernel) {
+  if (!isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()) || !isBlockableChannelsLast(op))
+    return std::nullopt;
+  return soleArgument(*op.getDpsInputOperand(1), kernel);
+}
+
+/// Gives argument `packing.argument` of `kernel` (called only by `call`) the
+/// packed `weight` and unpacks it at the kernel's entry.
 void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call,
-                  unsigned index, DenseElementsAttr weight, int64_t panel) {
-  DenseElementsAttr packed = packPanels(weight, panel);
+                  const Packing &packing, DenseElementsAttr weight) {
+  unsigned index = packing.argument;
+  int64_t panel = packing.panel;
+  DenseElementsAttr packed =
+      packing.filter ? packFilterPanels(weight, panel) : packPanels(weight, panel);
   Operation *original = call.getOperand(index).getDefiningOp();
   rewriter.setInsertionPoint(call);
   Value packedWeight = arith::ConstantOp::create(rewriter, original->getLoc(), packed);
@@ -98,9 +154,12 @@ void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call
   Location loc = argument.getLoc();
   Value empty = tensor::EmptyOp::create(rewriter, loc, unpackedType.getShape(),
                                         unpackedType.getElementType());
-  auto unpack = linalg::UnPackOp::create(
-      rewriter, loc, argument, empty, /*innerDimsPos=*/{1},
-      /*innerTiles=*/{rewriter.getIndexAttr(panel)}, /*outerDimsPerm=*/{1, 0});
+  // [N / P, K, P] -> [K, N], or [F / P, KH, KW, C, P] -> [KH, KW, C, F].
+  SmallVector<int64_t> innerDims{packing.filter ? 3 : 1};
+  SmallVector<int64_t> outerPerm =
+      packing.filter ? SmallVector<int64_t>{3, 0, 1, 2} : SmallVector<int64_t>{1, 0};
+  auto unpack = linalg::UnPackOp::create(rewriter, loc, argument, empty, innerDims,
+                                         {rewriter.getIndexAttr(panel)}, outerPerm);
   rewriter.replaceAllUsesExcept(argument, unpack.getResult(), unpack);
 }
 
@@ -122,20 +181,23 @@ struct TesselX86PackWeightsPass
       std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(kernel, module);
       if (!uses || !llvm::hasSingleElement(*uses))
         continue;
-      SmallVector<std::pair<unsigned, int64_t>> packable;
+      SmallVector<Packing> packable;
       kernel.walk([&](linalg::LinalgOp op) {
-        std::optional<int64_t> panel = panelWidthFor(op, kernel, vectorWidth);
-        if (panel)
-          packable.emplace_back(
-              cast<BlockArgument>(op.getDpsInputOperand(1)->get()).getArgNumber(), *panel);
+        if (std::optional<int64_t> panel = panelWidthFor(op, kernel, vectorWidth))
+          packable.push_back(
+              {cast<BlockArgument>(op.getDpsInputOperand(1)->get()).getArgNumber(), *panel,
+               /*filter=*/false});
+        else if (std::optional<unsigned> filter = convolutionFilter(op, kernel))
+          packable.push_back({*filter, choosePixelBlock(op, vectorWidth).channels,
+                              /*filter=*/true});
       });
-      for (auto [index, panel] : packable) {
+      for (const Packing &packing : packable) {
         DenseElementsAttr weight;
-        Value operand = call.getOperand(index);
+        Value operand = call.getOperand(packing.argument);
         // A weight that other kernels read too would be stored twice.
         if (!matchPattern(operand, m_Constant(&weight)) || !operand.hasOneUse())
           continue;
-        packArgument(rewriter, kernel, call, index, weight, panel);
+        packArgument(rewriter, kernel, call, packing, weight);
       }
     }
   }

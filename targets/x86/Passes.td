@@ -35,7 +35,8 @@ def TesselX86PackWeightsPass : Pass<"tessel-x86-pack-weights", "mlir::ModuleOp">
     alone, gets B at compile time as panels [N / P, K, P], P the columns of
     the contraction's register block, and restores it with a linalg.unpack
     that register blocking reads through. Without it the rows of a block's
-    B segment, N * 4 bytes apart, share cache sets for power-of-two N.
+    B segment, N * 4 bytes apart, share cache sets for power-of-two N. NHWC
+    convolution filters [KH, KW, C, F] become [F / P, KH, KW, C, P] alike.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
@@ -122,11 +123,13 @@ def TesselX86ExpandToPrimitivesPass
   let description = [{
     The shared object that x86 kernels compile to must not depend on MLIR's
     runner utilities or on libm's scalar calls in hot loops: `memref.copy`
-    becomes `linalg.copy` (then loops), and transcendental `math` ops become
-    polynomial approximations that vectorize.
+    becomes loops of 64-byte vector transfers along a contiguous innermost
+    axis (else `linalg.copy`, then scalar loops), and transcendental `math`
+    ops become polynomial approximations that vectorize.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
-                           "mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
+                           "mlir::arith::ArithDialect", "mlir::vector::VectorDialect",
+                           "mlir::scf::SCFDialect", "mlir::ub::UBDialect"];
 }
 
 def TesselX86EntryPointsPass : Pass<"tessel-x86-entry-points", "mlir::ModuleOp"> {

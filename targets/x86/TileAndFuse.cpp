@@ -1,5 +1,6 @@
 //===- TileAndFuse.cpp - Workgroup tiling with producer fusion ------------===//
 
+#include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/Passes.h"
 
@@ -54,61 +55,94 @@ int64_t kernelWork(func::FuncOp function) {
 
 /// How the workgroup tiles of a kernel's root must be shaped.
 struct TileConstraints {
-  /// Per root loop: what its tile must be a multiple of.
+  /// Per root loop: what its tile must be a multiple of, and the least
+  /// tile worth a workgroup (0: the default, 8 along outer loops, 64 along
+  /// the innermost).
   SmallVector<int64_t> granules;
+  SmallVector<int64_t> minTiles;
   /// The root loop split first, if any.
   std::optional<unsigned> first;
 };
 
-/// A kernel with a register-blocked contraction (ContractionBlocking) needs
-/// whole blocks per workgroup, and splits the contraction's columns first:
-/// a workgroup then reads only its own panels of the right operand, each
-/// once for all rows. The root is the contraction or an elementwise op on
-/// its result (an epilogue), whose loops are the result's axes.
+/// Root loop d -> axis of `op`'s result, when the root is `op` itself or an
+/// elementwise op on `op`'s result (an epilogue), whose loops are the
+/// result's axes.
+std::optional<SmallVector<unsigned>> resultAxesOfRoot(TilingInterface root,
+                                                      linalg::LinalgOp op) {
+  auto result = cast<OpResult>(op->getResult(0));
+  int64_t rank = cast<RankedTensorType>(result.getType()).getRank();
+  if (root.getOperation() != op.getOperation()) {
+    auto epilogue = dyn_cast<linalg::LinalgOp>(root.getOperation());
+    if (!epilogue || epilogue.getNumLoops() != rank ||
+        epilogue.getNumParallelLoops() != epilogue.getNumLoops() ||
+        epilogue->getResult(0).getType() != result.getType() ||
+        !epilogue.getIndexingMapMatchingResult(cast<OpResult>(epilogue->getResult(0)))
+             .isIdentity())
+      return std::nullopt;
+  }
+  return llvm::to_vector(llvm::seq<unsigned>(0, rank));
+}
+
+/// A kernel with a register-blocked contraction (ContractionBlocking) or
+/// NHWC window op (ChannelsLastBlocking) needs whole blocks per workgroup,
+/// and splits the contraction's columns or the window's channels first: a
+/// workgroup then reads only its own panels of the weight, each once for
+/// all rows or pixels. Any number of whole blocks, or of whole batch
+/// entries, is worth a workgroup.
 TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
                                int64_t vectorWidth) {
   TileConstraints constraints;
-  constraints.granules.assign(root.getLoopIteratorTypes().size(), 1);
-  linalg::LinalgOp contraction;
-  std::optional<ContractionLoops> loops;
+  size_t rootLoops = root.getLoopIteratorTypes().size();
+  constraints.granules.assign(rootLoops, 1);
+  constraints.minTiles.assign(rootLoops, 0);
+  linalg::LinalgOp blocked;
   function.walk([&](linalg::LinalgOp op) {
-    if (!loops && (loops = matchBlockableContraction(op)))
-      contraction = op;
+    if (!blocked && (matchBlockableContraction(op) || isBlockableChannelsLast(op)))
+      blocked = op;
   });
-  if (!loops)
+  if (!blocked)
     return constraints;
-  SmallVector<int64_t> extents = contraction.getStaticLoopRanges();
-  std::optional<ContractionBlock> block =
-      chooseContractionBlock(extents[loops->m], extents[loops->n], vectorWidth);
-  if (!block)
+  std::optional<SmallVector<unsigned>> axes = resultAxesOfRoot(root, blocked);
+  if (!axes)
     return constraints;
 
-  AffineMap resultMap = contraction.getIndexingMapMatchingResult(
-      cast<OpResult>(contraction->getResult(0)));
-  // Root loop d -> contraction loop.
-  SmallVector<unsigned> loopOf;
-  if (root.getOperation() == contraction.getOperation()) {
-    loopOf = llvm::to_vector(llvm::seq<unsigned>(0, contraction.getNumLoops()));
-  } else {
-    auto epilogue = dyn_cast<linalg::LinalgOp>(root.getOperation());
-    if (!epilogue || epilogue.getNumLoops() != resultMap.getNumResults() ||
-        epilogue.getNumParallelLoops() != epilogue.getNumLoops() ||
-        epilogue->getResult(0).getType() != contraction->getResult(0).getType() ||
-        !epilogue.getIndexingMapMatchingResult(cast<OpResult>(epilogue->getResult(0)))
-             .isIdentity())
+  // Per result axis of the blocked op: its extent, its block and whether it
+  // is split first.
+  SmallVector<int64_t> extents = blocked.getStaticLoopRanges();
+  SmallVector<int64_t> axisExtents, axisBlocks;
+  std::optional<unsigned> firstAxis;
+  if (std::optional<ContractionLoops> loops = matchBlockableContraction(blocked)) {
+    std::optional<ContractionBlock> block = chooseContractionBlock(
+        extents[loops->m], extents[loops->n], vectorWidth, rightPanelWidth(blocked));
+    if (!block)
       return constraints;
-    for (unsigned d = 0; d < resultMap.getNumResults(); ++d)
-      loopOf.push_back(resultMap.getDimPosition(d));
-  }
-  for (auto [d, loop] : llvm::enumerate(loopOf)) {
-    if (loop == loops->n) {
-      constraints.granules[d] = block->columns;
-      constraints.first = d;
-    } else if (loop == loops->m) {
-      // A shorter last block of rows cannot be split off a workgroup.
-      int64_t rows = extents[loops->m];
-      constraints.granules[d] = rows % block->rows ? rows : block->rows;
+    AffineMap resultMap =
+        blocked.getIndexingMapMatchingResult(cast<OpResult>(blocked->getResult(0)));
+    for (unsigned axis = 0; axis < resultMap.getNumResults(); ++axis) {
+      unsigned loop = resultMap.getDimPosition(axis);
+      axisExtents.push_back(extents[loop]);
+      axisBlocks.push_back(loop == loops->n   ? block->columns
+                           : loop == loops->m ? block->rows
+                                              : 1);
+      if (loop == loops->n)
+        firstAxis = axis;
     }
+  } else {
+    // (n, oh, ow, channel) are the window op's first loops and its result's
+    // axes.
+    PixelBlock block = choosePixelBlock(blocked, vectorWidth);
+    axisExtents.assign(extents.begin(), extents.begin() + 4);
+    axisBlocks = {1, block.height, block.width, block.channels};
+    firstAxis = 3;
+  }
+  // A shorter last block cannot go to a workgroup of its own: workgroups
+  // have one static shape.
+  for (auto [d, axis] : llvm::enumerate(*axes)) {
+    int64_t extent = axisExtents[axis], blockExtent = axisBlocks[axis];
+    constraints.granules[d] = extent % blockExtent ? extent : blockExtent;
+    constraints.minTiles[d] = constraints.granules[d];
+    if (axis == firstAxis)
+      constraints.first = d;
   }
   return constraints;
 }
@@ -117,8 +151,8 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
 /// first), so that the kernel has about `work / minWork` workgroups (at most
 /// `maxWorkgroups`). Tile sizes divide the loop extents, so every workgroup
 /// has the same static shape, are multiples of the granules, and stay large
-/// enough for register blocks: 8 along outer loops (output channels, rows),
-/// 64 along the innermost, contiguous one.
+/// enough for register blocks: by default 8 along outer loops (output
+/// channels, rows), 64 along the innermost, contiguous one.
 SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
                                           int64_t maxWorkgroups, int64_t minWork,
                                           const TileConstraints &constraints) {
@@ -151,9 +185,11 @@ SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
     if (wanted <= 1 || iterators[d] != utils::IteratorType::parallel || extent <= 1)
       continue;
     int64_t granule = constraints.granules[d];
-    int64_t minTile = llvm::alignTo(
-        std::min<int64_t>(extent, static_cast<int64_t>(d) == innermostParallel ? 64 : 8),
-        granule);
+    int64_t minTile = constraints.minTiles[d];
+    if (!minTile)
+      minTile = llvm::alignTo(
+          std::min<int64_t>(extent, static_cast<int64_t>(d) == innermostParallel ? 64 : 8),
+          granule);
     // The smallest multiple of the granule dividing the extent, at least
     // minTile, that makes at most `wanted` parts.
     int64_t tile = std::max<int64_t>(

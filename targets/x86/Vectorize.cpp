@@ -1,10 +1,12 @@
 //===- Vectorize.cpp - Vector-sized tiles, vectorized ---------------------===//
 
+#include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/ConvolutionBlocking.h"
 #include "targets/x86/Passes.h"
 #include "targets/x86/RegisterBudget.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -12,6 +14,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/bit.h"
@@ -84,6 +87,75 @@ std::optional<SmallVector<int64_t>> vectorTiles(linalg::LinalgOp op,
   return tiles;
 }
 
+/// Tiles `op` by `tiles` and vectorizes each tile, at `vectorSizes` when
+/// given (larger than the tile: the lanes past it are masked). An op that
+/// does not vectorize stays as loops.
+void vectorizeTiled(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<int64_t> tiles,
+                    ArrayRef<int64_t> vectorSizes = {}) {
+  linalg::LinalgOp target = op;
+  if (llvm::any_of(llvm::zip(tiles, op.getStaticLoopRanges()),
+                   [](auto pair) { return std::get<0>(pair) < std::get<1>(pair); })) {
+    scf::SCFTilingOptions options;
+    options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles));
+    rewriter.setInsertionPoint(op);
+    FailureOr<scf::SCFTilingResult> tiled =
+        scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+    if (failed(tiled))
+      return;
+    rewriter.replaceOp(op, tiled->replacements);
+    target = cast<linalg::LinalgOp>(tiled->tiledOps.back());
+  }
+  rewriter.setInsertionPoint(target);
+  // Scalable flags spelled out: mask types built without them differ from
+  // the ones the transfer ops infer, though they print the same.
+  SmallVector<bool> scalable(vectorSizes.size(), false);
+  FailureOr<linalg::VectorizationResult> vectorized =
+      linalg::vectorize(rewriter, target, vectorSizes, scalable);
+  if (failed(vectorized))
+    return;
+  rewriter.replaceOp(target, vectorized->replacements);
+}
+
+/// Whether `op` divides integers: LLVM computes every lane of a masked
+/// vector, and the padding lanes' zero divisors would trap.
+bool dividesIntegers(linalg::LinalgOp op) {
+  return op->walk([](Operation *inner) {
+           return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+                      arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(inner)
+                      ? WalkResult::interrupt()
+                      : WalkResult::advance();
+         }).wasInterrupted();
+}
+
+/// Vectorizes `op` in `tiles`. When the last loop is not a multiple of the
+/// vector width, its last elements are split off and vectorized as one
+/// masked vector: rows of 197 or 7 elements would otherwise get tiles of
+/// one element (197 is prime) or odd-sized vectors that LLVM splits.
+void vectorizeRows(RewriterBase &rewriter, linalg::LinalgOp op, SmallVector<int64_t> tiles,
+                   int64_t width) {
+  unsigned last = op.getNumLoops() - 1;
+  int64_t extent = op.getStaticLoopRanges()[last];
+  int64_t tail = extent % width;
+  if (tail == 0 || tiles[last] % width == 0 || dividesIntegers(op)) {
+    vectorizeTiled(rewriter, op, tiles);
+    return;
+  }
+  linalg::LinalgOp tailOp = op;
+  if (extent > width) {
+    rewriter.setInsertionPoint(op);
+    auto [head, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
+                                        last, rewriter.getIndexAttr(extent - tail));
+    SmallVector<int64_t> headTiles = tiles;
+    headTiles[last] = divisorTile(extent - tail, 4 * width, width);
+    vectorizeTiled(rewriter, cast<linalg::LinalgOp>(head.getOperation()), headTiles);
+    tailOp = cast<linalg::LinalgOp>(rest.getOperation());
+  }
+  tiles[last] = tail;
+  SmallVector<int64_t> vectorSizes = tiles;
+  vectorSizes[last] = width;
+  vectorizeTiled(rewriter, tailOp, tiles, vectorSizes);
+}
+
 struct TesselX86VectorizePass
     : impl::TesselX86VectorizePassBase<TesselX86VectorizePass> {
   using Base::Base;
@@ -91,37 +163,34 @@ struct TesselX86VectorizePass
   void runOnOperation() override {
     func::FuncOp function = getOperation();
     MLIRContext *context = &getContext();
+    // Padding becomes a fill and a copy of the source into it, which
+    // vectorize (a tensor.pad would bufferize into scalar loops).
+    RewritePatternSet pads(context);
+    linalg::populateDecomposePadPatterns(pads);
+    if (failed(applyPatternsGreedily(function, std::move(pads))))
+      return signalPassFailure();
+
     SmallVector<linalg::LinalgOp> ops;
     function.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
 
     IRRewriter rewriter(context);
     for (linalg::LinalgOp op : ops) {
-      if (succeeded(registerBlockConvolution(rewriter, op, vectorWidth)) ||
+      if (succeeded(registerBlockChannelsLast(rewriter, op, vectorWidth)) ||
+          succeeded(registerBlockConvolution(rewriter, op, vectorWidth)) ||
           succeeded(registerBlockContraction(rewriter, op, vectorWidth)))
         continue;
       std::optional<SmallVector<int64_t>> tiles = vectorTiles(op, vectorWidth);
       if (!tiles)
         continue;
-      linalg::LinalgOp target = op;
-      if (llvm::any_of(llvm::zip(*tiles, op.getStaticLoopRanges()),
-                       [](auto pair) { return std::get<0>(pair) < std::get<1>(pair); })) {
-        scf::SCFTilingOptions options;
-        options.setTileSizes(getAsIndexOpFoldResult(context, *tiles));
-        rewriter.setInsertionPoint(op);
-        FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-            rewriter, cast<TilingInterface>(op.getOperation()), options);
-        if (failed(tiled))
-          continue;
-        rewriter.replaceOp(op, tiled->replacements);
-        target = cast<linalg::LinalgOp>(tiled->tiledOps.back());
-      }
-      rewriter.setInsertionPoint(target);
-      FailureOr<linalg::VectorizationResult> vectorized =
-          linalg::vectorize(rewriter, target);
-      if (failed(vectorized))
-        continue;
-      rewriter.replaceOp(target, vectorized->replacements);
+      vectorizeRows(rewriter, op, *tiles, vectorWidth);
     }
+
+    // Masked transfers become transfers with a mask operand first: the
+    // folding patterns below do not look inside vector.mask.
+    RewritePatternSet masks(context);
+    vector::populateVectorMaskLoweringPatternsForSideEffectingOps(masks);
+    if (failed(applyPatternsGreedily(function, std::move(masks))))
+      return signalPassFailure();
 
     RewritePatternSet patterns(context);
     tensor::populateFoldTensorSubsetIntoVectorTransferPatterns(patterns);

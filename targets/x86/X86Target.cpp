@@ -91,6 +91,8 @@ public:
   llvm::StringRef name() const override { return "x86"; }
   DeviceKind device() const override { return DeviceKind::Cpu; }
 
+  bool prefersChannelsLast() const override { return true; }
+
   LogicalResult chooseDataLayouts(ModuleOp module, const TargetOptions &options) override {
     FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = createMachine(module, options);
     if (failed(machine))

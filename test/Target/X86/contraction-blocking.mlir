@@ -109,3 +109,33 @@ func.func @transposed_right(%a: tensor<12x16xf32>, %b: tensor<32x16xf32>, %c: te
   } -> tensor<12x32xf32>
   return %0 : tensor<12x32xf32>
 }
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// 36 columns: two blocks of 16, then the last 4 columns as a block of one
+// vector whose lanes past column 36 are masked (no in_bounds) in its reads
+// of the right operand and in its writes.
+// CHECK-LABEL: @columns36
+// CHECK: tensor.extract_slice %{{.+}}[0, 0] [6, 32] [1, 1] : tensor<6x36xf32> to tensor<6x32xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c16
+// CHECK: tensor.extract_slice %{{.+}}[0, 32] [8, 4] [1, 1] : tensor<8x36xf32> to tensor<8x4xf32>
+// CHECK: tensor.extract_slice %{{.+}}[0, 32] [6, 4] [1, 1] : tensor<6x36xf32> to tensor<6x4xf32>
+// CHECK-COUNT-6: vector.transfer_read %{{.+}}, %{{[^ ]+}} : tensor<6x4xf32>, vector<8xf32>
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-NEXT: vector.transfer_read %{{.+}}[%{{.+}}, %c0], %{{[^ ]+}} : tensor<8x4xf32>, vector<8xf32>
+// CHECK-COUNT-6: vector.fma
+// CHECK-COUNT-6: vector.transfer_write %{{.+}}, %{{[^ ]+}} : vector<8xf32>, tensor<6x4xf32>
+func.func @columns36(%a: tensor<6x8xf32>, %b: tensor<8x36xf32>, %c: tensor<6x36xf32>) -> tensor<6x36xf32> {
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<6x8xf32>, tensor<8x36xf32>) outs(%c : tensor<6x36xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<6x36xf32>
+  return %0 : tensor<6x36xf32>
+}

@@ -74,3 +74,38 @@ module {
     return %0, %1 : tensor<6x32xf32>, tensor<2x32xf32>
   }
 }
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// 20 columns take one panel of three vectors (3 x 24 blocks): the panel is
+// padded with zeros so that its blocks load whole vectors, and the unpack
+// drops them.
+// CHECK-LABEL: func.func private @padded
+// CHECK: linalg.unpack %{{.+}} outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [24] into %{{.+}} : tensor<1x1x24xf32> -> tensor<1x20xf32>
+// CHECK-LABEL: func.func @main
+// CHECK: arith.constant dense<{{\[\[\[}}1.000000e+00, {{.*}}, 1.900000e+01, 2.000000e+01, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]]> : tensor<1x1x24xf32>
+module {
+  func.func private @padded(%a: tensor<6x1xf32>, %b: tensor<1x20xf32>) -> tensor<6x20xf32> attributes {tessel.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<6x20xf32>
+    %c = linalg.fill ins(%zero : f32) outs(%e : tensor<6x20xf32>) -> tensor<6x20xf32>
+    %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<6x1xf32>, tensor<1x20xf32>) outs(%c : tensor<6x20xf32>) {
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<6x20xf32>
+    return %0 : tensor<6x20xf32>
+  }
+  func.func @main(%x: tensor<6x1xf32>) -> tensor<6x20xf32> {
+    %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0,
+                                17.0, 18.0, 19.0, 20.0]]> : tensor<1x20xf32>
+    %0 = call @padded(%x, %w) : (tensor<6x1xf32>, tensor<1x20xf32>) -> tensor<6x20xf32>
+    return %0 : tensor<6x20xf32>
+  }
+}

@@ -64,16 +64,16 @@ func.func @small(%x: tensor<4xf32>) -> tensor<4xf32> {
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// MatMul + bias: the register block is 8 rows x 48 columns, so workgroups
-// hold whole blocks. Columns are split first (each workgroup reads only
-// its half of the weight); the matmul and its fill are fused into the
-// bias add's tiles.
+// MatMul + bias: the register block is 8 rows x 48 columns, and any whole
+// number of blocks is worth a workgroup. Columns are split first, so each
+// workgroup reads only its own quarter of the weight, for all rows; the
+// matmul and its fill are fused into the bias add's tiles.
 // CHECK-LABEL: @matmul_bias
-// CHECK: scf.forall (%[[M:.+]], %[[N:.+]]) = (0, 0) to (16, 192) step (8, 96)
+// CHECK: scf.forall (%[[N:.+]]) = (0) to (192) step (48)
 // CHECK: linalg.fill
-// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}} : tensor<8x64xf32>, tensor<64x96xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}} : tensor<16x64xf32>, tensor<64x48xf32>)
 // CHECK: arith.addf
-// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[%[[M]], %[[N]]] [8, 96]
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %[[N]]] [16, 48]
 func.func @matmul_bias(%a: tensor<16x64xf32>, %b: tensor<64x192xf32>, %bias: tensor<16x192xf32>) -> tensor<16x192xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<16x192xf32>

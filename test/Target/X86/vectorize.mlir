@@ -79,3 +79,27 @@ func.func @booleans(%x: tensor<64xf32>, %init: tensor<64xi1>) -> tensor<64xi1> {
   } -> tensor<64xi1>
   return %0 : tensor<64xi1>
 }
+
+// -----
+
+// Rows of 20 with AVX2: the first 16 columns in whole vectors, the last 4
+// as one masked vector (lanes 4-7 neither read nor written), never a
+// vector<4xf32> or tiles of one element.
+// CHECK-LABEL: @row20
+// CHECK-NOT: vector<4xf32>
+// CHECK: tensor.extract_slice %{{.+}}[0, 0] [4, 16] [1, 1] : tensor<4x20xf32> to tensor<4x16xf32>
+// CHECK: vector.transfer_read {{.*}} {in_bounds = [true, true]} : tensor<4x20xf32>, vector<1x16xf32>
+// CHECK: tensor.extract_slice %{{.+}}[0, 16] [4, 4] [1, 1] : tensor<4x20xf32> to tensor<4x4xf32>
+// CHECK: %[[MASK:.+]] = vector.constant_mask [1, 4] : vector<1x8xi1>
+// CHECK-NEXT: vector.transfer_read %{{.+}}[%c0, %c0], %{{.+}}, %[[MASK]] {{.*}} : tensor<1x4xf32>, vector<1x8xf32>
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%c0, %c0], %[[MASK]] {{.*}} : vector<1x8xf32>, tensor<1x4xf32>
+func.func @row20(%x: tensor<4x20xf32>, %init: tensor<4x20xf32>) -> tensor<4x20xf32> {
+  %zero = arith.constant 0.0 : f32
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x20xf32>) outs(%init : tensor<4x20xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x20xf32>
+  return %0 : tensor<4x20xf32>
+}

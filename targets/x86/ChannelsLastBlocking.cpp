@@ -1,0 +1,404 @@
+//===- ChannelsLastBlocking.cpp - Register blocks for NHWC windows --------===//
+//
+// In NHWC every output pixel holds its channels contiguously, so a block of
+// a few output pixels by a few vectors of channels is all whole vectors
+// however small the image gets (7 x 7 at the end of a ResNet). A regular
+// convolution is then the contraction microkernel with pixels as rows: per
+// reduction step (kh, kw, c) it loads one row segment of the filter and
+// broadcasts one input element per pixel. A depthwise convolution and
+// pooling keep one accumulator per pixel and channel vector and load the
+// input vectors themselves.
+//
+// Blocks are walked channels outermost: the filter panel of a block of
+// output channels stays in cache while every pixel block reads it, which
+// matters at the end of a network, where a filter (2.4M floats for 3x3x512
+// -> 512) outweighs the image it is applied to many times over.
+//
+//===----------------------------------------------------------------------===//
+
+#include "targets/x86/ChannelsLastBlocking.h"
+#include "targets/x86/BlockingUtils.h"
+#include "targets/x86/RegisterBudget.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace tessel::x86 {
+
+namespace {
+
+enum class WindowKind { Convolution, Depthwise, MaxPool, SumPool };
+
+/// Loops shared by the four named ops: (n, oh, ow, channel, kh, kw[, c]).
+enum Loop : unsigned { kBatch = 0, kRow = 1, kColumn = 2, kChannel = 3, kKernelRow = 4,
+                       kKernelColumn = 5, kInputChannel = 6 };
+
+/// Most output pixels of a block.
+constexpr int64_t kMaxPixels = 16;
+/// Most vectors of channels of a block.
+constexpr int64_t kMaxChannelVectors = 4;
+
+std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
+  if (isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
+    return WindowKind::Convolution;
+  if (isa<linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation()))
+    return WindowKind::Depthwise;
+  if (isa<linalg::PoolingNhwcMaxOp>(op.getOperation()))
+    return WindowKind::MaxPool;
+  if (isa<linalg::PoolingNhwcSumOp>(op.getOperation()))
+    return WindowKind::SumPool;
+  return std::nullopt;
+}
+
+/// Strides and dilations of the (h, w) window.
+SmallVector<int64_t> windowAttribute(linalg::LinalgOp op, StringRef name) {
+  auto attr = op->getAttrOfType<DenseIntElementsAttr>(name);
+  return llvm::to_vector(attr.getValues<int64_t>());
+}
+
+/// Issue slots of one reduction step of a block of `pixels` x `vectors`.
+int64_t pixelStepCost(WindowKind kind, int64_t pixels, int64_t vectors) {
+  int64_t arithmetic = pixels * vectors;
+  switch (kind) {
+  case WindowKind::Convolution: // filter vectors + one broadcast per pixel
+    return stepCost(arithmetic, vectors + pixels);
+  case WindowKind::Depthwise: // filter vectors + input vectors
+    return stepCost(arithmetic, vectors + arithmetic);
+  case WindowKind::MaxPool:
+  case WindowKind::SumPool: // input vectors
+    return stepCost(arithmetic, arithmetic);
+  }
+  llvm_unreachable("window kind");
+}
+
+/// Accumulators a block may hold besides its loaded operands.
+int64_t accumulatorBudget(WindowKind kind, int64_t vectors, int64_t width) {
+  int64_t registers = vectorRegisters(width);
+  switch (kind) {
+  case WindowKind::Convolution: // filter vectors, one broadcast
+    return registers - vectors - 1;
+  case WindowKind::Depthwise: // filter vectors, one input vector
+    return registers - vectors - 1;
+  case WindowKind::MaxPool:
+  case WindowKind::SumPool: // one input vector
+    return registers - 1;
+  }
+  llvm_unreachable("window kind");
+}
+
+/// Full blocks of `block` along `extent`, and the size of the last, partial
+/// one (0 if none).
+std::pair<int64_t, int64_t> blocksAlong(int64_t extent, int64_t block) {
+  return {extent / block, extent % block};
+}
+
+//===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+/// Where a convolution block's filter [KH, KW, C, channels] lives when it is
+/// a slice of a constant packed into panels (PackWeights).
+struct FilterPanels {
+  Value panels;
+  Value panel;
+};
+
+std::optional<FilterPanels> traceFilterPanels(OpBuilder &b, Location loc, Value filter,
+                                              int64_t panelWidth) {
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  SliceOrigin origin = traceSlices(b, loc, filter);
+  auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
+  if (!unpack || packedFilterPanelWidth(unpack) != panelWidth)
+    return std::nullopt;
+  for (unsigned axis = 0; axis < 3; ++axis)
+    if (!isConstantIntValue(getAsOpFoldResult(origin.offsets[axis]), 0) ||
+        unpack.getDestType().getDimSize(axis) != filterType.getDimSize(axis))
+      return std::nullopt;
+  Value panel = b.createOrFold<arith::DivUIOp>(
+      loc, origin.offsets[3], arith::ConstantIndexOp::create(b, loc, panelWidth));
+  return FilterPanels{unpack.getSource(), panel};
+}
+
+/// Emits the block computation for `tile`, whose output is one block
+/// [1, height, width, channels], in place of it.
+void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile, WindowKind kind,
+               int64_t panelWidth, int64_t width) {
+  Location loc = tile.getLoc();
+  rewriter.setInsertionPoint(tile);
+  Value input = tile.getDpsInputOperand(0)->get();
+  Value filter = tile.getDpsInputOperand(1)->get();
+  Value output = tile.getDpsInitOperand(0)->get();
+  auto outputType = cast<RankedTensorType>(output.getType());
+  int64_t height = outputType.getDimSize(1), columns = outputType.getDimSize(2);
+  int64_t channels = outputType.getDimSize(3);
+  int64_t vectors = llvm::divideCeil(channels, width);
+  SmallVector<int64_t> strides = windowAttribute(tile, "strides");
+  SmallVector<int64_t> dilations = windowAttribute(tile, "dilations");
+  SmallVector<int64_t> extents = tile.getStaticLoopRanges();
+  Type elementType = rewriter.getF32Type();
+  auto vectorType = VectorType::get({width}, elementType);
+  Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
+  auto index = [&](OpBuilder &b, Location at, int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, at, value);
+  };
+  Value zero = index(rewriter, loc, 0);
+  SmallVector<Value> channelIndex;
+  for (int64_t vector = 0; vector < vectors; ++vector)
+    channelIndex.push_back(index(rewriter, loc, vector * width));
+  // The lanes past the block's last channel are masked.
+  auto inBounds = [&](int64_t vector) {
+    return SmallVector<bool>{(vector + 1) * width <= channels};
+  };
+  auto read = [&](OpBuilder &b, Location at, Value source, ValueRange indices,
+                  int64_t vector) -> Value {
+    return vector::TransferReadOp::create(b, at, vectorType, source, indices, padding,
+                                          inBounds(vector));
+  };
+
+  SmallVector<Value> accumulators;
+  for (int64_t row = 0; row < height; ++row)
+    for (int64_t column = 0; column < columns; ++column)
+      for (int64_t vector = 0; vector < vectors; ++vector)
+        accumulators.push_back(read(rewriter, loc, output,
+                                    {zero, index(rewriter, loc, row),
+                                     index(rewriter, loc, column), channelIndex[vector]},
+                                    vector));
+
+  std::optional<FilterPanels> panels;
+  if (kind == WindowKind::Convolution)
+    panels = traceFilterPanels(rewriter, loc, filter, panelWidth);
+
+  // The input position of pixel (row, column) at kernel position (kh, kw).
+  auto inputPosition = [&](OpBuilder &b, Location at, int64_t row, int64_t column,
+                           Value kh, Value kw) -> std::pair<Value, Value> {
+    auto offset = [&](int64_t base, Value k, int64_t dilation) {
+      Value scaled = arith::MulIOp::create(b, at, k, index(b, at, dilation));
+      return arith::AddIOp::create(b, at, scaled, index(b, at, base)).getResult();
+    };
+    return {offset(row * strides[0], kh, dilations[0]),
+            offset(column * strides[1], kw, dilations[1])};
+  };
+
+  auto step = [&](OpBuilder &b, Location at, ValueRange ivs, ValueRange sums) {
+    Value kh = ivs[0], kw = ivs[1];
+    SmallVector<Value> updated;
+    SmallVector<Value> filterVectors;
+    if (kind == WindowKind::Convolution) {
+      Value c = ivs[2];
+      for (int64_t vector = 0; vector < vectors; ++vector)
+        filterVectors.push_back(
+            panels ? vector::TransferReadOp::create(
+                         b, at, vectorType, panels->panels,
+                         ValueRange{panels->panel, kh, kw, c, channelIndex[vector]}, padding,
+                         ArrayRef<bool>{true})
+                         .getResult()
+                   : read(b, at, filter, {kh, kw, c, channelIndex[vector]}, vector));
+      for (int64_t row = 0; row < height; ++row)
+        for (int64_t column = 0; column < columns; ++column) {
+          auto [h, w] = inputPosition(b, at, row, column, kh, kw);
+          Value scalar = tensor::ExtractOp::create(b, at, input, ValueRange{zero, h, w, c});
+          Value broadcast = vector::BroadcastOp::create(b, at, vectorType, scalar);
+          for (int64_t vector = 0; vector < vectors; ++vector)
+            updated.push_back(vector::FMAOp::create(b, at, broadcast, filterVectors[vector],
+                                                    sums[updated.size()]));
+        }
+      return updated;
+    }
+    if (kind == WindowKind::Depthwise)
+      for (int64_t vector = 0; vector < vectors; ++vector)
+        filterVectors.push_back(read(b, at, filter, {kh, kw, channelIndex[vector]}, vector));
+    for (int64_t row = 0; row < height; ++row)
+      for (int64_t column = 0; column < columns; ++column) {
+        auto [h, w] = inputPosition(b, at, row, column, kh, kw);
+        for (int64_t vector = 0; vector < vectors; ++vector) {
+          Value in = read(b, at, input, {zero, h, w, channelIndex[vector]}, vector);
+          Value sum = sums[updated.size()];
+          switch (kind) {
+          case WindowKind::Depthwise:
+            updated.push_back(vector::FMAOp::create(b, at, in, filterVectors[vector], sum));
+            break;
+          case WindowKind::MaxPool:
+            updated.push_back(arith::MaximumFOp::create(b, at, sum, in));
+            break;
+          case WindowKind::SumPool:
+            updated.push_back(arith::AddFOp::create(b, at, sum, in));
+            break;
+          case WindowKind::Convolution:
+            llvm_unreachable("handled above");
+          }
+        }
+      }
+    return updated;
+  };
+
+  SmallVector<Value> upperBounds{index(rewriter, loc, extents[kKernelRow]),
+                                 index(rewriter, loc, extents[kKernelColumn])};
+  if (kind == WindowKind::Convolution)
+    upperBounds.push_back(index(rewriter, loc, extents[kInputChannel]));
+  SmallVector<Value> lowerBounds(upperBounds.size(), zero);
+  SmallVector<Value> steps(upperBounds.size(), index(rewriter, loc, 1));
+  scf::LoopNest nest = scf::buildLoopNest(
+      rewriter, loc, lowerBounds, upperBounds, steps, accumulators,
+      [&](OpBuilder &b, Location at, ValueRange ivs, ValueRange sums) {
+        return step(b, at, ivs, sums);
+      });
+
+  Value written = output;
+  size_t next = 0;
+  for (int64_t row = 0; row < height; ++row)
+    for (int64_t column = 0; column < columns; ++column)
+      for (int64_t vector = 0; vector < vectors; ++vector)
+        written = vector::TransferWriteOp::create(
+                      rewriter, loc, nest.results[next++], written,
+                      ValueRange{zero, index(rewriter, loc, row),
+                                 index(rewriter, loc, column), channelIndex[vector]},
+                      inBounds(vector))
+                      .getResult();
+  rewriter.replaceOp(tile, written);
+}
+
+/// Tiles `op` into blocks of `block` (which divide its extents), output
+/// channels outermost, and emits each.
+LogicalResult tileAndEmit(RewriterBase &rewriter, linalg::LinalgOp op, WindowKind kind,
+                          PixelBlock block, int64_t panelWidth, int64_t width) {
+  SmallVector<int64_t> tiles(op.getNumLoops(), 0);
+  tiles[kBatch] = 1;
+  tiles[kRow] = block.height;
+  tiles[kColumn] = block.width;
+  tiles[kChannel] = block.channels;
+  SmallVector<int64_t> order{kBatch, kChannel, kRow, kColumn};
+  for (unsigned loop = kKernelRow; loop < op.getNumLoops(); ++loop)
+    order.push_back(loop);
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles))
+      .setInterchange(order);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled))
+    return failure();
+  rewriter.replaceOp(op, tiled->replacements);
+  emitBlock(rewriter, cast<linalg::LinalgOp>(tiled->tiledOps.back()), kind, panelWidth,
+            width);
+  return success();
+}
+
+/// Splits the partial last block off `op` along `loop` (of `block` sizes
+/// along kRow, kColumn, kChannel), recursively over the loops from `loop`
+/// on, and blocks every piece.
+LogicalResult splitAndBlock(RewriterBase &rewriter, linalg::LinalgOp op, WindowKind kind,
+                            PixelBlock block, unsigned loop, int64_t panelWidth,
+                            int64_t width) {
+  if (loop > kChannel)
+    return tileAndEmit(rewriter, op, kind, block, panelWidth, width);
+  int64_t extent = op.getStaticLoopRanges()[loop];
+  int64_t &size = loop == kRow ? block.height : loop == kColumn ? block.width : block.channels;
+  size = std::min(size, extent);
+  int64_t tail = extent % size;
+  if (tail == 0)
+    return splitAndBlock(rewriter, op, kind, block, loop + 1, panelWidth, width);
+  rewriter.setInsertionPoint(op);
+  auto [head, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
+                                      loop, rewriter.getIndexAttr(extent - tail));
+  if (failed(splitAndBlock(rewriter, cast<linalg::LinalgOp>(head.getOperation()), kind,
+                           block, loop + 1, panelWidth, width)))
+    return failure();
+  size = tail;
+  return splitAndBlock(rewriter, cast<linalg::LinalgOp>(rest.getOperation()), kind, block,
+                       loop + 1, panelWidth, width);
+}
+
+} // namespace
+
+bool isBlockableChannelsLast(linalg::LinalgOp op) {
+  if (!windowKind(op) || !op.hasPureTensorSemantics())
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+      return false;
+  }
+  return true;
+}
+
+PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width) {
+  WindowKind kind = *windowKind(op);
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  int64_t rows = extents[kRow], columns = extents[kColumn], channels = extents[kChannel];
+  // A packed filter fixes the block's channels: its panels.
+  std::optional<int64_t> panel;
+  if (auto unpack =
+          sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>())
+    panel = packedFilterPanelWidth(unpack);
+  PixelBlock best{1, 1, panel.value_or(width)};
+  int64_t bestCost = -1, bestBlocks = 0;
+  for (int64_t vectors = 1; vectors <= kMaxChannelVectors; ++vectors) {
+    int64_t blockChannels = vectors * width;
+    if (panel && blockChannels != *panel)
+      continue;
+    if (blockChannels > static_cast<int64_t>(llvm::alignTo(channels, width)))
+      break;
+    int64_t maxPixels =
+        std::min(kMaxPixels, accumulatorBudget(kind, vectors, width) / vectors);
+    auto [channelBlocks, channelTail] = blocksAlong(channels, blockChannels);
+    for (int64_t blockColumns = 1; blockColumns <= std::min(columns, maxPixels);
+         ++blockColumns) {
+      // Whole rows of pixels may be stacked into one block.
+      int64_t maxRows = blockColumns == columns ? maxPixels / blockColumns : 1;
+      for (int64_t blockRows = 1; blockRows <= std::min(rows, maxRows); ++blockRows) {
+        auto [rowBlocks, rowTail] = blocksAlong(rows, blockRows);
+        auto [columnBlocks, columnTail] = blocksAlong(columns, blockColumns);
+        int64_t cost = 0, blocks = 0;
+        for (auto [rowCount, height] : {std::pair{rowBlocks, blockRows}, {1, rowTail}})
+          for (auto [columnCount, blockWidth] :
+               {std::pair{columnBlocks, blockColumns}, {1, columnTail}})
+            for (auto [channelCount, blockVectors] :
+                 {std::pair{channelBlocks, vectors},
+                  {1, llvm::divideCeil(channelTail, width)}}) {
+              int64_t count = rowCount * columnCount * channelCount;
+              if (!height || !blockWidth || !blockVectors || !count)
+                continue;
+              cost += count * pixelStepCost(kind, height * blockWidth, blockVectors);
+              blocks += count;
+            }
+        if (bestCost < 0 || cost < bestCost || (cost == bestCost && blocks < bestBlocks)) {
+          best = PixelBlock{blockRows, blockColumns, blockChannels};
+          bestCost = cost;
+          bestBlocks = blocks;
+        }
+      }
+    }
+  }
+  return best;
+}
+
+std::optional<int64_t> packedFilterPanelWidth(linalg::UnPackOp unpack) {
+  RankedTensorType source = unpack.getSourceType(), dest = unpack.getDestType();
+  if (source.getRank() != 5 || dest.getRank() != 4 || !source.hasStaticShape() ||
+      !dest.hasStaticShape() || unpack.getInnerDimsPos() != ArrayRef<int64_t>{3} ||
+      unpack.getOuterDimsPerm() != ArrayRef<int64_t>{3, 0, 1, 2})
+    return std::nullopt;
+  ArrayRef<int64_t> tiles = unpack.getStaticInnerTiles();
+  if (tiles.size() != 1 || ShapedType::isDynamic(tiles[0]) ||
+      static_cast<int64_t>(llvm::divideCeil(dest.getDimSize(3), tiles[0])) !=
+          source.getDimSize(0))
+    return std::nullopt;
+  return tiles[0];
+}
+
+LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp op,
+                                        int64_t width) {
+  if (!isBlockableChannelsLast(op))
+    return failure();
+  PixelBlock block = choosePixelBlock(op, width);
+  return splitAndBlock(rewriter, op, *windowKind(op), block, kRow, block.channels, width);
+}
+
+} // namespace tessel::x86

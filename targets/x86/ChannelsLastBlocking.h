@@ -1,0 +1,49 @@
+//===- ChannelsLastBlocking.h - Register blocks for NHWC windows -*- C++ -*-===//
+
+#ifndef TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
+#define TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <optional>
+
+namespace tessel::x86 {
+
+/// A register block of an NHWC window op: `height` x `width` output pixels
+/// by `channels` output channels (whole vectors but perhaps the last).
+struct PixelBlock {
+  int64_t height;
+  int64_t width;
+  int64_t channels;
+};
+
+/// The window ops blocked here: linalg.conv_2d_nhwc_hwcf,
+/// linalg.depthwise_conv_2d_nhwc_hwc, linalg.pooling_nhwc_max and
+/// linalg.pooling_nhwc_sum on static f32 tensors.
+bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
+
+/// The block for `op` (isBlockableChannelsLast) with `width`-lane vectors.
+PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width);
+
+/// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that
+/// was packed into panels [F / P, KH, KW, C, P]; returns P.
+std::optional<int64_t> packedFilterPanelWidth(mlir::linalg::UnPackOp unpack);
+
+/// Rewrites `op` (isBlockableChannelsLast) into loops over register blocks,
+/// output channels outermost:
+///
+///   regular:    for kh, kw, c:  w[j] = filter[kh, kw, c, f + j * width ...]
+///                 acc[p][j] = fma(broadcast(in[pixel p, kh, kw, c]), w[j], acc[p][j])
+///   depthwise:  for kh, kw:     w[j] = filter[kh, kw, c + j * width ...]
+///                 acc[p][j] = fma(in[pixel p, kh, kw, c + j * width ...], w[j], acc[p][j])
+///   pooling:    for kh, kw:     acc[p][j] = max/add(acc[p][j], in[pixel p, kh, kw, c ...])
+///
+/// A regular convolution's filter unpacked from panels (PackWeights) is read
+/// from the panels.
+mlir::LogicalResult registerBlockChannelsLast(mlir::RewriterBase &rewriter,
+                                              mlir::linalg::LinalgOp op, int64_t width);
+
+} // namespace tessel::x86
+
+#endif // TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
