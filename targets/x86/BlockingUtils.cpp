@@ -4,8 +4,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -18,6 +24,210 @@ bool isPlainSlice(tensor::ExtractSliceOp slice) {
   return slice.getSourceType().getRank() == slice.getResultType().getRank() &&
          llvm::all_of(slice.getMixedStrides(),
                       [](OpFoldResult s) { return isConstantIntValue(s, 1); });
+}
+
+/// The input of `op` that reads `value`, when `op` can be applied to a
+/// block of `value` in registers (see BlockedOp).
+std::optional<unsigned> epilogueInput(linalg::GenericOp op, Value value) {
+  if (op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      op->getResult(0).getType() != value.getType() ||
+      !op.getIndexingMapMatchingResult(op->getResult(0)).isIdentity() ||
+      !op.getRegionOutputArgs().front().use_empty())
+    return std::nullopt;
+  unsigned last = op.getNumLoops() - 1;
+  std::optional<unsigned> chained;
+  for (OpOperand *operand : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    if (operand->get() == value) {
+      if (chained || !map.isIdentity())
+        return std::nullopt;
+      chained = operand->getOperandNumber();
+      continue;
+    }
+    // Other operands are read a vector along the last axis at a time, or
+    // one element broadcast when they do not vary along it.
+    if (!map.isProjectedPermutation() ||
+        (map.isFunctionOfDim(last) &&
+         map.getResults().back() != getAffineDimExpr(last, op.getContext())))
+      return std::nullopt;
+    if (!getElementTypeOrSelf(operand->get().getType()).isIntOrFloat())
+      return std::nullopt;
+  }
+  for (Operation &inner : op.getBody()->without_terminator())
+    if (inner.getNumRegions() || !OpTrait::hasElementwiseMappableTraits(&inner) ||
+        !llvm::all_of(inner.getResultTypes(), [](Type t) { return t.isIntOrFloat(); }))
+      return std::nullopt;
+  return chained;
+}
+
+/// The vector of `value` (a scalar defined outside a body) for a block.
+Value broadcastTo(OpBuilder &b, Location loc, Value value, int64_t width) {
+  return vector::BroadcastOp::create(b, loc, VectorType::get({width}, value.getType()),
+                                     value);
+}
+
+/// Computes `op`'s body (elementwise scalar ops) on vectors of `width`
+/// lanes, its block arguments given by `arguments`; returns the yielded
+/// vector.
+Value applyBody(OpBuilder &b, Location loc, linalg::GenericOp op,
+                ArrayRef<Value> arguments, int64_t width) {
+  IRMapping mapping;
+  Block *body = op.getBody();
+  for (auto [argument, value] : llvm::zip(body->getArguments(), arguments))
+    mapping.map(argument, value);
+  auto vectorOf = [&](Value scalar) {
+    if (Value mapped = mapping.lookupOrNull(scalar))
+      return mapped;
+    return broadcastTo(b, loc, scalar, width);
+  };
+  for (Operation &inner : body->without_terminator()) {
+    if (inner.getNumOperands() == 0) {
+      Operation *clone = b.clone(inner);
+      for (auto [result, cloned] : llvm::zip(inner.getResults(), clone->getResults()))
+        mapping.map(result, broadcastTo(b, loc, cloned, width));
+      continue;
+    }
+    SmallVector<Value> operands;
+    for (Value operand : inner.getOperands())
+      operands.push_back(vectorOf(operand));
+    SmallVector<Type> types;
+    for (Type type : inner.getResultTypes())
+      types.push_back(VectorType::get({width}, type));
+    OperationState state(loc, inner.getName(), operands, types, inner.getAttrs());
+    Operation *vectorized = b.create(state);
+    mapping.map(inner.getResults(), vectorized->getResults());
+  }
+  return vectorOf(body->getTerminator()->getOperand(0));
+}
+
+/// Tiles `root` by `tiles` in loop order `interchange`, fusing the producer
+/// and the epilogue's other ops (or the pieces of them in `fusable`) into
+/// each tile.
+FailureOr<BlockTile> tileRoot(RewriterBase &rewriter, const BlockedOp &op, Operation *root,
+                              ArrayRef<int64_t> tiles, ArrayRef<int64_t> interchange,
+                              const llvm::SmallPtrSetImpl<Operation *> &fusable) {
+  MLIRContext *context = rewriter.getContext();
+  scf::SCFTilingOptions tiling;
+  tiling.setTileSizes(getAsIndexOpFoldResult(context, tiles)).setInterchange(interchange);
+  rewriter.setInsertionPoint(root);
+  BlockTile tile;
+  tile.chainInputs = op.chainInputs;
+  if (op.epilogue.empty()) {
+    FailureOr<scf::SCFTilingResult> tiled =
+        scf::tileUsingSCF(rewriter, cast<TilingInterface>(root), tiling);
+    if (failed(tiled))
+      return failure();
+    rewriter.replaceOp(root, tiled->replacements);
+    tile.producer = cast<linalg::LinalgOp>(tiled->tiledOps.back());
+    return tile;
+  }
+
+  scf::SCFTileAndFuseOptions options;
+  options.setTilingOptions(tiling);
+  options.setFusionControlFn(
+      [&](tensor::ExtractSliceOp, OpResult producer,
+          bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        if (!fusable.contains(producer.getOwner()))
+          return std::nullopt;
+        return scf::SCFTileAndFuseOptions::ControlFnResult{};
+      });
+  FailureOr<scf::SCFTileAndFuseResult> fused =
+      scf::tileConsumerAndFuseProducersUsingSCF(rewriter, cast<TilingInterface>(root),
+                                               options);
+  if (failed(fused))
+    return failure();
+  for (OpResult value : root->getResults())
+    rewriter.replaceAllUsesWith(value, fused->replacements.lookup(value));
+  rewriter.eraseOp(root);
+
+  // From the tiled root back along the chained inputs to the producer.
+  Operation *current = fused->tiledAndFusedOps.front();
+  tile.epilogue.resize(op.epilogue.size());
+  for (size_t k = op.epilogue.size(); k-- > 0;) {
+    auto generic = dyn_cast_if_present<linalg::GenericOp>(current);
+    if (!generic)
+      return failure();
+    tile.epilogue[k] = generic;
+    current = generic->getOperand(op.chainInputs[k]).getDefiningOp();
+  }
+  tile.producer = dyn_cast_if_present<linalg::LinalgOp>(current);
+  if (!tile.producer || tile.producer->getName() != op.producer->getName())
+    return failure();
+  return tile;
+}
+
+/// After a split, a piece of the epilogue's k-th op reads a slice of the
+/// previous op's result. Fusion only fuses ops that produce the sliced value
+/// themselves, so the slice is replaced by a piece of the previous op
+/// computing just that slice, down to the producer; the pieces join
+/// `fusable`.
+void pullProducers(RewriterBase &rewriter, const BlockedOp &op, Operation *piece, size_t k,
+                   llvm::SmallPtrSetImpl<Operation *> &fusable) {
+  auto slice = piece->getOperand(op.chainInputs[k]).getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice)
+    return;
+  auto source = dyn_cast<OpResult>(slice.getSource());
+  if (!source || !fusable.contains(source.getOwner()))
+    return;
+  rewriter.setInsertionPoint(slice);
+  FailureOr<TilingResult> tiled =
+      tensor::replaceExtractSliceWithTiledProducer(rewriter, slice, source);
+  if (failed(tiled) || tiled->tiledOps.empty())
+    return;
+  rewriter.replaceOp(slice, tiled->tiledValues.front());
+  Operation *previous = tiled->tiledOps.back();
+  fusable.insert(previous);
+  if (k > 0)
+    pullProducers(rewriter, op, previous, k - 1, fusable);
+}
+
+LogicalResult blockPiecesImpl(RewriterBase &rewriter, const BlockedOp &op, Operation *root,
+                              SmallVector<int64_t> sizes, ArrayRef<unsigned> splitAxes,
+                              ArrayRef<unsigned> order,
+                              function_ref<void(const BlockTile &, ArrayRef<int64_t>)> emit,
+                              llvm::SmallPtrSetImpl<Operation *> &fusable) {
+  auto linalgRoot = cast<linalg::LinalgOp>(root);
+  SmallVector<int64_t> extents = linalgRoot.getStaticLoopRanges();
+  if (splitAxes.empty()) {
+    SmallVector<int64_t> tiles(extents.size(), 0);
+    for (auto [axis, size] : llvm::enumerate(sizes))
+      tiles[op.rootLoop(root, axis)] = size;
+    SmallVector<int64_t> interchange;
+    for (unsigned axis : order)
+      interchange.push_back(op.rootLoop(root, axis));
+    for (int64_t loop = 0; loop < static_cast<int64_t>(extents.size()); ++loop)
+      if (!llvm::is_contained(interchange, loop))
+        interchange.push_back(loop);
+    FailureOr<BlockTile> tile = tileRoot(rewriter, op, root, tiles, interchange, fusable);
+    if (failed(tile))
+      return failure();
+    emit(*tile, sizes);
+    return success();
+  }
+
+  unsigned axis = splitAxes.front();
+  int64_t extent = extents[op.rootLoop(root, axis)];
+  sizes[axis] = std::min(sizes[axis], extent);
+  int64_t tail = extent % sizes[axis];
+  if (tail == 0)
+    return blockPiecesImpl(rewriter, op, root, sizes, splitAxes.drop_front(), order, emit,
+                           fusable);
+  // The partial last block along `axis` is a piece of its own.
+  rewriter.setInsertionPoint(root);
+  auto [head, rest] =
+      linalg::splitOp(rewriter, cast<TilingInterface>(root), op.rootLoop(root, axis),
+                      rewriter.getIndexAttr(extent - tail));
+  if (!op.epilogue.empty()) {
+    pullProducers(rewriter, op, head, op.epilogue.size() - 1, fusable);
+    pullProducers(rewriter, op, rest, op.epilogue.size() - 1, fusable);
+  }
+  if (failed(blockPiecesImpl(rewriter, op, head, sizes, splitAxes.drop_front(), order, emit,
+                             fusable)))
+    return failure();
+  sizes[axis] = tail;
+  return blockPiecesImpl(rewriter, op, rest, sizes, splitAxes.drop_front(), order, emit,
+                         fusable);
 }
 
 } // namespace
@@ -44,6 +254,102 @@ SliceOrigin traceSlices(OpBuilder &b, Location loc, Value value) {
     origin.source = slice.getSource();
   }
   return origin;
+}
+
+BlockedOp::BlockedOp(linalg::LinalgOp producer) : producer(producer) {
+  if (producer->getNumResults() != 1)
+    return;
+  Value current = producer->getResult(0);
+  while (current.hasOneUse()) {
+    auto next = dyn_cast<linalg::GenericOp>(current.getUses().begin()->getOwner());
+    if (!next)
+      break;
+    std::optional<unsigned> input = epilogueInput(next, current);
+    if (!input)
+      break;
+    epilogue.push_back(next);
+    chainInputs.push_back(*input);
+    current = next->getResult(0);
+  }
+}
+
+Operation *BlockedOp::root() const {
+  // Op handles' accessors are not const.
+  if (epilogue.empty())
+    return linalg::LinalgOp(producer).getOperation();
+  return linalg::GenericOp(epilogue.back()).getOperation();
+}
+
+unsigned BlockedOp::rootLoop(Operation *root, unsigned axis) const {
+  if (!epilogue.empty())
+    return axis;
+  // A piece of the producer (the producer itself is gone once split).
+  auto op = cast<linalg::LinalgOp>(root);
+  return op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0))).getDimPosition(axis);
+}
+
+LogicalResult blockPieces(RewriterBase &rewriter, const BlockedOp &op, Operation *root,
+                          SmallVector<int64_t> sizes, ArrayRef<unsigned> splitAxes,
+                          ArrayRef<unsigned> order,
+                          function_ref<void(const BlockTile &, ArrayRef<int64_t>)> emit) {
+  linalg::LinalgOp producer = op.producer;
+  llvm::SmallPtrSet<Operation *, 8> fusable{producer.getOperation()};
+  for (linalg::GenericOp epilogue : op.epilogue)
+    if (epilogue.getOperation() != root)
+      fusable.insert(epilogue);
+  return blockPiecesImpl(rewriter, op, root, std::move(sizes), splitAxes, order, emit,
+                         fusable);
+}
+
+void storeBlock(RewriterBase &rewriter, Location loc, const BlockTile &tile,
+                ArrayRef<BlockValue> values) {
+  linalg::LinalgOp producer = tile.producer;
+  Operation *last = producer.getOperation();
+  if (!tile.epilogue.empty())
+    last = linalg::GenericOp(tile.epilogue.back()).getOperation();
+  // Every operand of the epilogue's tiles is defined before the last one.
+  rewriter.setInsertionPoint(last);
+  Value written = cast<DestinationStyleOpInterface>(last).getDpsInitOperand(0)->get();
+  for (const BlockValue &value : values) {
+    Value vector = value.vector;
+    int64_t width = cast<VectorType>(vector.getType()).getDimSize(0);
+    for (auto [epilogueOp, chained] : llvm::zip(tile.epilogue, tile.chainInputs)) {
+      linalg::GenericOp op = epilogueOp;
+      unsigned lastLoop = op.getNumLoops() - 1;
+      SmallVector<Value> arguments;
+      for (OpOperand *operand : op.getDpsInputOperands()) {
+        if (operand->getOperandNumber() == chained) {
+          arguments.push_back(vector);
+          continue;
+        }
+        AffineMap map = op.getMatchingIndexingMap(operand);
+        SmallVector<Value> indices;
+        for (unsigned result = 0; result < map.getNumResults(); ++result)
+          indices.push_back(value.indices[map.getDimPosition(result)]);
+        Type elementType = getElementTypeOrSelf(operand->get().getType());
+        if (map.isFunctionOfDim(lastLoop)) {
+          Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
+          arguments.push_back(vector::TransferReadOp::create(
+              rewriter, loc, VectorType::get({width}, elementType), operand->get(), indices,
+              padding, ArrayRef<bool>{value.inBounds}));
+          continue;
+        }
+        Value scalar = tensor::ExtractOp::create(rewriter, loc, operand->get(), indices);
+        arguments.push_back(broadcastTo(rewriter, loc, scalar, width));
+      }
+      arguments.push_back(vector); // the unused output argument
+      vector = applyBody(rewriter, loc, op, arguments, width);
+    }
+    written = vector::TransferWriteOp::create(rewriter, loc, vector, written, value.indices,
+                                              ArrayRef<bool>{value.inBounds})
+                  .getResult();
+  }
+  rewriter.replaceOp(last, written);
+  if (tile.epilogue.empty())
+    return;
+  for (linalg::GenericOp op : llvm::reverse(ArrayRef(tile.epilogue).drop_back()))
+    rewriter.eraseOp(op);
+  rewriter.eraseOp(producer);
 }
 
 } // namespace tessel::x86

@@ -1,10 +1,21 @@
 //===- BlockingUtils.h - What the register-blocking emitters share -*- C++ -*-===//
+//
+// Both emitters (ContractionBlocking, ChannelsLastBlocking) block an op whose
+// result is computed in vector registers, a block at a time, and apply the
+// elementwise ops that follow it in the kernel (its epilogue: bias,
+// activation, residual add) to the registers before storing them, so that
+// the result is written once instead of being written, read back and
+// written again by each elementwise op.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_TARGETS_X86_BLOCKINGUTILS_H
 #define TESSEL_TARGETS_X86_BLOCKINGUTILS_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Value.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/TilingInterface.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -32,6 +43,57 @@ SliceOrigin traceSlices(mlir::OpBuilder &b, mlir::Location loc, mlir::Value valu
 /// The value at the root of the unit-stride, rank-preserving slices that
 /// `value` is (`value` itself if it is no slice); creates nothing.
 mlir::Value sliceRoot(mlir::Value value);
+
+/// A blocked op and its epilogue: the elementwise generics that consume its
+/// result one after another, each the only user of the previous result,
+/// with the same shape (their loops are the result's axes), bodies of
+/// elementwise arith/math ops, and other operands that are contiguous along
+/// the last axis or broadcast along it.
+struct BlockedOp {
+  explicit BlockedOp(mlir::linalg::LinalgOp producer);
+
+  /// What is tiled: the epilogue's last op, or the producer.
+  mlir::Operation *root() const;
+  /// The loop of `root` (the root or a piece of it) that is axis `axis` of
+  /// the producer's result.
+  unsigned rootLoop(mlir::Operation *root, unsigned axis) const;
+
+  mlir::linalg::LinalgOp producer;
+  llvm::SmallVector<mlir::linalg::GenericOp> epilogue;
+  /// Per epilogue op: which of its inputs is the previous op's result.
+  llvm::SmallVector<unsigned> chainInputs;
+};
+
+/// The ops of one block: the producer's tile and its epilogue's tiles.
+struct BlockTile {
+  mlir::linalg::LinalgOp producer;
+  llvm::SmallVector<mlir::linalg::GenericOp> epilogue;
+  llvm::SmallVector<unsigned> chainInputs;
+};
+
+/// Splits `root` (a root of `op`, or a piece of one) wherever `sizes` (per
+/// result axis) do not divide its extent along `splitAxes`, tiles every
+/// piece into blocks of its sizes, result axes in `order` outermost first,
+/// fuses the producer and the epilogue into each block, and calls `emit`
+/// with the block's tiles and sizes.
+mlir::LogicalResult
+blockPieces(mlir::RewriterBase &rewriter, const BlockedOp &op, mlir::Operation *root,
+            llvm::SmallVector<int64_t> sizes, llvm::ArrayRef<unsigned> splitAxes,
+            llvm::ArrayRef<unsigned> order,
+            llvm::function_ref<void(const BlockTile &, llvm::ArrayRef<int64_t>)> emit);
+
+/// One accumulator of a block and where it goes in the producer's result
+/// tile.
+struct BlockValue {
+  mlir::Value vector;
+  llvm::SmallVector<mlir::Value> indices;
+  bool inBounds;
+};
+
+/// Applies the block's epilogue to every accumulator and stores them into
+/// the last tile's result; the block's tiles are replaced.
+void storeBlock(mlir::RewriterBase &rewriter, mlir::Location loc, const BlockTile &tile,
+                llvm::ArrayRef<BlockValue> values);
 
 } // namespace tessel::x86
 

@@ -93,6 +93,33 @@ int64_t accumulatorBudget(WindowKind kind, int64_t vectors, int64_t width) {
   llvm_unreachable("window kind");
 }
 
+/// L1 data cache geometry (Zen 4, Skylake and their successors alike):
+/// 64 sets of 64-byte lines, 8 ways.
+constexpr int64_t kCacheLine = 64;
+constexpr int64_t kCacheSets = 64;
+constexpr int64_t kCacheWays = 8;
+
+/// Whether the input rows that a regular convolution's block of `height` x
+/// `width` pixels broadcasts from fit the L1 cache together. Each pixel
+/// reads its own run of channels; when pixels lie a multiple of 4 KiB apart
+/// (1024 or 2048 channels) every run maps to the same set, and more runs
+/// than the set has ways (two stay for the filter stream) evict each other
+/// at every step.
+bool pixelRunsFitL1(linalg::LinalgOp op, int64_t height, int64_t width) {
+  auto inputType = cast<RankedTensorType>(op.getDpsInputOperand(0)->get().getType());
+  int64_t inputColumns = inputType.getDimSize(2), channels = inputType.getDimSize(3);
+  SmallVector<int64_t> strides = windowAttribute(op, "strides");
+  SmallVector<int64_t> perSet(kCacheSets, 0);
+  for (int64_t row = 0; row < height; ++row)
+    for (int64_t column = 0; column < width; ++column) {
+      int64_t pixel = row * strides[0] * inputColumns + column * strides[1];
+      int64_t set = (pixel * channels * 4 / kCacheLine) % kCacheSets;
+      if (++perSet[set] > kCacheWays - 2)
+        return false;
+    }
+  return true;
+}
+
 /// Full blocks of `block` along `extent`, and the size of the last, partial
 /// one (0 if none).
 std::pair<int64_t, int64_t> blocksAlong(int64_t extent, int64_t block) {
@@ -126,10 +153,11 @@ std::optional<FilterPanels> traceFilterPanels(OpBuilder &b, Location loc, Value 
   return FilterPanels{unpack.getSource(), panel};
 }
 
-/// Emits the block computation for `tile`, whose output is one block
-/// [1, height, width, channels], in place of it.
-void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile, WindowKind kind,
+/// Emits the block computation for `block`, whose producer's output is one
+/// block [1, height, width, channels] (and its epilogue), in place of it.
+void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
                int64_t panelWidth, int64_t width) {
+  linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
   Value input = tile.getDpsInputOperand(0)->get();
@@ -250,69 +278,15 @@ void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile, WindowKind kind,
         return step(b, at, ivs, sums);
       });
 
-  Value written = output;
-  size_t next = 0;
+  SmallVector<BlockValue> values;
   for (int64_t row = 0; row < height; ++row)
     for (int64_t column = 0; column < columns; ++column)
       for (int64_t vector = 0; vector < vectors; ++vector)
-        written = vector::TransferWriteOp::create(
-                      rewriter, loc, nest.results[next++], written,
-                      ValueRange{zero, index(rewriter, loc, row),
-                                 index(rewriter, loc, column), channelIndex[vector]},
-                      inBounds(vector))
-                      .getResult();
-  rewriter.replaceOp(tile, written);
-}
-
-/// Tiles `op` into blocks of `block` (which divide its extents), output
-/// channels outermost, and emits each.
-LogicalResult tileAndEmit(RewriterBase &rewriter, linalg::LinalgOp op, WindowKind kind,
-                          PixelBlock block, int64_t panelWidth, int64_t width) {
-  SmallVector<int64_t> tiles(op.getNumLoops(), 0);
-  tiles[kBatch] = 1;
-  tiles[kRow] = block.height;
-  tiles[kColumn] = block.width;
-  tiles[kChannel] = block.channels;
-  SmallVector<int64_t> order{kBatch, kChannel, kRow, kColumn};
-  for (unsigned loop = kKernelRow; loop < op.getNumLoops(); ++loop)
-    order.push_back(loop);
-  scf::SCFTilingOptions options;
-  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles))
-      .setInterchange(order);
-  rewriter.setInsertionPoint(op);
-  FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
-  if (failed(tiled))
-    return failure();
-  rewriter.replaceOp(op, tiled->replacements);
-  emitBlock(rewriter, cast<linalg::LinalgOp>(tiled->tiledOps.back()), kind, panelWidth,
-            width);
-  return success();
-}
-
-/// Splits the partial last block off `op` along `loop` (of `block` sizes
-/// along kRow, kColumn, kChannel), recursively over the loops from `loop`
-/// on, and blocks every piece.
-LogicalResult splitAndBlock(RewriterBase &rewriter, linalg::LinalgOp op, WindowKind kind,
-                            PixelBlock block, unsigned loop, int64_t panelWidth,
-                            int64_t width) {
-  if (loop > kChannel)
-    return tileAndEmit(rewriter, op, kind, block, panelWidth, width);
-  int64_t extent = op.getStaticLoopRanges()[loop];
-  int64_t &size = loop == kRow ? block.height : loop == kColumn ? block.width : block.channels;
-  size = std::min(size, extent);
-  int64_t tail = extent % size;
-  if (tail == 0)
-    return splitAndBlock(rewriter, op, kind, block, loop + 1, panelWidth, width);
-  rewriter.setInsertionPoint(op);
-  auto [head, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
-                                      loop, rewriter.getIndexAttr(extent - tail));
-  if (failed(splitAndBlock(rewriter, cast<linalg::LinalgOp>(head.getOperation()), kind,
-                           block, loop + 1, panelWidth, width)))
-    return failure();
-  size = tail;
-  return splitAndBlock(rewriter, cast<linalg::LinalgOp>(rest.getOperation()), kind, block,
-                       loop + 1, panelWidth, width);
+        values.push_back({nest.results[values.size()],
+                          {zero, index(rewriter, loc, row), index(rewriter, loc, column),
+                           channelIndex[vector]},
+                          inBounds(vector).front()});
+  storeBlock(rewriter, loc, block, values);
 }
 
 } // namespace
@@ -353,6 +327,9 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width) {
       // Whole rows of pixels may be stacked into one block.
       int64_t maxRows = blockColumns == columns ? maxPixels / blockColumns : 1;
       for (int64_t blockRows = 1; blockRows <= std::min(rows, maxRows); ++blockRows) {
+        if (kind == WindowKind::Convolution && blockRows * blockColumns > 1 &&
+            !pixelRunsFitL1(op, blockRows, blockColumns))
+          continue;
         auto [rowBlocks, rowTail] = blocksAlong(rows, blockRows);
         auto [columnBlocks, columnTail] = blocksAlong(columns, blockColumns);
         int64_t cost = 0, blocks = 0;
@@ -398,7 +375,15 @@ LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp
   if (!isBlockableChannelsLast(op))
     return failure();
   PixelBlock block = choosePixelBlock(op, width);
-  return splitAndBlock(rewriter, op, *windowKind(op), block, kRow, block.channels, width);
+  WindowKind kind = *windowKind(op);
+  BlockedOp blocked(op);
+  // Result axes (n, oh, ow, channel), channels outermost.
+  return blockPieces(rewriter, blocked, blocked.root(),
+                     {1, block.height, block.width, block.channels},
+                     {kRow, kColumn, kChannel}, {kBatch, kChannel, kRow, kColumn},
+                     [&](const BlockTile &tile, ArrayRef<int64_t>) {
+                       emitBlock(rewriter, tile, kind, block.channels, width);
+                     });
 }
 
 } // namespace tessel::x86

@@ -74,10 +74,11 @@ std::optional<PanelRead> tracePanels(OpBuilder &b, Location loc, Value right,
   return PanelRead{unpack.getSource(), panel};
 }
 
-/// Emits the microkernel for `tile`, a contraction whose row and column
-/// extents are the block's, in place of it.
-void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
+/// Emits the microkernel for `block`, a contraction tile whose row and
+/// column extents are the block's (and its epilogue), in place of it.
+void emitBlock(RewriterBase &rewriter, const BlockTile &block,
                const ContractionLoops &loops, int64_t panelWidth, int64_t width) {
+  linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
   SmallVector<int64_t> extents = tile.getStaticLoopRanges();
@@ -159,69 +160,15 @@ void emitBlock(RewriterBase &rewriter, linalg::LinalgOp tile,
       index(rewriter, 1), accumulators,
       [&](OpBuilder &b, Location at, Value k, ValueRange sums) { step(b, at, k, sums); });
 
-  Value written = result->get();
-  size_t next = 0;
+  SmallVector<BlockValue> values;
   for (int64_t row = 0; row < rows; ++row)
     for (int64_t vector = 0; vector < vectors; ++vector) {
       position[loops.m] = rowIndex[row];
       position[loops.n] = columnIndex[vector];
-      written = vector::TransferWriteOp::create(rewriter, loc, loop.getResult(next++),
-                                                written, indicesOf(result), inBounds(vector))
-                    .getResult();
+      values.push_back({loop.getResult(values.size()), indicesOf(result),
+                        inBounds(vector).front()});
     }
-  rewriter.replaceOp(tile, written);
-}
-
-/// Tiles `op` into blocks of `rows` x `columns` (columns outermost, so that
-/// a panel of the right operand stays in cache while the rows walk it) and
-/// emits each block; `columns` divides the op's column extent.
-LogicalResult blockContraction(RewriterBase &rewriter, linalg::LinalgOp op,
-                               const ContractionLoops &loops, int64_t rows,
-                               int64_t columns, int64_t panelWidth, int64_t width) {
-  SmallVector<int64_t> tiles(op.getNumLoops(), 0);
-  for (unsigned batch : loops.batch)
-    tiles[batch] = 1;
-  tiles[loops.m] = rows;
-  tiles[loops.n] = columns;
-  SmallVector<int64_t> order(loops.batch.begin(), loops.batch.end());
-  order.append({loops.n, loops.m, loops.k});
-
-  scf::SCFTilingOptions options;
-  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles))
-      .setInterchange(order);
-  rewriter.setInsertionPoint(op);
-  FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
-  if (failed(tiled))
-    return failure();
-  rewriter.replaceOp(op, tiled->replacements);
-  emitBlock(rewriter, cast<linalg::LinalgOp>(tiled->tiledOps.back()), loops, panelWidth,
-            width);
-  return success();
-}
-
-/// Blocks `op` into `block`s, whose columns divide the op's; when the rows
-/// do not, the last rows form a shorter block of their own. Panels of a
-/// packed right operand are `panelWidth` wide (by default the block's).
-LogicalResult blockRows(RewriterBase &rewriter, linalg::LinalgOp op,
-                        const ContractionLoops &loops, ContractionBlock block,
-                        int64_t width, int64_t panelWidth = 0) {
-  if (!panelWidth)
-    panelWidth = block.columns;
-  int64_t rowExtent = op.getStaticLoopRanges()[loops.m];
-  int64_t rows = std::min(block.rows, rowExtent);
-  int64_t tailRows = rowExtent % rows;
-  if (tailRows == 0)
-    return blockContraction(rewriter, op, loops, rows, block.columns, panelWidth, width);
-  rewriter.setInsertionPoint(op);
-  auto [head, tail] =
-      linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), loops.m,
-                      rewriter.getIndexAttr(rowExtent - tailRows));
-  if (failed(blockContraction(rewriter, cast<linalg::LinalgOp>(head.getOperation()), loops,
-                              rows, block.columns, panelWidth, width)))
-    return failure();
-  return blockContraction(rewriter, cast<linalg::LinalgOp>(tail.getOperation()), loops,
-                          tailRows, block.columns, panelWidth, width);
+  storeBlock(rewriter, loc, block, values);
 }
 
 } // namespace
@@ -323,30 +270,39 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   if (!loops)
     return failure();
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  int64_t columnExtent = extents[loops->n];
   // A packed right operand fixes the block's columns: its panels.
-  std::optional<ContractionBlock> block =
-      chooseContractionBlock(extents[loops->m], columnExtent, width, rightPanelWidth(op));
+  std::optional<ContractionBlock> block = chooseContractionBlock(
+      extents[loops->m], extents[loops->n], width, rightPanelWidth(op));
   if (!block)
     return failure();
-  // A product narrower than the block is its first columns.
-  if (columnExtent < block->columns)
-    return blockRows(rewriter, op, *loops, ContractionBlock{block->rows, columnExtent},
-                     width, block->columns);
-  int64_t tailColumns = columnExtent % block->columns;
-  if (tailColumns == 0)
-    return blockRows(rewriter, op, *loops, *block, width);
 
-  // The last columns form a narrower block of their own.
-  rewriter.setInsertionPoint(op);
-  auto [head, tail] =
-      linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), loops->n,
-                      rewriter.getIndexAttr(columnExtent - tailColumns));
-  if (failed(blockRows(rewriter, cast<linalg::LinalgOp>(head.getOperation()), *loops,
-                       *block, width)))
-    return failure();
-  return blockRows(rewriter, cast<linalg::LinalgOp>(tail.getOperation()), *loops,
-                   ContractionBlock{block->rows, tailColumns}, width, block->columns);
+  // Blocks per axis of the result; columns outermost, so that a panel of
+  // the right operand stays in cache while the rows walk it. The last block
+  // of columns or rows may be narrower.
+  BlockedOp blocked(op);
+  AffineMap resultMap = op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0)));
+  SmallVector<int64_t> sizes;
+  SmallVector<unsigned> batchAxes;
+  unsigned rowAxis = 0, columnAxis = 0;
+  for (unsigned axis = 0; axis < resultMap.getNumResults(); ++axis) {
+    unsigned loop = resultMap.getDimPosition(axis);
+    if (loop == loops->m) {
+      rowAxis = axis;
+      sizes.push_back(block->rows);
+    } else if (loop == loops->n) {
+      columnAxis = axis;
+      sizes.push_back(block->columns);
+    } else {
+      batchAxes.push_back(axis);
+      sizes.push_back(1);
+    }
+  }
+  SmallVector<unsigned> order = batchAxes;
+  order.append({columnAxis, rowAxis});
+  return blockPieces(rewriter, blocked, blocked.root(), sizes, {columnAxis, rowAxis}, order,
+                     [&](const BlockTile &tile, ArrayRef<int64_t>) {
+                       emitBlock(rewriter, tile, *loops, block->columns, width);
+                     });
 }
 
 } // namespace tessel::x86

@@ -1,5 +1,6 @@
 //===- Vectorize.cpp - Vector-sized tiles, vectorized ---------------------===//
 
+#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/ConvolutionBlocking.h"
@@ -174,7 +175,15 @@ struct TesselX86VectorizePass
     function.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
 
     IRRewriter rewriter(context);
+    // Ops a register block applied to its accumulators (its epilogue) are
+    // gone by the time the walk reaches them.
+    llvm::SmallPtrSet<Operation *, 16> fused;
     for (linalg::LinalgOp op : ops) {
+      if (fused.contains(op))
+        continue;
+      if (isBlockableChannelsLast(op) || matchBlockableContraction(op))
+        for (linalg::GenericOp epilogue : BlockedOp(op).epilogue)
+          fused.insert(epilogue);
       if (succeeded(registerBlockChannelsLast(rewriter, op, vectorWidth)) ||
           succeeded(registerBlockConvolution(rewriter, op, vectorWidth)) ||
           succeeded(registerBlockContraction(rewriter, op, vectorWidth)))
