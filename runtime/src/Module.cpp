@@ -125,6 +125,15 @@ tsl_status signatureInfo(const tsl_module *module, size_t index,
 
 } // namespace
 
+size_t tessel::runtime::cpuScratchBytes(const sc::Artifact &artifact) {
+  uint64_t bytes = 0;
+  for (const sc::Executable *executable : *artifact.executables())
+    if (executable->device() == sc::DeviceKind_cpu)
+      for (const sc::KernelEntry *entry : *executable->entries())
+        bytes = std::max(bytes, entry->scratch_bytes());
+  return bytes;
+}
+
 extern "C" {
 
 tsl_status tsl_module_load_file(const char *path, tsl_module **out_module) {
@@ -198,6 +207,17 @@ const char *tsl_module_provenance(const tsl_module *module, const char *key) {
   else if (std::strcmp(key, "model_name") == 0)
     value = provenance->model_name();
   return value ? value->c_str() : "";
+}
+
+tsl_status tsl_module_memory_info(const tsl_module *module, tsl_memory_info *out_info) {
+  if (!module || !out_info)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_module_memory_info: module and out_info must not be NULL");
+  const sc::Artifact &artifact = *module->artifact;
+  out_info->arena_bytes = artifact.memory_plan()->arena_size();
+  out_info->weight_bytes = artifact.weights() ? artifact.weights()->size() : 0;
+  out_info->scratch_bytes_per_thread = cpuScratchBytes(artifact);
+  return nullptr;
 }
 
 } // extern "C"

@@ -32,4 +32,12 @@ struct tsl_module_t {
   std::vector<std::unique_ptr<tessel::runtime::Executable>> executables;
 };
 
+namespace tessel::runtime {
+
+/// The largest scratch any CPU entry of `artifact` asks for: what each
+/// worker thread of a session holds.
+size_t cpuScratchBytes(const schema::Artifact &artifact);
+
+} // namespace tessel::runtime
+
 #endif // TESSEL_RUNTIME_SRC_MODULE_H

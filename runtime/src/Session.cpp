@@ -173,16 +173,6 @@ tsl_status planSteps(tsl_session &session) {
   return nullptr;
 }
 
-/// The largest scratch any CPU entry asks for.
-size_t cpuScratchBytes(const sc::Artifact &artifact) {
-  uint64_t bytes = 0;
-  for (const sc::Executable *executable : *artifact.executables())
-    if (executable->device() == sc::DeviceKind_cpu)
-      for (const sc::KernelEntry *entry : *executable->entries())
-        bytes = std::max(bytes, entry->scratch_bytes());
-  return bytes;
-}
-
 tsl_status createSession(tsl_module *module, const tsl_session_options *given,
                          tsl_session *&result) {
   tsl_session_options options;

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
@@ -232,28 +233,79 @@ LogicalResult blockPiecesImpl(RewriterBase &rewriter, const BlockedOp &op, Opera
 
 } // namespace
 
+/// The value a tiling loop's iteration argument starts from: tiles are
+/// disjoint, so a tile of the argument still holds the start value's
+/// elements until the tile itself is written.
+Value loopInit(Value value) {
+  auto argument = dyn_cast<BlockArgument>(value);
+  if (!argument)
+    return {};
+  auto loop = dyn_cast<scf::ForOp>(argument.getOwner()->getParentOp());
+  if (!loop || !loop.getTiedLoopInit(argument))
+    return {};
+  return loop.getTiedLoopInit(argument)->get();
+}
+
 Value sliceRoot(Value value) {
-  while (auto slice = value.getDefiningOp<tensor::ExtractSliceOp>()) {
-    if (!isPlainSlice(slice))
-      break;
+  for (;;) {
+    if (Value init = loopInit(value)) {
+      value = init;
+      continue;
+    }
+    auto slice = value.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || !isPlainSlice(slice))
+      return value;
     value = slice.getSource();
   }
-  return value;
+}
+
+/// Whether the region at `offsets` (constants) of `sizes` lies outside what
+/// `insert` writes into its destination, so that it reads the destination.
+bool outsideInserted(tensor::InsertSliceOp insert, ArrayRef<Value> offsets,
+                     ArrayRef<int64_t> sizes) {
+  if (insert.getSourceType().getRank() != insert.getDestType().getRank() ||
+      !llvm::all_of(insert.getMixedStrides(),
+                    [](OpFoldResult s) { return isConstantIntValue(s, 1); }))
+    return false;
+  for (auto [offset, size, insertedOffset, insertedSize] :
+       llvm::zip(offsets, sizes, insert.getMixedOffsets(), insert.getMixedSizes())) {
+    std::optional<int64_t> begin = getConstantIntValue(offset);
+    std::optional<int64_t> insertedBegin = getConstantIntValue(insertedOffset);
+    std::optional<int64_t> insertedExtent = getConstantIntValue(insertedSize);
+    if (!begin || !insertedBegin || !insertedExtent)
+      continue;
+    // Disjoint along one axis is disjoint.
+    if (*begin + size <= *insertedBegin || *insertedBegin + *insertedExtent <= *begin)
+      return true;
+  }
+  return false;
 }
 
 SliceOrigin traceSlices(OpBuilder &b, Location loc, Value value) {
-  auto rank = cast<RankedTensorType>(value.getType()).getRank();
+  auto type = cast<RankedTensorType>(value.getType());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  SliceOrigin origin{value, SmallVector<Value>(rank, zero)};
-  while (auto slice = origin.source.getDefiningOp<tensor::ExtractSliceOp>()) {
-    if (!isPlainSlice(slice))
-      break;
+  SliceOrigin origin{value, SmallVector<Value>(type.getRank(), zero)};
+  for (;;) {
+    if (Value init = loopInit(origin.source)) {
+      origin.source = init;
+      continue;
+    }
+    // The last rows or columns of a split op read the destination beside
+    // what the first part inserted.
+    if (auto insert = origin.source.getDefiningOp<tensor::InsertSliceOp>()) {
+      if (!type.hasStaticShape() || !outsideInserted(insert, origin.offsets, type.getShape()))
+        return origin;
+      origin.source = insert.getDest();
+      continue;
+    }
+    auto slice = origin.source.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || !isPlainSlice(slice))
+      return origin;
     for (auto [total, offset] : llvm::zip(origin.offsets, slice.getMixedOffsets()))
       total = b.createOrFold<arith::AddIOp>(
           loc, total, getValueOrCreateConstantIndexOp(b, loc, offset));
     origin.source = slice.getSource();
   }
-  return origin;
 }
 
 BlockedOp::BlockedOp(linalg::LinalgOp producer) : producer(producer) {
@@ -299,6 +351,59 @@ LogicalResult blockPieces(RewriterBase &rewriter, const BlockedOp &op, Operation
       fusable.insert(epilogue);
   return blockPiecesImpl(rewriter, op, root, std::move(sizes), splitAxes, order, emit,
                          fusable);
+}
+
+/// Whether `op` broadcasts a vector along the last axis of its result (a
+/// bias) and does nothing else.
+bool isLastAxisBroadcast(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1)
+    return false;
+  int64_t rank = op.getNumLoops();
+  return op.getNumParallelLoops() == rank &&
+         op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0))).isIdentity() &&
+         op.getMatchingIndexingMap(op.getDpsInputOperand(0)) ==
+             AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, op.getContext())) &&
+         op.getBody()->getTerminator()->getOperand(0) == op.getBody()->getArgument(0);
+}
+
+Operation *initComputation(linalg::LinalgOp producer) {
+  Value init = producer.getDpsInitOperand(0)->get();
+  Operation *op = init.getDefiningOp();
+  if (!op || !init.hasOneUse())
+    return nullptr;
+  auto broadcast = dyn_cast<linalg::GenericOp>(op);
+  if (isa<linalg::FillOp>(op) || (broadcast && isLastAxisBroadcast(broadcast)))
+    return op;
+  return nullptr;
+}
+
+void dropInitComputation(RewriterBase &rewriter, Operation *init) {
+  if (!init)
+    return;
+  Value destination = cast<DestinationStyleOpInterface>(init).getDpsInitOperand(0)->get();
+  rewriter.replaceAllUsesWith(init->getResult(0), destination);
+  rewriter.eraseOp(init);
+}
+
+Value initialAccumulator(OpBuilder &b, Location loc, Value init, ValueRange indices,
+                         bool inBounds, VectorType type, bool &readsInit) {
+  SliceOrigin origin = traceSlices(b, loc, init);
+  if (auto fill = origin.source.getDefiningOp<linalg::FillOp>())
+    return vector::BroadcastOp::create(b, loc, type, fill.getInputs().front());
+  Value padding = ub::PoisonOp::create(b, loc, type.getElementType());
+  auto broadcast = origin.source.getDefiningOp<linalg::GenericOp>();
+  if (broadcast && isLastAxisBroadcast(broadcast) &&
+      getElementTypeOrSelf(broadcast.getDpsInputOperand(0)->get().getType()) ==
+          type.getElementType()) {
+    Value column = b.createOrFold<arith::AddIOp>(loc, origin.offsets.back(), indices.back());
+    return vector::TransferReadOp::create(b, loc, type,
+                                          broadcast.getDpsInputOperand(0)->get(),
+                                          ValueRange{column}, padding,
+                                          ArrayRef<bool>{inBounds});
+  }
+  readsInit = true;
+  return vector::TransferReadOp::create(b, loc, type, init, indices, padding,
+                                        ArrayRef<bool>{inBounds});
 }
 
 void storeBlock(RewriterBase &rewriter, Location loc, const BlockTile &tile,

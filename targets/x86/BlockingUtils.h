@@ -82,6 +82,25 @@ blockPieces(mlir::RewriterBase &rewriter, const BlockedOp &op, mlir::Operation *
             llvm::ArrayRef<unsigned> order,
             llvm::function_ref<void(const BlockTile &, llvm::ArrayRef<int64_t>)> emit);
 
+/// The initial value of a block accumulator at `indices` of the producer's
+/// init tile `init`, without reading the tile when it is a slice of a fill
+/// (zeros, -inf) or of a vector broadcast along the last axis (a bias):
+/// otherwise computing the init would write the whole result once more and
+/// the block read it back. Sets `readsInit` when it reads the tile.
+mlir::Value initialAccumulator(mlir::OpBuilder &b, mlir::Location loc, mlir::Value init,
+                               mlir::ValueRange indices, bool inBounds,
+                               mlir::VectorType type, bool &readsInit);
+
+/// The fill or bias broadcast computing `producer`'s init for `producer`
+/// alone, whose values initialAccumulator reads without the tensor.
+mlir::Operation *initComputation(mlir::linalg::LinalgOp producer);
+
+/// Once every block of the producer started from the init computation's
+/// values instead of its tensor (no initialAccumulator read it), the blocks'
+/// destination need not hold them: the computation is replaced by its own
+/// (uninitialized) destination.
+void dropInitComputation(mlir::RewriterBase &rewriter, mlir::Operation *init);
+
 /// One accumulator of a block and where it goes in the producer's result
 /// tile.
 struct BlockValue {

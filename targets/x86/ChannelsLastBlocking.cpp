@@ -44,6 +44,9 @@ enum Loop : unsigned { kBatch = 0, kRow = 1, kColumn = 2, kChannel = 3, kKernelR
 constexpr int64_t kMaxPixels = 16;
 /// Most vectors of channels of a block.
 constexpr int64_t kMaxChannelVectors = 4;
+/// Most window positions (kh, kw) emitted one after another instead of as
+/// loops.
+constexpr int64_t kMaxUnrolledWindow = 16;
 
 std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
   if (isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
@@ -153,10 +156,42 @@ std::optional<FilterPanels> traceFilterPanels(OpBuilder &b, Location loc, Value 
   return FilterPanels{unpack.getSource(), panel};
 }
 
+/// The unpadded source of a block's input window, when the window is a slice
+/// of a tensor.pad of the image (spatial padding only, a constant value):
+/// blocks read the source in place, and only those whose window crosses the
+/// border check their positions, instead of every kernel materializing the
+/// padded image.
+struct PaddedInput {
+  Value source;
+  Value padding;
+  /// Where the window starts in the source: batch, row, column (rows and
+  /// columns negative when the window starts in the padding), channel.
+  SmallVector<Value> start;
+  int64_t rows, columns;
+};
+
+std::optional<PaddedInput> tracePaddedInput(OpBuilder &b, Location loc, Value window) {
+  auto pad = sliceRoot(window).getDefiningOp<tensor::PadOp>();
+  if (!pad || !pad.getConstantPaddingValue())
+    return std::nullopt;
+  ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+  auto sourceType = pad.getSourceType();
+  if (llvm::any_of(low, ShapedType::isDynamic) || llvm::any_of(high, ShapedType::isDynamic) ||
+      low[0] || high[0] || low[3] || high[3] || !sourceType.hasStaticShape())
+    return std::nullopt;
+  SliceOrigin origin = traceSlices(b, loc, window);
+  PaddedInput padded{pad.getSource(), pad.getConstantPaddingValue(), {}, sourceType.getDimSize(1),
+                     sourceType.getDimSize(2)};
+  for (unsigned axis = 0; axis < 4; ++axis)
+    padded.start.push_back(b.createOrFold<arith::SubIOp>(
+        loc, origin.offsets[axis], arith::ConstantIndexOp::create(b, loc, low[axis])));
+  return padded;
+}
+
 /// Emits the block computation for `block`, whose producer's output is one
 /// block [1, height, width, channels] (and its epilogue), in place of it.
 void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
-               int64_t panelWidth, int64_t width) {
+               int64_t panelWidth, int64_t width, bool &readsInit) {
   linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
@@ -194,14 +229,51 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   for (int64_t row = 0; row < height; ++row)
     for (int64_t column = 0; column < columns; ++column)
       for (int64_t vector = 0; vector < vectors; ++vector)
-        accumulators.push_back(read(rewriter, loc, output,
-                                    {zero, index(rewriter, loc, row),
-                                     index(rewriter, loc, column), channelIndex[vector]},
-                                    vector));
+        accumulators.push_back(initialAccumulator(
+            rewriter, loc, output,
+            {zero, index(rewriter, loc, row), index(rewriter, loc, column),
+             channelIndex[vector]},
+            inBounds(vector).front(), vectorType, readsInit));
 
   std::optional<FilterPanels> panels;
   if (kind == WindowKind::Convolution)
     panels = traceFilterPanels(rewriter, loc, filter, panelWidth);
+  std::optional<PaddedInput> padded = tracePaddedInput(rewriter, loc, input);
+
+  // Input element (conv) or vector (depthwise, pooling) at window position
+  // (h, w) and channel `c`. Read through padding, a position outside the
+  // source reads the padding value; `guarded` says the window may cross the
+  // border, which only then costs a bounds check and a select.
+  auto loadInput = [&](OpBuilder &b, Location at, Value h, Value w, Value c,
+                       std::optional<int64_t> vector, bool guarded) -> Value {
+    auto load = [&](Value source, ValueRange indices) -> Value {
+      if (vector)
+        return read(b, at, source, indices, *vector);
+      return tensor::ExtractOp::create(b, at, source, indices);
+    };
+    if (!padded)
+      return load(input, {zero, h, w, c});
+    auto add = [&](Value x, Value y) { return b.createOrFold<arith::AddIOp>(at, x, y); };
+    Value row = add(padded->start[1], h), column = add(padded->start[2], w);
+    SmallVector<Value> indices{padded->start[0], row, column, add(padded->start[3], c)};
+    if (!guarded)
+      return load(padded->source, indices);
+    auto inside = [&](Value position, int64_t extent) {
+      Value aboveZero = arith::CmpIOp::create(b, at, arith::CmpIPredicate::sge, position, zero);
+      Value belowEnd = arith::CmpIOp::create(b, at, arith::CmpIPredicate::slt, position,
+                                             index(b, at, extent));
+      return arith::AndIOp::create(b, at, aboveZero, belowEnd).getResult();
+    };
+    Value valid = arith::AndIOp::create(b, at, inside(row, padded->rows),
+                                        inside(column, padded->columns));
+    indices[1] = arith::SelectOp::create(b, at, valid, row, zero);
+    indices[2] = arith::SelectOp::create(b, at, valid, column, zero);
+    Value loaded = load(padded->source, indices);
+    Value fill = padded->padding;
+    if (vector)
+      fill = vector::BroadcastOp::create(b, at, vectorType, fill);
+    return arith::SelectOp::create(b, at, valid, loaded, fill);
+  };
 
   // The input position of pixel (row, column) at kernel position (kh, kw).
   auto inputPosition = [&](OpBuilder &b, Location at, int64_t row, int64_t column,
@@ -214,7 +286,8 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
             offset(column * strides[1], kw, dilations[1])};
   };
 
-  auto step = [&](OpBuilder &b, Location at, ValueRange ivs, ValueRange sums) {
+  auto step = [&](OpBuilder &b, Location at, ValueRange ivs, ValueRange sums,
+                  bool guarded) {
     Value kh = ivs[0], kw = ivs[1];
     SmallVector<Value> updated;
     SmallVector<Value> filterVectors;
@@ -231,7 +304,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
       for (int64_t row = 0; row < height; ++row)
         for (int64_t column = 0; column < columns; ++column) {
           auto [h, w] = inputPosition(b, at, row, column, kh, kw);
-          Value scalar = tensor::ExtractOp::create(b, at, input, ValueRange{zero, h, w, c});
+          Value scalar = loadInput(b, at, h, w, c, std::nullopt, guarded);
           Value broadcast = vector::BroadcastOp::create(b, at, vectorType, scalar);
           for (int64_t vector = 0; vector < vectors; ++vector)
             updated.push_back(vector::FMAOp::create(b, at, broadcast, filterVectors[vector],
@@ -246,7 +319,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
       for (int64_t column = 0; column < columns; ++column) {
         auto [h, w] = inputPosition(b, at, row, column, kh, kw);
         for (int64_t vector = 0; vector < vectors; ++vector) {
-          Value in = read(b, at, input, {zero, h, w, channelIndex[vector]}, vector);
+          Value in = loadInput(b, at, h, w, channelIndex[vector], vector, guarded);
           Value sum = sums[updated.size()];
           switch (kind) {
           case WindowKind::Depthwise:
@@ -272,17 +345,69 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     upperBounds.push_back(index(rewriter, loc, extents[kInputChannel]));
   SmallVector<Value> lowerBounds(upperBounds.size(), zero);
   SmallVector<Value> steps(upperBounds.size(), index(rewriter, loc, 1));
-  scf::LoopNest nest = scf::buildLoopNest(
-      rewriter, loc, lowerBounds, upperBounds, steps, accumulators,
-      [&](OpBuilder &b, Location at, ValueRange ivs, ValueRange sums) {
-        return step(b, at, ivs, sums);
-      });
+  // Small windows are unrolled: the window positions become constants, so
+  // that a block spanning whole rows knows at compile time which of its
+  // positions fall into the left and right padding.
+  int64_t kernelRows = extents[kKernelRow], kernelColumns = extents[kKernelColumn];
+  bool unroll = kernelRows * kernelColumns <= kMaxUnrolledWindow;
+  auto reduce = [&](OpBuilder &b, bool guarded) -> SmallVector<Value> {
+    if (!unroll)
+      return scf::buildLoopNest(b, loc, lowerBounds, upperBounds, steps, accumulators,
+                                [&](OpBuilder &nested, Location at, ValueRange ivs,
+                                    ValueRange sums) {
+                                  return step(nested, at, ivs, sums, guarded);
+                                })
+          .results;
+    SmallVector<Value> sums = accumulators;
+    for (int64_t kh = 0; kh < kernelRows; ++kh)
+      for (int64_t kw = 0; kw < kernelColumns; ++kw) {
+        Value khValue = index(b, loc, kh), kwValue = index(b, loc, kw);
+        if (kind != WindowKind::Convolution) {
+          sums = step(b, loc, {khValue, kwValue}, sums, guarded);
+          continue;
+        }
+        auto channels = scf::ForOp::create(
+            b, loc, zero, upperBounds[2], steps[2], sums,
+            [&](OpBuilder &nested, Location at, Value c, ValueRange carried) {
+              scf::YieldOp::create(nested, at,
+                                   step(nested, at, {khValue, kwValue, c}, carried, guarded));
+            });
+        sums.assign(channels.getResults().begin(), channels.getResults().end());
+      }
+    return sums;
+  };
+  SmallVector<Value> results;
+  if (!padded) {
+    results = reduce(rewriter, /*guarded=*/false);
+  } else {
+    // Most blocks' windows lie inside the image and read it unchecked.
+    auto windowType = cast<RankedTensorType>(input.getType());
+    auto within = [&](Value start, int64_t extent, int64_t sourceExtent) {
+      Value end = arith::AddIOp::create(rewriter, loc, start, index(rewriter, loc, extent));
+      return arith::AndIOp::create(
+          rewriter, loc,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, start, zero),
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, end,
+                                index(rewriter, loc, sourceExtent)));
+    };
+    Value interior = arith::AndIOp::create(
+        rewriter, loc, within(padded->start[1], windowType.getDimSize(1), padded->rows),
+        within(padded->start[2], windowType.getDimSize(2), padded->columns));
+    auto branch = scf::IfOp::create(rewriter, loc, ValueRange(accumulators).getTypes(),
+                                    interior, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
+    scf::YieldOp::create(rewriter, loc, reduce(rewriter, /*guarded=*/false));
+    rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
+    scf::YieldOp::create(rewriter, loc, reduce(rewriter, /*guarded=*/true));
+    results = branch.getResults();
+  }
 
   SmallVector<BlockValue> values;
   for (int64_t row = 0; row < height; ++row)
     for (int64_t column = 0; column < columns; ++column)
       for (int64_t vector = 0; vector < vectors; ++vector)
-        values.push_back({nest.results[values.size()],
+        values.push_back({results[values.size()],
                           {zero, index(rewriter, loc, row), index(rewriter, loc, column),
                            channelIndex[vector]},
                           inBounds(vector).front()});
@@ -356,6 +481,15 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width) {
   return best;
 }
 
+bool padsChannelsLastWindow(tensor::PadOp pad) {
+  if (pad->use_empty() || !pad.getConstantPaddingValue())
+    return false;
+  return llvm::all_of(pad->getUses(), [](OpOperand &use) {
+    auto op = dyn_cast<linalg::LinalgOp>(use.getOwner());
+    return op && isBlockableChannelsLast(op) && use.getOperandNumber() == 0;
+  });
+}
+
 std::optional<int64_t> packedFilterPanelWidth(linalg::UnPackOp unpack) {
   RankedTensorType source = unpack.getSourceType(), dest = unpack.getDestType();
   if (source.getRank() != 5 || dest.getRank() != 4 || !source.hasStaticShape() ||
@@ -377,13 +511,19 @@ LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp
   PixelBlock block = choosePixelBlock(op, width);
   WindowKind kind = *windowKind(op);
   BlockedOp blocked(op);
+  Operation *init = initComputation(op);
+  bool readsInit = false;
   // Result axes (n, oh, ow, channel), channels outermost.
-  return blockPieces(rewriter, blocked, blocked.root(),
-                     {1, block.height, block.width, block.channels},
-                     {kRow, kColumn, kChannel}, {kBatch, kChannel, kRow, kColumn},
-                     [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                       emitBlock(rewriter, tile, kind, block.channels, width);
-                     });
+  if (failed(blockPieces(rewriter, blocked, blocked.root(),
+                         {1, block.height, block.width, block.channels},
+                         {kRow, kColumn, kChannel}, {kBatch, kChannel, kRow, kColumn},
+                         [&](const BlockTile &tile, ArrayRef<int64_t>) {
+                           emitBlock(rewriter, tile, kind, block.channels, width, readsInit);
+                         })))
+    return failure();
+  if (!readsInit)
+    dropInitComputation(rewriter, init);
+  return success();
 }
 
 } // namespace tessel::x86

@@ -4,6 +4,7 @@
 #define TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <optional>
@@ -29,6 +30,11 @@ PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width);
 /// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that
 /// was packed into panels [F / P, KH, KW, C, P]; returns P.
 std::optional<int64_t> packedFilterPanelWidth(mlir::linalg::UnPackOp unpack);
+
+/// Whether every user of `pad` is an NHWC window op that register blocking
+/// handles: blocks read the unpadded image in place, so the pad need not be
+/// materialized.
+bool padsChannelsLastWindow(mlir::tensor::PadOp pad);
 
 /// Rewrites `op` (isBlockableChannelsLast) into loops over register blocks,
 /// output channels outermost:

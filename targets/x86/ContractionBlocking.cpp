@@ -77,7 +77,8 @@ std::optional<PanelRead> tracePanels(OpBuilder &b, Location loc, Value right,
 /// Emits the microkernel for `block`, a contraction tile whose row and
 /// column extents are the block's (and its epilogue), in place of it.
 void emitBlock(RewriterBase &rewriter, const BlockTile &block,
-               const ContractionLoops &loops, int64_t panelWidth, int64_t width) {
+               const ContractionLoops &loops, int64_t panelWidth, int64_t width,
+               bool &readsInit) {
   linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
@@ -121,9 +122,9 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block,
     for (int64_t vector = 0; vector < vectors; ++vector) {
       position[loops.m] = rowIndex[row];
       position[loops.n] = columnIndex[vector];
-      accumulators.push_back(vector::TransferReadOp::create(
-          rewriter, loc, vectorType, result->get(), indicesOf(result), padding,
-          inBounds(vector)));
+      accumulators.push_back(initialAccumulator(rewriter, loc, result->get(),
+                                                indicesOf(result), inBounds(vector).front(),
+                                                vectorType, readsInit));
     }
 
   std::optional<PanelRead> panels =
@@ -299,10 +300,16 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   }
   SmallVector<unsigned> order = batchAxes;
   order.append({columnAxis, rowAxis});
-  return blockPieces(rewriter, blocked, blocked.root(), sizes, {columnAxis, rowAxis}, order,
-                     [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                       emitBlock(rewriter, tile, *loops, block->columns, width);
-                     });
+  Operation *init = initComputation(op);
+  bool readsInit = false;
+  if (failed(blockPieces(rewriter, blocked, blocked.root(), sizes, {columnAxis, rowAxis},
+                         order, [&](const BlockTile &tile, ArrayRef<int64_t>) {
+                           emitBlock(rewriter, tile, *loops, block->columns, width, readsInit);
+                         })))
+    return failure();
+  if (!readsInit)
+    dropInitComputation(rewriter, init);
+  return success();
 }
 
 } // namespace tessel::x86

@@ -228,12 +228,14 @@ struct TesselX86TileAndFusePass
     scf::SCFTileAndFuseOptions options;
     options.setTilingOptions(tiling);
     // Fuse every producer that computes something; constants stay shared,
-    // and so do weights unpacked from panels, which blocks read in place.
+    // and so do weights unpacked from panels and images padded for NHWC
+    // window ops, which blocks read in place.
     options.setFusionControlFn(
         [](tensor::ExtractSliceOp, OpResult producer,
            bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-          if (!isa<TilingInterface>(producer.getOwner()) ||
-              isa<linalg::UnPackOp>(producer.getOwner()))
+          Operation *op = producer.getOwner();
+          if (!isa<TilingInterface>(op) || isa<linalg::UnPackOp>(op) ||
+              (isa<tensor::PadOp>(op) && padsChannelsLastWindow(cast<tensor::PadOp>(op))))
             return std::nullopt;
           return scf::SCFTileAndFuseOptions::ControlFnResult{};
         });

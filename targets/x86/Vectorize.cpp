@@ -157,6 +157,18 @@ void vectorizeRows(RewriterBase &rewriter, linalg::LinalgOp op, SmallVector<int6
   vectorizeTiled(rewriter, tailOp, tiles, vectorSizes);
 }
 
+/// linalg's pad decomposition, for the pads that are materialized.
+struct DecomposeMaterializedPad : linalg::DecomposePadOpPattern {
+  using DecomposePadOpPattern::DecomposePadOpPattern;
+
+  LogicalResult matchAndRewrite(tensor::PadOp pad,
+                                PatternRewriter &rewriter) const override {
+    if (padsChannelsLastWindow(pad))
+      return failure();
+    return DecomposePadOpPattern::matchAndRewrite(pad, rewriter);
+  }
+};
+
 struct TesselX86VectorizePass
     : impl::TesselX86VectorizePassBase<TesselX86VectorizePass> {
   using Base::Base;
@@ -165,29 +177,34 @@ struct TesselX86VectorizePass
     func::FuncOp function = getOperation();
     MLIRContext *context = &getContext();
     // Padding becomes a fill and a copy of the source into it, which
-    // vectorize (a tensor.pad would bufferize into scalar loops).
+    // vectorize (a tensor.pad would bufferize into scalar loops), unless
+    // register blocks read through it.
     RewritePatternSet pads(context);
-    linalg::populateDecomposePadPatterns(pads);
+    pads.add<DecomposeMaterializedPad>(context);
     if (failed(applyPatternsGreedily(function, std::move(pads))))
       return signalPassFailure();
 
-    SmallVector<linalg::LinalgOp> ops;
-    function.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
-
+    // Register blocks first: they read the fills and bias broadcasts that
+    // initialize them (and absorb the elementwise ops after them) before
+    // those would be vectorized on their own.
     IRRewriter rewriter(context);
-    // Ops a register block applied to its accumulators (its epilogue) are
-    // gone by the time the walk reaches them.
-    llvm::SmallPtrSet<Operation *, 16> fused;
+    SmallVector<linalg::LinalgOp> blockable;
+    function.walk([&](linalg::LinalgOp op) {
+      if (isBlockableChannelsLast(op) || matchBlockableContraction(op) ||
+          isa<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op.getOperation()))
+        blockable.push_back(op);
+    });
+    for (linalg::LinalgOp op : blockable)
+      if (failed(registerBlockChannelsLast(rewriter, op, vectorWidth)) &&
+          failed(registerBlockConvolution(rewriter, op, vectorWidth)))
+        (void)registerBlockContraction(rewriter, op, vectorWidth);
+
+    SmallVector<linalg::LinalgOp> ops;
+    function.walk([&](linalg::LinalgOp op) {
+      if (!isBlockableChannelsLast(op) && !matchBlockableContraction(op))
+        ops.push_back(op);
+    });
     for (linalg::LinalgOp op : ops) {
-      if (fused.contains(op))
-        continue;
-      if (isBlockableChannelsLast(op) || matchBlockableContraction(op))
-        for (linalg::GenericOp epilogue : BlockedOp(op).epilogue)
-          fused.insert(epilogue);
-      if (succeeded(registerBlockChannelsLast(rewriter, op, vectorWidth)) ||
-          succeeded(registerBlockConvolution(rewriter, op, vectorWidth)) ||
-          succeeded(registerBlockContraction(rewriter, op, vectorWidth)))
-        continue;
       std::optional<SmallVector<int64_t>> tiles = vectorTiles(op, vectorWidth);
       if (!tiles)
         continue;

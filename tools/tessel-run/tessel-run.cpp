@@ -255,6 +255,12 @@ int main(int argc, char **argv) {
       std::sort(times.begin(), times.end());
       std::printf("latency median %.3f ms, min %.3f ms (%d runs)\n",
                   times[times.size() / 2], times.front(), bench);
+      tsl_memory_info memory = module.memory();
+      std::printf("memory: arena %llu bytes, weights %llu bytes, scratch %llu bytes per "
+                  "thread\n",
+                  static_cast<unsigned long long>(memory.arena_bytes),
+                  static_cast<unsigned long long>(memory.weight_bytes),
+                  static_cast<unsigned long long>(memory.scratch_bytes_per_thread));
     }
     if (profile > 0)
       printProfile(session.stepTimings(), profile);

@@ -125,6 +125,19 @@ TSL_API tsl_status tsl_module_output_info(const tsl_module *module,
 TSL_API const char *tsl_module_provenance(const tsl_module *module,
                                           const char *key);
 
+/* The memory a module needs besides its inputs and outputs. */
+typedef struct tsl_memory_info {
+  /* Intermediate tensors, planned into one arena per session. */
+  uint64_t arena_bytes;
+  /* Constants, shared by every session of the module. */
+  uint64_t weight_bytes;
+  /* Scratch each worker thread of a session holds for its kernels. */
+  uint64_t scratch_bytes_per_thread;
+} tsl_memory_info;
+
+TSL_API tsl_status tsl_module_memory_info(const tsl_module *module,
+                                          tsl_memory_info *out_info);
+
 /*===----------------------------------------------------------------------===*
  * Tensors: a dtype, a shape and host memory. A tensor may be shared between
  * threads for reading; writing its data while a session reads it is a race.

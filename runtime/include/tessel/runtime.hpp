@@ -225,6 +225,12 @@ public:
       infos.push_back(output(i));
     return infos;
   }
+  /// Arena, weight and per-thread scratch bytes.
+  tsl_memory_info memory() const {
+    tsl_memory_info info;
+    detail::check(tsl_module_memory_info(get(), &info));
+    return info;
+  }
   /// "compiler_version", "model_hash", "options" or "model_name"; "" when
   /// the artifact does not record it.
   std::string provenance(const std::string &key) const {

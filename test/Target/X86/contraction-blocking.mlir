@@ -139,3 +139,55 @@ func.func @columns36(%a: tensor<6x8xf32>, %b: tensor<8x36xf32>, %c: tensor<6x36x
   } -> tensor<6x36xf32>
   return %0 : tensor<6x36xf32>
 }
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Gemm + residual add + relu: the accumulators start from the bias vectors
+// (the broadcast bias is never materialized), and the add and the relu are
+// applied to each accumulator before its one store.
+// CHECK-LABEL: @matmul_epilogue
+// CHECK-SAME: (%{{.+}}: tensor<6x8xf32>, %{{.+}}: tensor<8x16xf32>, %[[BIAS:.+]]: tensor<16xf32>, %[[RES:.+]]: tensor<6x16xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: %[[B0:.+]] = vector.transfer_read %[[BIAS]][%c0]
+// CHECK: %[[B8:.+]] = vector.transfer_read %[[BIAS]][%c8]
+// CHECK: %[[ACC:.+]]:12 = scf.for {{.*}} iter_args(%{{.+}} = %[[B0]], %{{.+}} = %[[B8]], %{{.+}} = %[[B0]]
+// CHECK: %[[R:.+]] = vector.transfer_read %[[RES]][%c0, %c0]
+// CHECK-NEXT: %[[SUM:.+]] = arith.addf %[[ACC]]#0, %[[R]] : vector<8xf32>
+// CHECK-NEXT: %[[RELU:.+]] = arith.maximumf %[[SUM]], %{{.+}} : vector<8xf32>
+// CHECK-NEXT: vector.transfer_write %[[RELU]], %{{.+}}[%c0, %c0]
+// CHECK-COUNT-11: vector.transfer_write
+func.func @matmul_epilogue(%a: tensor<6x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>, %residual: tensor<6x16xf32>) -> tensor<6x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x16xf32>
+  %init = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : tensor<16xf32>) outs(%e : tensor<6x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<6x16xf32>
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<6x8xf32>, tensor<8x16xf32>) outs(%init : tensor<6x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<6x16xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0, %residual : tensor<6x16xf32>, tensor<6x16xf32>) outs(%e : tensor<6x16xf32>) {
+  ^bb0(%x: f32, %r: f32, %o: f32):
+    %s = arith.addf %x, %r : f32
+    linalg.yield %s : f32
+  } -> tensor<6x16xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%1 : tensor<6x16xf32>) outs(%e : tensor<6x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.maximumf %x, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<6x16xf32>
+  return %2 : tensor<6x16xf32>
+}

@@ -72,6 +72,20 @@ TEST(ModuleTest, ReportsTheProvenance) {
   EXPECT_STREQ(tsl_module_provenance(module.get(), "colour"), "");
 }
 
+TEST(ModuleTest, ReportsTheMemoryItNeeds) {
+  // The pipeline model: a two-tensor arena, two tensors of weights and the
+  // scale2 kernel's four floats of scratch.
+  ModulePtr module = loadModule(buildArtifact(pipelineModel()));
+  ASSERT_TRUE(module);
+  const uint64_t tensorBytes = kElements * sizeof(float);
+  tsl_memory_info info;
+  ASSERT_EQ(take(tsl_module_memory_info(module.get(), &info)).code, TSL_OK);
+  EXPECT_EQ(info.arena_bytes, 2 * tensorBytes);
+  EXPECT_EQ(info.weight_bytes, 2 * tensorBytes);
+  EXPECT_EQ(info.scratch_bytes_per_thread, 4 * sizeof(float));
+  EXPECT_EQ(take(tsl_module_memory_info(nullptr, &info)).code, TSL_INVALID_ARGUMENT);
+}
+
 TEST(ModuleTest, MissingFileIsNotFound) {
   tsl_module *raw = nullptr;
   StatusResult status =
