@@ -68,6 +68,57 @@ private:
       kernels.back()->ops.push_back(&op);
       kernelOf[&op] = kernels.back().get();
     }
+    mergeElementwiseConsumers();
+  }
+
+  /// An activation that reads its input twice, x * sigmoid(x) (SiLU) or
+  /// x * (1 + erf(x / sqrt 2)) / 2 (GELU), starts a kernel of its own, as its
+  /// first op shares x with the last one. Such a kernel of elementwise ops
+  /// joins the kernel that produces x when x, and whatever else that kernel
+  /// computes, is needed by the two kernels alone.
+  void mergeElementwiseConsumers() {
+    for (size_t index = 0; index < kernels.size();) {
+      Kernel *consumer = kernels[index].get();
+      Kernel *producer = elementwiseProducerKernel(*consumer);
+      if (!producer) {
+        ++index;
+        continue;
+      }
+      for (Operation *op : consumer->ops) {
+        producer->ops.push_back(op);
+        kernelOf[op] = producer;
+      }
+      kernels.erase(kernels.begin() + index);
+    }
+  }
+
+  /// The kernel that `consumer` can join (see mergeElementwiseConsumers).
+  Kernel *elementwiseProducerKernel(const Kernel &consumer) {
+    Type resultType = consumer.tail()->getResult(0).getType();
+    Kernel *producer = nullptr;
+    for (Operation *op : consumer.ops) {
+      if (!isElementwise(op) || op->getResult(0).getType() != resultType)
+        return nullptr;
+      for (Value operand : op->getOperands()) {
+        auto it = kernelOf.find(operand.getDefiningOp());
+        if (it == kernelOf.end() || it->second == &consumer)
+          continue;
+        if (producer && producer != it->second)
+          return nullptr;
+        producer = it->second;
+      }
+    }
+    if (!producer || producer->tail()->getResult(0).getType() != resultType ||
+        !producer->tail()->isBeforeInBlock(consumer.ops.front()))
+      return nullptr;
+    // Nothing the producer computes may be needed outside the two.
+    for (Operation *op : producer->ops)
+      for (Operation *user : op->getUsers()) {
+        auto it = kernelOf.find(user);
+        if (it == kernelOf.end() || (it->second != producer && it->second != &consumer))
+          return nullptr;
+      }
+    return producer;
   }
 
   /// The kernel an elementwise op can join: one whose tail produces an

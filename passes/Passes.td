@@ -22,6 +22,17 @@ def TesselFoldBatchNormPass : Pass<"tessel-fold-batch-norm", "mlir::func::FuncOp
   let dependentDialects = ["tessel::TesselDialect"];
 }
 
+def TesselSinkReshapesPass : Pass<"tessel-sink-reshapes", "mlir::func::FuncOp"> {
+  let summary = "Compute elementwise ops before reshapes that add or drop unit axes";
+  let description = [{
+    An elementwise op reading a reshape that only inserts or drops axes of
+    extent 1 (a MatMul's [S, N] result viewed as [1, S, N] or [S, 1, N])
+    computes on the reshape's source, and the reshape moves after it, so
+    that the bias add and activation join the MatMul's kernel.
+  }];
+  let dependentDialects = ["tessel::TesselDialect"];
+}
+
 def TesselChannelsLastPass : Pass<"tessel-channels-last", "mlir::func::FuncOp"> {
   let summary = "Compute 2-D convolutions and pooling in NHWC, transposes cancelled";
   let description = [{

@@ -14,6 +14,7 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   if (options.optLevel > 0) {
     pm.addPass(createCanonicalizerPass());
     pm.addNestedPass<func::FuncOp>(createTesselFoldBatchNormPass());
+    pm.addNestedPass<func::FuncOp>(createTesselSinkReshapesPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

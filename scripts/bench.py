@@ -23,6 +23,7 @@ are meaningful on a shared machine.
 import argparse
 import datetime
 import importlib.util
+import json
 import math
 import os
 import pathlib
@@ -97,24 +98,28 @@ def kernel_model(path, kind):
 MEMORY_LINE = re.compile(r"memory: arena (\d+) bytes, weights (\d+) bytes")
 
 # Peak RSS growth of creating an onnxruntime session and running it once,
-# measured in a fresh interpreter (ru_maxrss is the process's high-water mark).
+# measured in a fresh interpreter: the kernel's RSS high-water mark (VmHWM)
+# is reset once the imports and inputs are in place, so it then records the
+# session's peak alone.
 ORT_RSS_PROBE = """
-import resource, sys
+import json, sys
 import numpy as np, onnxruntime as ort
-model = sys.argv[1]
-probe = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-shapes = {i.name: (i.shape, i.type) for i in probe.get_inputs()}
-del probe
-feeds = {}
-for name, (shape, kind) in shapes.items():
-    dtype = np.int64 if "int64" in kind else np.float32
-    feeds[name] = np.ones(shape, dtype)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+
+model, shapes = sys.argv[1], json.loads(sys.argv[2])
+feeds = {name: np.ones(shape, dtype) for name, (shape, dtype) in shapes.items()}
+before = status("VmRSS")
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")
 options = ort.SessionOptions()
 options.intra_op_num_threads = 1
 session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 session.run(None, feeds)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+print(status("VmHWM") - before)
 """
 
 
@@ -127,13 +132,16 @@ def tessel_memory(tools, artifact):
     return int(match.group(1)), int(match.group(2))
 
 
-def onnxruntime_rss_growth(model):
-    """Bytes of peak RSS growth from an onnxruntime session and one run.
-    The probe session that reads the input shapes is created before the
-    baseline, so the first session's one-time costs do not count."""
-    output = subprocess.run([sys.executable, "-c", ORT_RSS_PROBE, str(model)], check=True,
-                            capture_output=True, text=True).stdout
-    return int(output.split()[-1]) * 1024
+def onnxruntime_rss_growth(latency, model):
+    """Bytes of peak RSS growth from an onnxruntime session and one run."""
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    shapes = {i.name: (i.shape, np.dtype(latency.onnx_dtype(i.type)).name)
+              for i in session.get_inputs()}
+    del session
+    output = subprocess.run([sys.executable, "-c", ORT_RSS_PROBE, str(model),
+                             json.dumps(shapes)],
+                            check=True, capture_output=True, text=True).stdout
+    return int(output.split()[-1])
 
 
 def measure(latency, tools, model, artifact, threads, rounds, runs):
@@ -199,7 +207,7 @@ def main():
         seconds = compile_model(tools, model, artifact)
         row = {"model": name, "compile": seconds}
         row["arena"], row["weights"] = tessel_memory(tools, artifact)
-        row["ort_rss"] = onnxruntime_rss_growth(model)
+        row["ort_rss"] = onnxruntime_rss_growth(latency, model)
         for threads in (1, 2):
             row[threads] = measure(latency, tools, model, artifact, threads, args.rounds,
                                    args.runs)

@@ -68,11 +68,10 @@ Value broadcastTo(OpBuilder &b, Location loc, Value value, int64_t width) {
                                      value);
 }
 
-/// Computes `op`'s body (elementwise scalar ops) on vectors of `width`
-/// lanes, its block arguments given by `arguments`; returns the yielded
-/// vector.
-Value applyBody(OpBuilder &b, Location loc, linalg::GenericOp op,
-                ArrayRef<Value> arguments, int64_t width) {
+} // namespace
+
+Value vectorizeBody(OpBuilder &b, Location loc, linalg::GenericOp op,
+                    ArrayRef<Value> arguments, int64_t width) {
   IRMapping mapping;
   Block *body = op.getBody();
   for (auto [argument, value] : llvm::zip(body->getArguments(), arguments))
@@ -101,6 +100,8 @@ Value applyBody(OpBuilder &b, Location loc, linalg::GenericOp op,
   }
   return vectorOf(body->getTerminator()->getOperand(0));
 }
+
+namespace {
 
 /// Tiles `root` by `tiles` in loop order `interchange`, fusing the producer
 /// and the epilogue's other ops (or the pieces of them in `fusable`) into
@@ -443,7 +444,7 @@ void storeBlock(RewriterBase &rewriter, Location loc, const BlockTile &tile,
         arguments.push_back(broadcastTo(rewriter, loc, scalar, width));
       }
       arguments.push_back(vector); // the unused output argument
-      vector = applyBody(rewriter, loc, op, arguments, width);
+      vector = vectorizeBody(rewriter, loc, op, arguments, width);
     }
     written = vector::TransferWriteOp::create(rewriter, loc, vector, written, value.indices,
                                               ArrayRef<bool>{value.inBounds})

@@ -101,6 +101,12 @@ mlir::Operation *initComputation(mlir::linalg::LinalgOp producer);
 /// (uninitialized) destination.
 void dropInitComputation(mlir::RewriterBase &rewriter, mlir::Operation *init);
 
+/// Computes `op`'s body (elementwise arith/math scalar ops) on vectors of
+/// `width` lanes, its block arguments given by `arguments` (vectors);
+/// returns the yielded vector.
+mlir::Value vectorizeBody(mlir::OpBuilder &b, mlir::Location loc, mlir::linalg::GenericOp op,
+                          llvm::ArrayRef<mlir::Value> arguments, int64_t width);
+
 /// One accumulator of a block and where it goes in the producer's result
 /// tile.
 struct BlockValue {

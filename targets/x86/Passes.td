@@ -5,6 +5,21 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TesselX86FuseElementwisePass
+    : Pass<"tessel-x86-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Merge chains of elementwise generics into one generic";
+  let description = [{
+    An elementwise generic whose result only another elementwise generic
+    reads is merged into it (linalg's elementwise fusion), so that an
+    activation built from several ONNX ops (sigmoid then multiply for SiLU,
+    divide, erf, add and two multiplies for GELU) is one loop, and one
+    epilogue that a register block applies, instead of a chain of
+    intermediate tensors. Contractions and convolutions are never fused
+    into: their bodies stay the multiply-accumulates that targets block.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::FuncOp"> {
   let summary = "Tile each kernel into workgroups and fuse its producers";
   let description = [{
@@ -18,8 +33,9 @@ def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::Fun
   let options = [
     Option<"maxWorkgroups", "max-workgroups", "int64_t", "64",
            "Upper bound on the number of workgroups of one kernel">,
-    Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", "1048576",
-           "Iterations of the loop nest below which a kernel is not split">,
+    Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", "524288",
+           "Scalar operations (iterations times body operations, a "
+           "transcendental counting for twelve) below which a kernel is not split">,
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of the widest vector register: contractions are split "
            "into whole register blocks">,

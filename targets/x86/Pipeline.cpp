@@ -25,7 +25,9 @@ namespace tessel::x86 {
 
 void buildX86CodegenPipeline(OpPassManager &pm,
                              const X86CodegenOptions &options) {
-  // Tensors: workgroup tiles with their producers fused in.
+  // Tensors: one generic per elementwise chain, then workgroup tiles with
+  // their producers fused in.
+  pm.addNestedPass<func::FuncOp>(createTesselX86FuseElementwisePass());
   TesselX86TileAndFusePassOptions workgroups;
   workgroups.vectorWidth = options.vectorWidth;
   pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass(workgroups));

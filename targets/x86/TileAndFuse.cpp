@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -35,20 +36,33 @@ TilingInterface findRoot(func::FuncOp function) {
   return value.getDefiningOp<TilingInterface>();
 }
 
-/// Iterations of the kernel's costliest loop nest: a convolution's reduction
-/// loops count even when the kernel's root is the elementwise op after it.
+/// Scalar operations per iteration of `op`'s body, a transcendental function
+/// (a polynomial of a dozen operations once expanded) counting for many: a
+/// softmax's exponentials are worth splitting over threads long before its
+/// additions would be.
+int64_t bodyCost(linalg::LinalgOp op) {
+  constexpr int64_t kTranscendentalCost = 12;
+  int64_t cost = 0;
+  for (Operation &inner : op->getRegion(0).front().without_terminator())
+    cost += isa<math::MathDialect>(inner.getDialect()) ? kTranscendentalCost : 1;
+  return std::max<int64_t>(cost, 1);
+}
+
+/// Work of the kernel's costliest loop nest, in scalar operations: a
+/// convolution's reduction loops count even when the kernel's root is the
+/// elementwise op after it.
 int64_t kernelWork(func::FuncOp function) {
   int64_t work = 1;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   function.walk([&](linalg::LinalgOp op) {
     int64_t iterations = 1;
     for (int64_t extent : op.getStaticLoopRanges()) {
       if (ShapedType::isDynamic(extent) || extent <= 0)
         return;
-      iterations = iterations > std::numeric_limits<int64_t>::max() / extent
-                       ? std::numeric_limits<int64_t>::max()
-                       : iterations * extent;
+      iterations = iterations > kMax / extent ? kMax : iterations * extent;
     }
-    work = std::max(work, iterations);
+    int64_t cost = bodyCost(op);
+    work = std::max(work, iterations > kMax / cost ? kMax : iterations * cost);
   });
   return work;
 }

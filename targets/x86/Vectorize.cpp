@@ -5,6 +5,7 @@
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/ConvolutionBlocking.h"
 #include "targets/x86/Passes.h"
+#include "targets/x86/RowReduction.h"
 #include "targets/x86/RegisterBudget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -205,6 +206,8 @@ struct TesselX86VectorizePass
         ops.push_back(op);
     });
     for (linalg::LinalgOp op : ops) {
+      if (succeeded(vectorizeRowReduction(rewriter, op, vectorWidth)))
+        continue;
       std::optional<SmallVector<int64_t>> tiles = vectorTiles(op, vectorWidth);
       if (!tiles)
         continue;

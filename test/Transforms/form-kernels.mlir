@@ -59,3 +59,39 @@ func.func @broadcast(%x: tensor<4xf32>, %y: tensor<3x4xf32>) -> tensor<3x4xf32> 
   %2 = tessel.mul %1, %y : (tensor<1x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
   return %2 : tensor<3x4xf32>
 }
+
+// -----
+
+// SiLU reads the convolution's result twice (x * sigmoid(x)): the sigmoid
+// and the multiply still join the convolution's kernel, as nothing else
+// needs x.
+// CHECK-LABEL: func.func private @k0_conv_sigmoid_mul
+// CHECK: tessel.conv
+// CHECK: tessel.sigmoid
+// CHECK: tessel.mul
+// CHECK-LABEL: func.func @silu
+// CHECK: call @k0_conv_sigmoid_mul
+// CHECK-NOT: call
+func.func @silu(%x: tensor<1x2x4x4xf32>) -> tensor<1x3x4x4xf32> {
+  %w = tessel.constant dense<0.5> : tensor<3x2x1x1xf32>
+  %c = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
+  %s = tessel.sigmoid %c : tensor<1x3x4x4xf32>
+  %y = tessel.mul %c, %s : (tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+  return %y : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+// When x is also a result of the model, the SiLU cannot take it into its
+// kernel: the convolution keeps a kernel of its own.
+// CHECK-LABEL: func.func private @k0_conv(
+// CHECK-LABEL: func.func private @k1_sigmoid_mul(
+func.func @silu_shared(%x: tensor<1x2x4x4xf32>) -> (tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>) {
+  %w = tessel.constant dense<0.5> : tensor<3x2x1x1xf32>
+  %c = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
+  %s = tessel.sigmoid %c : tensor<1x3x4x4xf32>
+  %y = tessel.mul %c, %s : (tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
+  return %y, %c : tensor<1x3x4x4xf32>, tensor<1x3x4x4xf32>
+}
