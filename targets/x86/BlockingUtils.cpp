@@ -309,6 +309,19 @@ SliceOrigin traceSlices(OpBuilder &b, Location loc, Value value) {
   }
 }
 
+FailureOr<linalg::LinalgOp> tileOp(RewriterBase &rewriter, linalg::LinalgOp op,
+                                   ArrayRef<int64_t> tiles) {
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles));
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled =
+      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled))
+    return failure();
+  rewriter.replaceOp(op, tiled->replacements);
+  return cast<linalg::LinalgOp>(tiled->tiledOps.back());
+}
+
 BlockedOp::BlockedOp(linalg::LinalgOp producer) : producer(producer) {
   if (producer->getNumResults() != 1)
     return;

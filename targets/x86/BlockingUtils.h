@@ -44,6 +44,12 @@ SliceOrigin traceSlices(mlir::OpBuilder &b, mlir::Location loc, mlir::Value valu
 /// `value` is (`value` itself if it is no slice); creates nothing.
 mlir::Value sliceRoot(mlir::Value value);
 
+/// Tiles `op` by `tiles` (0: not tiled) into scf.for loops; returns the
+/// tile's op.
+mlir::FailureOr<mlir::linalg::LinalgOp> tileOp(mlir::RewriterBase &rewriter,
+                                               mlir::linalg::LinalgOp op,
+                                               llvm::ArrayRef<int64_t> tiles);
+
 /// A blocked op and its epilogue: the elementwise generics that consume its
 /// result one after another, each the only user of the previous result,
 /// with the same shape (their loops are the result's axes), bodies of

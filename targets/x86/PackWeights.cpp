@@ -41,43 +41,26 @@ namespace {
 
 constexpr llvm::StringLiteral kKernelAttr = "tessel.kernel";
 
-/// B [K, N] as panels [ceil(N / panel), K, panel], the last one padded with
+/// A weight [..., N] (B [K, N], or an HWCF filter [KH, KW, C, F]) as panels
+/// [ceil(N / panel), ..., panel] of its last axis, the last panel padded with
 /// zeros so that blocks always load whole vectors.
 DenseElementsAttr packPanels(DenseElementsAttr weight, int64_t panel) {
   auto type = cast<RankedTensorType>(weight.getType());
-  int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
+  int64_t columns = type.getShape().back();
+  int64_t rows = type.getNumElements() / columns;
   int64_t panels = llvm::divideCeil(columns, panel);
-  auto packedType = RankedTensorType::get({panels, rows, panel}, type.getElementType());
+  SmallVector<int64_t> packedShape{panels};
+  llvm::append_range(packedShape, type.getShape().drop_back());
+  packedShape.push_back(panel);
+  auto packedType = RankedTensorType::get(packedShape, type.getElementType());
   if (weight.isSplat() && columns % panel == 0)
     return weight.resizeSplat(packedType);
   SmallVector<float> values(weight.getValues<float>());
   SmallVector<float> packed(panels * rows * panel, 0.0f);
   for (int64_t block = 0; block < panels; ++block)
-    for (int64_t k = 0; k < rows; ++k)
+    for (int64_t row = 0; row < rows; ++row)
       for (int64_t j = 0; j < std::min(panel, columns - block * panel); ++j)
-        packed[(block * rows + k) * panel + j] = values[k * columns + block * panel + j];
-  return DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
-}
-
-/// An HWCF convolution filter [KH, KW, C, F] as panels
-/// [ceil(F / panel), KH, KW, C, panel], the last one padded with zeros.
-DenseElementsAttr packFilterPanels(DenseElementsAttr filter, int64_t panel) {
-  auto type = cast<RankedTensorType>(filter.getType());
-  int64_t taps = type.getNumElements() / type.getDimSize(3);
-  int64_t filters = type.getDimSize(3);
-  int64_t panels = llvm::divideCeil(filters, panel);
-  auto packedType =
-      RankedTensorType::get({panels, type.getDimSize(0), type.getDimSize(1),
-                             type.getDimSize(2), panel},
-                            type.getElementType());
-  if (filter.isSplat() && filters % panel == 0)
-    return filter.resizeSplat(packedType);
-  SmallVector<float> values(filter.getValues<float>());
-  SmallVector<float> packed(panels * taps * panel, 0.0f);
-  for (int64_t block = 0; block < panels; ++block)
-    for (int64_t tap = 0; tap < taps; ++tap)
-      for (int64_t j = 0; j < std::min(panel, filters - block * panel); ++j)
-        packed[(block * taps + tap) * panel + j] = values[tap * filters + block * panel + j];
+        packed[(block * rows + row) * panel + j] = values[row * columns + block * panel + j];
   return DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
 }
 
@@ -112,12 +95,10 @@ std::optional<int64_t> panelWidthFor(linalg::LinalgOp op, func::FuncOp kernel,
   return block->columns;
 }
 
-/// How a packed weight is laid out: its panel width and whether it is a
-/// convolution filter (else a matmul's right operand).
+/// A kernel argument to pack, and the width of its panels.
 struct Packing {
   unsigned argument;
   int64_t panel;
-  bool filter;
 };
 
 /// The kernel argument holding the filter of `op`, an NHWC convolution that
@@ -134,8 +115,7 @@ void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call
                   const Packing &packing, DenseElementsAttr weight) {
   unsigned index = packing.argument;
   int64_t panel = packing.panel;
-  DenseElementsAttr packed =
-      packing.filter ? packFilterPanels(weight, panel) : packPanels(weight, panel);
+  DenseElementsAttr packed = packPanels(weight, panel);
   Operation *original = call.getOperand(index).getDefiningOp();
   rewriter.setInsertionPoint(call);
   Value packedWeight = arith::ConstantOp::create(rewriter, original->getLoc(), packed);
@@ -154,10 +134,12 @@ void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call
   Location loc = argument.getLoc();
   Value empty = tensor::EmptyOp::create(rewriter, loc, unpackedType.getShape(),
                                         unpackedType.getElementType());
-  // [N / P, K, P] -> [K, N], or [F / P, KH, KW, C, P] -> [KH, KW, C, F].
-  SmallVector<int64_t> innerDims{packing.filter ? 3 : 1};
-  SmallVector<int64_t> outerPerm =
-      packing.filter ? SmallVector<int64_t>{3, 0, 1, 2} : SmallVector<int64_t>{1, 0};
+  // [N / P, K, P] -> [K, N], or [F / P, KH, KW, C, P] -> [KH, KW, C, F]:
+  // the last axis is tiled, and its tiles are the outermost axis.
+  int64_t last = unpackedType.getRank() - 1;
+  SmallVector<int64_t> innerDims{last};
+  SmallVector<int64_t> outerPerm{last};
+  llvm::append_range(outerPerm, llvm::seq<int64_t>(0, last));
   auto unpack = linalg::UnPackOp::create(rewriter, loc, argument, empty, innerDims,
                                          {rewriter.getIndexAttr(panel)}, outerPerm);
   rewriter.replaceAllUsesExcept(argument, unpack.getResult(), unpack);
@@ -185,11 +167,9 @@ struct TesselX86PackWeightsPass
       kernel.walk([&](linalg::LinalgOp op) {
         if (std::optional<int64_t> panel = panelWidthFor(op, kernel, vectorWidth))
           packable.push_back(
-              {cast<BlockArgument>(op.getDpsInputOperand(1)->get()).getArgNumber(), *panel,
-               /*filter=*/false});
+              {cast<BlockArgument>(op.getDpsInputOperand(1)->get()).getArgNumber(), *panel});
         else if (std::optional<unsigned> filter = convolutionFilter(op, kernel))
-          packable.push_back({*filter, choosePixelBlock(op, vectorWidth).channels,
-                              /*filter=*/true});
+          packable.push_back({*filter, choosePixelBlock(op, vectorWidth).channels});
       });
       for (const Packing &packing : packable) {
         DenseElementsAttr weight;

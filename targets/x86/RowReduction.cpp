@@ -13,7 +13,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -168,15 +167,10 @@ LogicalResult vectorizeRowReduction(RewriterBase &rewriter, linalg::LinalgOp op,
   // One row at a time.
   SmallVector<int64_t> tiles(op.getNumLoops(), 1);
   tiles.back() = 0;
-  scf::SCFTilingOptions options;
-  options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles));
-  rewriter.setInsertionPoint(op);
-  FailureOr<scf::SCFTilingResult> tiled =
-      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
-  if (failed(tiled))
+  FailureOr<linalg::LinalgOp> row = tileOp(rewriter, op, tiles);
+  if (failed(row))
     return failure();
-  rewriter.replaceOp(op, tiled->replacements);
-  emitRow(rewriter, cast<linalg::GenericOp>(tiled->tiledOps.back()), *combiner, width);
+  emitRow(rewriter, cast<linalg::GenericOp>(row->getOperation()), *combiner, width);
   return success();
 }
 

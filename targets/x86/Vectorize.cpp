@@ -97,15 +97,10 @@ void vectorizeTiled(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<int64_
   linalg::LinalgOp target = op;
   if (llvm::any_of(llvm::zip(tiles, op.getStaticLoopRanges()),
                    [](auto pair) { return std::get<0>(pair) < std::get<1>(pair); })) {
-    scf::SCFTilingOptions options;
-    options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles));
-    rewriter.setInsertionPoint(op);
-    FailureOr<scf::SCFTilingResult> tiled =
-        scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+    FailureOr<linalg::LinalgOp> tiled = tileOp(rewriter, op, tiles);
     if (failed(tiled))
       return;
-    rewriter.replaceOp(op, tiled->replacements);
-    target = cast<linalg::LinalgOp>(tiled->tiledOps.back());
+    target = *tiled;
   }
   rewriter.setInsertionPoint(target);
   // Scalable flags spelled out: mask types built without them differ from

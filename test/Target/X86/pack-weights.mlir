@@ -109,3 +109,30 @@ module {
     return %0 : tensor<6x20xf32>
   }
 }
+
+// -----
+
+// An HWCF convolution filter [1, 1, 2, 20] is stored as panels of its
+// output channels, [1, 1, 1, 2, 24] (the register block's 24 channels), and
+// unpacked at the kernel's entry.
+// CHECK-LABEL: func.func private @conv
+// CHECK-SAME: %{{.+}}: tensor<1x1x1x2x24xf32>
+// CHECK: linalg.unpack %{{.+}} outer_dims_perm = [3, 0, 1, 2] inner_dims_pos = [3] inner_tiles = [24] into %{{.+}} : tensor<1x1x1x2x24xf32> -> tensor<1x1x2x20xf32>
+// CHECK-LABEL: func.func @main
+// CHECK: arith.constant dense<{{\[\[\[\[\[}}1.000000e+00, 2.000000e+00, {{.*}}, 2.000000e+01, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00], [2.100000e+01, {{.*}}, 4.000000e+01, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]]]]]> : tensor<1x1x1x2x24xf32>
+module {
+  func.func private @conv(%x: tensor<1x4x4x2xf32>, %w: tensor<1x1x2x20xf32>) -> tensor<1x4x4x20xf32> attributes {tessel.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<1x4x4x20xf32>
+    %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x4x20xf32>) -> tensor<1x4x4x20xf32>
+    %0 = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+        ins(%x, %w : tensor<1x4x4x2xf32>, tensor<1x1x2x20xf32>) outs(%init : tensor<1x4x4x20xf32>) -> tensor<1x4x4x20xf32>
+    return %0 : tensor<1x4x4x20xf32>
+  }
+  func.func @main(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x20xf32> {
+    %w = arith.constant dense<[[[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0],
+                                  [21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0]]]]> : tensor<1x1x2x20xf32>
+    %0 = call @conv(%x, %w) : (tensor<1x4x4x2xf32>, tensor<1x1x2x20xf32>) -> tensor<1x4x4x20xf32>
+    return %0 : tensor<1x4x4x20xf32>
+  }
+}
