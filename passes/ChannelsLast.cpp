@@ -246,20 +246,6 @@ struct SinkThroughReduce : OpRewritePattern<ReduceOp> {
   }
 };
 
-/// A transpose that only moves axes of extent 1 is a reshape, which costs
-/// nothing (a view).
-struct TransposeOfUnitAxes : OpRewritePattern<TransposeOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
-    RankedTensorType type = op.getInput().getType();
-    if (!type.hasStaticShape() || !movesOnlyUnitAxes(type, op.getPerm()))
-      return failure();
-    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
-    return success();
-  }
-};
-
 struct TesselChannelsLastPass
     : tessel::impl::TesselChannelsLastPassBase<TesselChannelsLastPass> {
   void runOnOperation() override {
@@ -268,12 +254,9 @@ struct TesselChannelsLastPass
     patterns.add<ConvChannelsLast, PoolChannelsLast<MaxPoolOp>,
                  PoolChannelsLast<AveragePoolOp>, PoolChannelsLast<GlobalAveragePoolOp>,
                  SinkThroughElementwise, SinkThroughConcat, SinkThroughReduce>(context);
+    // Transposes left that only move unit axes become reshapes in the
+    // canonicalization after this pass: not before, a reshape stops sinking.
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
-    // Only once nothing sinks any more: a reshape stops the sinking.
-    RewritePatternSet views(context);
-    views.add<TransposeOfUnitAxes>(context);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(views))))
       return signalPassFailure();
   }
 };

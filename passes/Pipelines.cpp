@@ -14,12 +14,14 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   if (options.optLevel > 0) {
     pm.addPass(createCanonicalizerPass());
     pm.addNestedPass<func::FuncOp>(createTesselFoldBatchNormPass());
-    pm.addNestedPass<func::FuncOp>(createTesselSinkReshapesPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
-  }
-  if (options.optLevel > 0 && options.channelsLast) {
-    pm.addNestedPass<func::FuncOp>(createTesselChannelsLastPass());
+    if (options.channelsLast) {
+      pm.addNestedPass<func::FuncOp>(createTesselChannelsLastPass());
+      pm.addPass(createCanonicalizerPass());
+    }
+    // On the canonical graph, where transposes of unit axes are reshapes.
+    pm.addNestedPass<func::FuncOp>(createTesselSinkReshapesPass());
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createTesselFormKernelsPass());

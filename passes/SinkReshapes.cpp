@@ -45,8 +45,9 @@ size_t commonSuffix(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
 }
 
 /// elementwise(reshape(x), c...)  ==>  reshape(elementwise(x, c...)) when the
-/// reshape only inserts or drops unit axes and every other operand
-/// broadcasts against trailing axes that x and the reshape share.
+/// reshape only inserts unit axes and every other operand is full-size (and
+/// viewed in x's shape) or broadcasts against trailing axes that x and the
+/// reshape share.
 struct SinkUnitAxisReshape : RewritePattern {
   SinkUnitAxisReshape(MLIRContext *context)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
@@ -65,8 +66,10 @@ struct SinkUnitAxisReshape : RewritePattern {
       auto reshape = operand.getDefiningOp<ReshapeOp>();
       if (!reshape || cast<RankedTensorType>(operand.getType()).getShape() != shape)
         continue;
+      // Only reshapes that insert unit axes sink: those that drop them, made
+      // below for full-size operands, would sink back.
       ArrayRef<int64_t> candidate = reshape.getInput().getType().getShape();
-      if (candidate != shape && reshape.getInput().getType().hasStaticShape() &&
+      if (candidate.size() < shape.size() && reshape.getInput().getType().hasStaticShape() &&
           withoutOnes(candidate) == withoutOnes(shape)) {
         source = candidate;
         break;
@@ -82,6 +85,13 @@ struct SinkUnitAxisReshape : RewritePattern {
       if (reshape && type.getShape() == shape &&
           reshape.getInput().getType().getShape() == *source) {
         operands.push_back(reshape.getInput());
+        continue;
+      }
+      // A full-size operand (the residual of a residual add) is viewed in
+      // the source's shape.
+      if (type.getShape() == shape) {
+        operands.push_back(ReshapeOp::create(rewriter, op->getLoc(), type.clone(*source),
+                                             operand));
         continue;
       }
       // An operand broadcast over the leading axes reads the same elements

@@ -588,9 +588,36 @@ struct PretransposeConstantB : OpRewritePattern<GemmOp> {
   }
 };
 
+/// A transpose that only moves axes of extent 1 is a reshape, which costs
+/// nothing (a view) and lets elementwise ops sink reshapes past it.
+struct TransposeOfUnitAxes : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getInput().getType();
+    if (!type.hasStaticShape())
+      return failure();
+    int64_t previous = -1;
+    for (int64_t axis : op.getPerm()) {
+      if (type.getDimSize(axis) == 1)
+        continue;
+      if (axis < previous)
+        return failure();
+      previous = axis;
+    }
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    return success();
+  }
+};
+
 } // namespace
 
 void GemmOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                          MLIRContext *context) {
   patterns.add<PretransposeConstantB>(context);
+}
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<TransposeOfUnitAxes>(context);
 }

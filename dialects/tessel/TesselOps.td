@@ -800,6 +800,7 @@ def Tessel_TransposeOp : Tessel_Op<"transpose", [InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tessel_BitCastOp : Tessel_Op<"bitcast", [Tessel_ElementwiseMap]> {

@@ -31,3 +31,19 @@ func.func @row_broadcast(%x: tensor<4x16xf32>, %c: tensor<4x1x1xf32>) -> tensor<
   %a = tessel.add %r, %c : (tensor<4x1x16xf32>, tensor<4x1x1xf32>) -> tensor<4x1x16xf32>
   return %a : tensor<4x1x16xf32>
 }
+
+// -----
+
+// A residual add: the full-size residual is viewed in the product's shape,
+// so that the add can join the product's kernel.
+// CHECK-LABEL: @residual
+// CHECK: %[[M:.+]] = tessel.matmul
+// CHECK-NEXT: %[[R:.+]] = tessel.reshape %arg2 : tensor<1x4x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %[[A:.+]] = tessel.add %[[M]], %[[R]] : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+// CHECK-NEXT: tessel.reshape %[[A]] : tensor<4x16xf32> -> tensor<1x4x16xf32>
+func.func @residual(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %res: tensor<1x4x16xf32>) -> tensor<1x4x16xf32> {
+  %m = tessel.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %r = tessel.reshape %m : tensor<4x16xf32> -> tensor<1x4x16xf32>
+  %a = tessel.add %r, %res : (tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  return %a : tensor<1x4x16xf32>
+}
