@@ -414,6 +414,22 @@ static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   return success();
 }
 
+LogicalResult LayerNormOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (type.getRank() < 1)
+    return emitOpError("input must have rank 1 or more");
+  int64_t features = type.getShape().back();
+  for (Value parameter : {getScale(), getBias()}) {
+    if (!parameter)
+      continue;
+    RankedTensorType parameterType = rankedType(parameter);
+    if (parameterType.getRank() != 1 || parameterType.getDimSize(0) != features)
+      return emitOpError("scale and bias must be vectors of ")
+             << features << " elements, the last axis";
+  }
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank());
 }

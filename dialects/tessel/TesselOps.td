@@ -682,6 +682,30 @@ def Tessel_BatchNormOp : Tessel_Op<"batch_norm", [Tessel_ElementwiseMap,
 // Normalization of distributions
 //===----------------------------------------------------------------------===//
 
+def Tessel_LayerNormOp : Tessel_Op<"layer_norm", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Normalization over the last axis, scaled and shifted (ONNX LayerNormalization)";
+  let description = [{
+    (x - mean) / sqrt(variance + epsilon) * scale + bias, the statistics
+    taken over the last axis of an f32 input; `scale` and `bias` are vectors
+    along that axis. One op, so that kernel formation keeps a normalization
+    in one kernel; the importer emits it for the common form (the last axis,
+    f32 statistics, only the normalized output used) and decomposes the
+    others.
+
+    ```mlir
+    %0 = tessel.layer_norm %x, %scale, %bias {epsilon = 9.99999974E-6 : f32}
+        : (tensor<1x128x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<1x128x768xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, RankedTensorOf<[F32]>:$scale,
+                       Optional<RankedTensorOf<[F32]>>:$bias, F32Attr:$epsilon);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tessel_SoftmaxOp : Tessel_Op<"softmax", [SameOperandsAndResultType]> {
   let summary = "exp(x) / sum(exp(x)) along one axis (ONNX Softmax, opset 13)";
   let description = [{

@@ -39,6 +39,7 @@ void populateTesselToLinalgPatterns(const TypeConverter &converter,
   populateReductionToLinalgPatterns(converter, patterns);
   populateIndexingToLinalgPatterns(converter, patterns);
   populateDataMovementToLinalgPatterns(converter, patterns);
+  populateNormalizationToLinalgPatterns(converter, patterns);
 }
 
 namespace {

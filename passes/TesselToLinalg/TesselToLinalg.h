@@ -31,6 +31,8 @@ void populateReductionToLinalgPatterns(const mlir::TypeConverter &converter,
                                        mlir::RewritePatternSet &patterns);
 void populateIndexingToLinalgPatterns(const mlir::TypeConverter &converter,
                                       mlir::RewritePatternSet &patterns);
+void populateNormalizationToLinalgPatterns(const mlir::TypeConverter &converter,
+                                           mlir::RewritePatternSet &patterns);
 void populateDataMovementToLinalgPatterns(const mlir::TypeConverter &converter,
                                           mlir::RewritePatternSet &patterns);
 

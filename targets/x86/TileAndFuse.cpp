@@ -70,8 +70,7 @@ int64_t kernelWork(func::FuncOp function) {
 /// How the workgroup tiles of a kernel's root must be shaped.
 struct TileConstraints {
   /// Per root loop: what its tile must be a multiple of, and the least
-  /// tile worth a workgroup (0: the default, 8 along outer loops, 64 along
-  /// the innermost).
+  /// tile worth a workgroup (0: the default, 64 along the innermost loop).
   SmallVector<int64_t> granules;
   SmallVector<int64_t> minTiles;
   /// The root loop split first, if any.
@@ -109,6 +108,24 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
   size_t rootLoops = root.getLoopIteratorTypes().size();
   constraints.granules.assign(rootLoops, 1);
   constraints.minTiles.assign(rootLoops, 0);
+  // A softmax or a normalization reduces rows that its last map, the root,
+  // then reads: a workgroup takes whole rows, or each part of a row would
+  // compute the row's statistics again.
+  bool rowReduction = false;
+  function.walk([&](linalg::LinalgOp op) {
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    if (op.getOperation() != root.getOperation() && !iterators.empty() &&
+        iterators.back() == utils::IteratorType::reduction && !matchBlockableContraction(op) &&
+        !isBlockableChannelsLast(op))
+      rowReduction = true;
+  });
+  auto rootOp = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (rowReduction && rootOp && rootLoops > 0 &&
+      rootOp.getNumParallelLoops() == rootOp.getNumLoops()) {
+    int64_t extent = rootOp.getStaticLoopRanges().back();
+    if (!ShapedType::isDynamic(extent))
+      constraints.granules.back() = constraints.minTiles.back() = extent;
+  }
   linalg::LinalgOp blocked;
   function.walk([&](linalg::LinalgOp op) {
     if (!blocked && (matchBlockableContraction(op) || isBlockableChannelsLast(op)))
@@ -164,9 +181,9 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
 /// Splits the parallel loops, outermost first (or `constraints.first`
 /// first), so that the kernel has about `work / minWork` workgroups (at most
 /// `maxWorkgroups`). Tile sizes divide the loop extents, so every workgroup
-/// has the same static shape, are multiples of the granules, and stay large
-/// enough for register blocks: by default 8 along outer loops (output
-/// channels, rows), 64 along the innermost, contiguous one.
+/// has the same static shape, are multiples of the granules (whole register
+/// blocks), and by default at least 64 along the innermost, contiguous loop,
+/// which is vectorized.
 SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
                                           int64_t maxWorkgroups, int64_t minWork,
                                           const TileConstraints &constraints) {
@@ -202,7 +219,7 @@ SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
     int64_t minTile = constraints.minTiles[d];
     if (!minTile)
       minTile = llvm::alignTo(
-          std::min<int64_t>(extent, static_cast<int64_t>(d) == innermostParallel ? 64 : 8),
+          std::min<int64_t>(extent, static_cast<int64_t>(d) == innermostParallel ? 64 : 1),
           granule);
     // The smallest multiple of the granule dividing the extent, at least
     // minTile, that makes at most `wanted` parts.

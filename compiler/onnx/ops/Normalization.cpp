@@ -111,6 +111,26 @@ std::optional<SmallVector<int64_t>> trailingAxes(NodeImporter &node) {
   return axesFrom(*axis, rank);
 }
 
+/// Whether a LayerNormalization has the form tessel.layer_norm computes:
+/// over the last axis of an f32 input, with f32 statistics and vector
+/// parameters, only its normalized output used.
+bool isSingleLayerNorm(NodeImporter &node, ArrayRef<int64_t> axes, Type computeType) {
+  RankedTensorType type = node.inputType(0);
+  if (axes.size() != 1 || !type.getElementType().isF32() || !computeType.isF32() ||
+      node.outputUsed(1) || node.outputUsed(2))
+    return false;
+  int64_t features = type.getShape().back();
+  for (size_t i = 1; i < std::min<size_t>(node.numInputs(), 3); ++i) {
+    if (!node.input(i))
+      continue;
+    RankedTensorType parameter = node.inputType(i);
+    if (parameter.getRank() != 1 || parameter.getDimSize(0) != features ||
+        !parameter.getElementType().isF32())
+      return false;
+  }
+  return true;
+}
+
 LogicalResult importLayerNormalization(NodeImporter &node) {
   if (!requireStaticFloat(node))
     return failure();
@@ -120,6 +140,12 @@ LogicalResult importLayerNormalization(NodeImporter &node) {
     return failure();
   float epsilon = node.floatAttr("epsilon", 1e-5f);
   Type computeType = statisticsType(node, type.getElementType());
+  if (isSingleLayerNorm(node, *axes, computeType)) {
+    OpBuilder &b = node.builder();
+    node.setOutput(0, LayerNormOp::create(b, node.loc(), type, node.input(0), node.input(1),
+                                          node.input(2), b.getF32FloatAttr(epsilon)));
+    return success();
+  }
   Formula f(node);
   Value x = f.convert(node.input(0), computeType);
   Value mean = f.meanKeep(x, *axes);

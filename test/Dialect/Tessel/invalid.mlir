@@ -161,6 +161,14 @@ func.func @batch_norm_params(%x: tensor<1x4x2x2xf32>, %p: tensor<3xf32>) -> tens
 
 // -----
 
+func.func @layer_norm_scale(%x: tensor<2x10xf32>, %scale: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  // expected-error @+1 {{scale and bias must be vectors of 10 elements, the last axis}}
+  %0 = tessel.layer_norm %x, %scale {epsilon = 1.0e-05 : f32} : (tensor<2x10xf32>, tensor<2x10xf32>) -> tensor<2x10xf32>
+  return %0 : tensor<2x10xf32>
+}
+
+// -----
+
 func.func @softmax_axis(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}
   %0 = tessel.softmax %x {axis = 2 : i64} : tensor<2x10xf32>

@@ -81,6 +81,15 @@ func.func @normalization(%x: tensor<1x4x2x2xf32>, %p: tensor<4xf32>, %s: tensor<
   return %0, %1 : tensor<1x4x2x2xf32>, tensor<2x10xf32>
 }
 
+// CHECK-LABEL: @layer_norm
+func.func @layer_norm(%x: tensor<2x10xf32>, %scale: tensor<10xf32>) -> (tensor<2x10xf32>, tensor<2x10xf32>) {
+  // CHECK: tessel.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : (tensor<2x10xf32>, tensor<10xf32>, tensor<10xf32>) -> tensor<2x10xf32>
+  %0 = tessel.layer_norm %x, %scale, %scale {epsilon = 1.0e-05 : f32} : (tensor<2x10xf32>, tensor<10xf32>, tensor<10xf32>) -> tensor<2x10xf32>
+  // CHECK: tessel.layer_norm %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f32} : (tensor<2x10xf32>, tensor<10xf32>) -> tensor<2x10xf32>
+  %1 = tessel.layer_norm %x, %scale {epsilon = 1.0e-03 : f32} : (tensor<2x10xf32>, tensor<10xf32>) -> tensor<2x10xf32>
+  return %0, %1 : tensor<2x10xf32>, tensor<2x10xf32>
+}
+
 // CHECK-LABEL: @data_movement
 func.func @data_movement(%x: tensor<1x512x1x1xf32>, %t: tensor<1x3x4x5xf32>, %a: tensor<1x2xf32>, %b: tensor<1x3xf32>)
     -> (tensor<1x512xf32>, tensor<512xf32>, tensor<1x4x5x3xf32>, tensor<1x5xf32>) {

@@ -93,3 +93,32 @@ func.func @matmul_bias(%a: tensor<16x64xf32>, %b: tensor<64x192xf32>, %bias: ten
   } -> tensor<16x192xf32>
   return %1 : tensor<16x192xf32>
 }
+
+// -----
+
+// A map reading a row sum (LayerNorm, softmax): workgroups take whole rows,
+// so that no row's sum is computed twice; the sum is fused into each.
+// CHECK-LABEL: @row_statistic
+// CHECK: scf.forall (%[[R:.+]]) = (0) to (16) step (4)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.+}} : tensor<4x256xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.+}}, %{{.+}} : tensor<4x256xf32>, tensor<4xf32>)
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[%[[R]], 0] [4, 256]
+func.func @row_statistic(%x: tensor<16x256xf32>) -> tensor<16x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<16x256xf32>) outs(%init : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %out, %in : f32
+    linalg.yield %a : f32
+  } -> tensor<16xf32>
+  %o = tensor.empty() : tensor<16x256xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : tensor<16x256xf32>, tensor<16xf32>) outs(%o : tensor<16x256xf32>) {
+  ^bb0(%in: f32, %s: f32, %out: f32):
+    %d = arith.divf %in, %s : f32
+    linalg.yield %d : f32
+  } -> tensor<16x256xf32>
+  return %y : tensor<16x256xf32>
+}
