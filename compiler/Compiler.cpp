@@ -177,6 +177,7 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   GraphPipelineOptions graphOptions;
   graphOptions.optLevel = options.optLevel;
   graphOptions.channelsLast = target->prefersChannelsLast();
+  graphOptions.fuseAttention = target->fusesAttention();
   buildGraphPipeline(graph, graphOptions);
   if (failed(graph.run(module)))
     return diagnostics.error("graph optimization failed:");

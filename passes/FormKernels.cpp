@@ -3,7 +3,9 @@
 // A kernel is the unit a target compiles and the runtime dispatches. Fusing
 // elementwise consumers into their producer's kernel lets a target compute
 // them on a tile while it is still in registers or cache (Conv+Add+Relu is
-// one kernel). The entry function keeps what is not computation: constants,
+// one kernel). For targets that ask, attention (MatMul, Softmax, MatMul) is
+// one kernel too, so that a tile of queries goes through all three before
+// the next: the score matrix is never stored whole. The entry function keeps what is not computation: constants,
 // which become weights, and reshapes, which are views.
 //
 //===----------------------------------------------------------------------===//
@@ -43,8 +45,10 @@ struct Kernel {
 
 class KernelFormer {
 public:
-  KernelFormer(func::FuncOp entry, int64_t maxInlinedConstantElements)
-      : entry(entry), maxInlinedConstantElements(maxInlinedConstantElements) {}
+  KernelFormer(func::FuncOp entry, int64_t maxInlinedConstantElements,
+               bool fuseAttention)
+      : entry(entry), maxInlinedConstantElements(maxInlinedConstantElements),
+        fuseAttention(fuseAttention) {}
 
   LogicalResult run(SymbolTable &symbols) {
     group();
@@ -69,6 +73,57 @@ private:
       kernelOf[&op] = kernels.back().get();
     }
     mergeElementwiseConsumers();
+    if (fuseAttention)
+      mergeAttention();
+  }
+
+  /// Joins the kernels of scores = Q x K (with its elementwise epilogue:
+  /// scaling, masking), softmax(scores) along the keys and softmax x V into
+  /// the first, when each feeds only the next.
+  void mergeAttention() {
+    // A merge erases the kernel at `index` and a later one.
+    for (size_t index = 0; index < kernels.size();)
+      if (!joinAttention(kernels[index].get()))
+        ++index;
+  }
+
+  /// Merges `softmax`, a kernel of one softmax, with its neighbours when
+  /// the three compute attention (see mergeAttention).
+  bool joinAttention(Kernel *softmax) {
+    auto op = dyn_cast<SoftmaxOp>(softmax->tail());
+    if (softmax->ops.size() != 1 || !op ||
+        op.getAxis() != op.getType().getRank() - 1 || !op->hasOneUse())
+      return false;
+    Kernel *scores = kernelOf.lookup(op.getInput().getDefiningOp());
+    auto product = dyn_cast<MatMulOp>(*op->user_begin());
+    if (!scores || !isa<MatMulOp>(scores->ops.front()) ||
+        scores->tail() != op.getInput().getDefiningOp() ||
+        !onlyFeeds(*scores, *softmax) || !product ||
+        product.getLhs() != op.getResult())
+      return false;
+    Kernel *output = kernelOf.lookup(product);
+    if (output->ops.front() != product)
+      return false;
+    for (Kernel *joining : {softmax, output})
+      for (Operation *member : joining->ops) {
+        scores->ops.push_back(member);
+        kernelOf[member] = scores;
+      }
+    llvm::erase_if(kernels, [&](const std::unique_ptr<Kernel> &kernel) {
+      return kernel.get() == softmax || kernel.get() == output;
+    });
+    return true;
+  }
+
+  /// Whether every value `kernel` computes is used inside it or by `next`.
+  bool onlyFeeds(const Kernel &kernel, const Kernel &next) {
+    for (Operation *op : kernel.ops)
+      for (Operation *user : op->getUsers()) {
+        Kernel *userKernel = kernelOf.lookup(user);
+        if (userKernel != &kernel && userKernel != &next)
+          return false;
+      }
+    return true;
   }
 
   /// An activation that reads its input twice, x * sigmoid(x) (SiLU) or
@@ -210,6 +265,7 @@ private:
 
   func::FuncOp entry;
   int64_t maxInlinedConstantElements;
+  bool fuseAttention;
   SmallVector<std::unique_ptr<Kernel>> kernels;
   DenseMap<Operation *, Kernel *> kernelOf;
 };
@@ -230,7 +286,7 @@ struct TesselFormKernelsPass
         entry.emitError("kernel formation expects a single-block function");
         return signalPassFailure();
       }
-      KernelFormer former(entry, maxInlinedConstantElements);
+      KernelFormer former(entry, maxInlinedConstantElements, fuseAttention);
       if (failed(former.run(symbols)))
         return signalPassFailure();
     }

@@ -57,12 +57,19 @@ def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
     Small constants are cloned into the kernels that use them; the others
     stay in the entry function and are passed as arguments, so the artifact
     writer can place them among the weights.
+
+    With `fuse-attention`, a MatMul (and its elementwise epilogue), a
+    softmax along the last axis of its result and a MatMul of the softmax
+    by another operand form one kernel, when each feeds only the next: a
+    target can then compute attention a tile of query rows at a time.
   }];
   let dependentDialects = ["mlir::func::FuncDialect"];
   let options = [
     Option<"maxInlinedConstantElements", "max-inlined-constant-elements",
            "int64_t", "16",
            "Constants with at most this many elements are cloned into kernels">,
+    Option<"fuseAttention", "fuse-attention", "bool", "false",
+           "Form one kernel of MatMul, Softmax and MatMul (attention)">,
   ];
 }
 

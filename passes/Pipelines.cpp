@@ -24,7 +24,9 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
     pm.addNestedPass<func::FuncOp>(createTesselSinkReshapesPass());
     pm.addPass(createCanonicalizerPass());
   }
-  pm.addPass(createTesselFormKernelsPass());
+  TesselFormKernelsPassOptions formKernels;
+  formKernels.fuseAttention = options.optLevel > 0 && options.fuseAttention;
+  pm.addPass(createTesselFormKernelsPass(formKernels));
 }
 
 void buildLinalgPipeline(OpPassManager &pm) {

@@ -18,6 +18,11 @@ struct GraphPipelineOptions
       llvm::cl::desc("Compute 2-D convolutions and pooling in NHWC (the "
                      "target vectorizes them along the channels)"),
       llvm::cl::init(false)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Form one kernel of MatMul, Softmax and MatMul (the "
+                     "target computes attention a tile of queries at a time)"),
+      llvm::cl::init(false)};
 };
 
 /// Graph-level optimization on the tessel dialect: canonicalization and

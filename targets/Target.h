@@ -77,6 +77,10 @@ public:
   /// last (NHWC): for targets that vectorize them along the channels.
   virtual bool prefersChannelsLast() const { return false; }
 
+  /// Whether the target compiles a kernel of MatMul, Softmax and MatMul
+  /// (attention) without storing the whole score matrix.
+  virtual bool fusesAttention() const { return false; }
+
   /// Rewrites the whole module on tensors (the host function and its
   /// kernels) into the data layouts the target's kernels want, before the
   /// kernels are split off: constants it stores differently (packed matmul

@@ -73,6 +73,8 @@ struct TileConstraints {
   /// tile worth a workgroup (0: the default, 64 along the innermost loop).
   SmallVector<int64_t> granules;
   SmallVector<int64_t> minTiles;
+  /// Per root loop: the largest tile allowed (0: any).
+  SmallVector<int64_t> maxTiles;
   /// The root loop split first, if any.
   std::optional<unsigned> first;
 };
@@ -96,6 +98,36 @@ std::optional<SmallVector<unsigned>> resultAxesOfRoot(TilingInterface root,
   return llvm::to_vector(llvm::seq<unsigned>(0, rank));
 }
 
+/// Bytes of the score matrix that a workgroup of an attention kernel may
+/// hold: the scores of its query rows stay in L1 between the product that
+/// writes them, the softmax and the product that reads them.
+constexpr int64_t kScoreTileBytes = 32 * 1024;
+
+/// Attention: the root is probabilities x V, and `scores` (Q x K) feeds
+/// the softmax that computes the probabilities. A workgroup takes whole
+/// rows of the output, or each part of a row would compute the row's
+/// scores again, and one batch entry (head) and as many query rows as have
+/// their scores fit kScoreTileBytes, if a number that large divides them.
+TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp root,
+                                     TileConstraints constraints, int64_t vectorWidth) {
+  std::optional<ContractionLoops> loops = matchBlockableContraction(root);
+  SmallVector<int64_t> extents = root.getStaticLoopRanges();
+  std::optional<ContractionBlock> block =
+      chooseContractionBlock(extents[loops->m], extents[loops->n], vectorWidth);
+  int64_t keys = scores.getStaticLoopRanges()[matchBlockableContraction(scores)->n];
+  if (!block)
+    return constraints;
+  constraints.granules[loops->n] = constraints.minTiles[loops->n] = extents[loops->n];
+  for (unsigned batch : loops->batch)
+    constraints.maxTiles[batch] = 1;
+  // Any number of query rows from one block up: a workgroup's last block
+  // of rows may be smaller (the blocks of both products have their tails).
+  constraints.minTiles[loops->m] = std::min(extents[loops->m], block->rows);
+  constraints.maxTiles[loops->m] = std::max<int64_t>(
+      kScoreTileBytes / (keys * static_cast<int64_t>(sizeof(float))), 1);
+  return constraints;
+}
+
 /// A kernel with a register-blocked contraction (ContractionBlocking) or
 /// NHWC window op (ChannelsLastBlocking) needs whole blocks per workgroup,
 /// and splits the contraction's columns or the window's channels first: a
@@ -108,6 +140,7 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
   size_t rootLoops = root.getLoopIteratorTypes().size();
   constraints.granules.assign(rootLoops, 1);
   constraints.minTiles.assign(rootLoops, 0);
+  constraints.maxTiles.assign(rootLoops, 0);
   // A softmax or a normalization reduces rows that its last map, the root,
   // then reads: a workgroup takes whole rows, or each part of a row would
   // compute the row's statistics again.
@@ -126,13 +159,18 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
     if (!ShapedType::isDynamic(extent))
       constraints.granules.back() = constraints.minTiles.back() = extent;
   }
-  linalg::LinalgOp blocked;
+  // The blocked op that the root is, or whose epilogue it is, is the last.
+  SmallVector<linalg::LinalgOp> blockedOps;
   function.walk([&](linalg::LinalgOp op) {
-    if (!blocked && (matchBlockableContraction(op) || isBlockableChannelsLast(op)))
-      blocked = op;
+    if (matchBlockableContraction(op) || isBlockableChannelsLast(op))
+      blockedOps.push_back(op);
   });
-  if (!blocked)
+  if (blockedOps.empty())
     return constraints;
+  linalg::LinalgOp blocked = blockedOps.back();
+  if (blockedOps.size() == 2 && blocked.getOperation() == root.getOperation())
+    return attentionConstraints(blockedOps.front(), blocked, std::move(constraints),
+                                vectorWidth);
   std::optional<SmallVector<unsigned>> axes = resultAxesOfRoot(root, blocked);
   if (!axes)
     return constraints;
@@ -213,7 +251,9 @@ SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
   SmallVector<int64_t> tiles(domain.size(), 0);
   for (unsigned d : order) {
     int64_t extent = extents[d];
-    if (wanted <= 1 || iterators[d] != utils::IteratorType::parallel || extent <= 1)
+    int64_t maxTile = constraints.maxTiles[d] ? constraints.maxTiles[d] : extent;
+    if ((wanted <= 1 && maxTile >= extent) ||
+        iterators[d] != utils::IteratorType::parallel || extent <= 1)
       continue;
     int64_t granule = constraints.granules[d];
     int64_t minTile = constraints.minTiles[d];
@@ -227,6 +267,11 @@ SmallVector<int64_t> chooseWorkgroupTiles(TilingInterface root, int64_t work,
         minTile, llvm::alignTo(llvm::divideCeil(extent, wanted), granule));
     while (tile < extent && extent % tile != 0)
       tile += granule;
+    // Down to the largest allowed tile, if one divides the extent.
+    for (int64_t smaller = llvm::alignDown(maxTile, granule);
+         tile > maxTile && smaller >= std::max(minTile, granule); smaller -= granule)
+      if (extent % smaller == 0)
+        tile = smaller;
     if (tile >= extent)
       continue;
     tiles[d] = tile;

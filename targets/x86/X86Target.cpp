@@ -92,6 +92,7 @@ public:
   DeviceKind device() const override { return DeviceKind::Cpu; }
 
   bool prefersChannelsLast() const override { return true; }
+  bool fusesAttention() const override { return true; }
 
   LogicalResult chooseDataLayouts(ModuleOp module, const TargetOptions &options) override {
     FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = createMachine(module, options);
