@@ -103,28 +103,41 @@ std::optional<SmallVector<unsigned>> resultAxesOfRoot(TilingInterface root,
 /// writes them, the softmax and the product that reads them.
 constexpr int64_t kScoreTileBytes = 32 * 1024;
 
-/// Attention: the root is probabilities x V, and `scores` (Q x K) feeds
-/// the softmax that computes the probabilities. A workgroup takes whole
-/// rows of the output, or each part of a row would compute the row's
-/// scores again, and one batch entry (head) and as many query rows as have
-/// their scores fit kScoreTileBytes, if a number that large divides them.
-TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp root,
+/// Attention: `product` is probabilities x V, the root or the op whose
+/// epilogue the root is (root loop d is the product's result axis d), and
+/// `scores` (Q x K) feeds the softmax that computes the probabilities. A
+/// workgroup takes whole rows of the output, or each part of a row would
+/// compute the row's scores again, and one batch entry (head) and as many
+/// query rows as have their scores fit kScoreTileBytes, if a number that
+/// large divides them.
+TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp product,
                                      TileConstraints constraints, int64_t vectorWidth) {
-  std::optional<ContractionLoops> loops = matchBlockableContraction(root);
-  SmallVector<int64_t> extents = root.getStaticLoopRanges();
+  std::optional<ContractionLoops> loops = matchBlockableContraction(product);
+  std::optional<ContractionLoops> scoreLoops = matchBlockableContraction(scores);
+  if (!loops || !scoreLoops)
+    return constraints;
+  SmallVector<int64_t> extents = product.getStaticLoopRanges();
   std::optional<ContractionBlock> block =
       chooseContractionBlock(extents[loops->m], extents[loops->n], vectorWidth);
-  int64_t keys = scores.getStaticLoopRanges()[matchBlockableContraction(scores)->n];
   if (!block)
     return constraints;
-  constraints.granules[loops->n] = constraints.minTiles[loops->n] = extents[loops->n];
-  for (unsigned batch : loops->batch)
-    constraints.maxTiles[batch] = 1;
-  // Any number of query rows from one block up: a workgroup's last block
-  // of rows may be smaller (the blocks of both products have their tails).
-  constraints.minTiles[loops->m] = std::min(extents[loops->m], block->rows);
-  constraints.maxTiles[loops->m] = std::max<int64_t>(
-      kScoreTileBytes / (keys * static_cast<int64_t>(sizeof(float))), 1);
+  int64_t keys = scores.getStaticLoopRanges()[scoreLoops->n];
+  AffineMap resultMap =
+      product.getIndexingMapMatchingResult(cast<OpResult>(product->getResult(0)));
+  for (unsigned axis = 0; axis < resultMap.getNumResults(); ++axis) {
+    unsigned loop = resultMap.getDimPosition(axis);
+    if (loop == loops->n) {
+      constraints.granules[axis] = constraints.minTiles[axis] = extents[loop];
+    } else if (loop == loops->m) {
+      // Any number of query rows from one block up: a workgroup's last
+      // block of rows may be smaller (both products' blocks have tails).
+      constraints.minTiles[axis] = std::min(extents[loop], block->rows);
+      constraints.maxTiles[axis] = std::max<int64_t>(
+          kScoreTileBytes / (keys * static_cast<int64_t>(sizeof(float))), 1);
+    } else {
+      constraints.maxTiles[axis] = 1;
+    }
+  }
   return constraints;
 }
 
@@ -168,12 +181,13 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
   if (blockedOps.empty())
     return constraints;
   linalg::LinalgOp blocked = blockedOps.back();
-  if (blockedOps.size() == 2 && blocked.getOperation() == root.getOperation())
-    return attentionConstraints(blockedOps.front(), blocked, std::move(constraints),
-                                vectorWidth);
   std::optional<SmallVector<unsigned>> axes = resultAxesOfRoot(root, blocked);
   if (!axes)
     return constraints;
+  // Two products in one kernel: attention (see tessel-form-kernels).
+  if (blockedOps.size() == 2)
+    return attentionConstraints(blockedOps.front(), blocked, std::move(constraints),
+                                vectorWidth);
 
   // Per result axis of the blocked op: its extent, its block and whether it
   // is split first.
