@@ -95,7 +95,8 @@ def kernel_model(path, kind):
     return flops
 
 
-MEMORY_LINE = re.compile(r"memory: arena (\d+) bytes, weights (\d+) bytes")
+MEMORY_LINE = re.compile(
+    r"memory: arena (\d+) bytes, weights (\d+) bytes, scratch (\d+) bytes per thread")
 
 # Peak RSS growth of creating an onnxruntime session and running it once,
 # measured in a fresh interpreter: the kernel's RSS high-water mark (VmHWM)
@@ -124,12 +125,12 @@ print(status("VmHWM") - before)
 
 
 def tessel_memory(tools, artifact):
-    """(arena bytes, weight bytes) of a compiled model."""
+    """(arena, weight, per-thread scratch) bytes of a compiled model."""
     output = subprocess.run([str(tools / "tessel-run"), str(artifact), "--bench", "1",
                              "--warmup", "0"], check=True, capture_output=True,
                             text=True).stdout
     match = MEMORY_LINE.search(output)
-    return int(match.group(1)), int(match.group(2))
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
 def onnxruntime_rss_growth(latency, model):
@@ -206,7 +207,7 @@ def main():
                        check=True, stderr=subprocess.DEVNULL)
         seconds = compile_model(tools, model, artifact)
         row = {"model": name, "compile": seconds}
-        row["arena"], row["weights"] = tessel_memory(tools, artifact)
+        row["arena"], row["weights"], row["scratch"] = tessel_memory(tools, artifact)
         row["ort_rss"] = onnxruntime_rss_growth(latency, model)
         for threads in (1, 2):
             row[threads] = measure(latency, tools, model, artifact, threads, args.rounds,
@@ -288,16 +289,19 @@ def write_report(path, peak_line, peak, kernels, rows, means, args):
         "",
         "Tessel's arena holds every intermediate tensor of a run, placed by the "
         "compiler's static memory plan (buffers reuse each other's space once dead); "
-        "weights are shared by all sessions of a model. onnxruntime's figure is the "
+        "weights are shared by all sessions of a model; each thread has its own scratch "
+        "for the temporaries of a workgroup (an attention kernel's tile of scores, say). "
+        "onnxruntime's figure is the "
         "peak RSS growth of creating a session (1 thread) and running it once, "
         "weights included.",
         "",
-        "| model | Tessel arena MiB | Tessel weights MiB | onnxruntime RSS growth MiB |",
-        "|---|---:|---:|---:|",
+        "| model | Tessel arena MiB | Tessel weights MiB | Tessel scratch KiB per thread "
+        "| onnxruntime RSS growth MiB |",
+        "|---|---:|---:|---:|---:|",
     ]
     for row in rows:
         lines.append(f"| {row['model']} | {row['arena'] / mib:.1f} | {row['weights'] / mib:.1f} | "
-                     f"{row['ort_rss'] / mib:.1f} |")
+                     f"{row['scratch'] / 1024:.0f} | {row['ort_rss'] / mib:.1f} |")
     lines.append("")
     pathlib.Path(path).write_text("\n".join(lines))
     print(f"wrote {path}")
