@@ -167,13 +167,7 @@ private:
         !producer->tail()->isBeforeInBlock(consumer.ops.front()))
       return nullptr;
     // Nothing the producer computes may be needed outside the two.
-    for (Operation *op : producer->ops)
-      for (Operation *user : op->getUsers()) {
-        auto it = kernelOf.find(user);
-        if (it == kernelOf.end() || (it->second != producer && it->second != &consumer))
-          return nullptr;
-      }
-    return producer;
+    return onlyFeeds(*producer, consumer) ? producer : nullptr;
   }
 
   /// The kernel an elementwise op can join: one whose tail produces an
