@@ -19,7 +19,7 @@ debian_packages=(
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev
   cmake ninja-build ccache python3-venv python3-torch python3-torchvision
 )
-python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.23.2)
+python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.32.0)
 
 missing=()
 for package in "${debian_packages[@]}"; do
