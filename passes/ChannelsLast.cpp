@@ -55,10 +55,15 @@ bool isStatic4D(Value value) {
   return type && type.getRank() == 4 && type.hasStaticShape();
 }
 
-/// What gets the channels-last form: static 4-D f32 activations (the
-/// element type targets block).
-bool isF32Activation(Value value) {
-  return isStatic4D(value) && cast<RankedTensorType>(value.getType()).getElementType().isF32();
+/// What gets the channels-last form: static 4-D activations of the element
+/// types targets block, f32 and 8-bit quantized per tensor.
+bool isBlockedActivation(Value value) {
+  if (!isStatic4D(value))
+    return false;
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  if (quant::QuantizedType quantized = getQuantizedType(element))
+    return quantized.getStorageTypeIntegralWidth() == 8 && !quantizedAxis(quantized);
+  return element.isF32();
 }
 
 /// The NHWC value that `value` is the NCHW transpose of.
@@ -80,7 +85,7 @@ struct ConvChannelsLast : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(ConvOp op, PatternRewriter &rewriter) const override {
-    if (op.getChannelsLast() || !isF32Activation(op.getInput()) ||
+    if (op.getChannelsLast() || !isBlockedActivation(op.getInput()) ||
         !isStatic4D(op.getWeight()))
       return failure();
     int64_t channels = op.getInput().getType().getDimSize(1);
@@ -92,7 +97,9 @@ struct ConvChannelsLast : OpRewritePattern<ConvOp> {
     Location loc = op.getLoc();
     Value input = transpose(rewriter, loc, op.getInput(), kToChannelsLast);
     Value weight = transpose(rewriter, loc, op.getWeight(), kWeightToChannelsLast);
-    auto conv = ConvOp::create(rewriter, loc, input, weight, op.getBias(),
+    RankedTensorType type = op.getType();
+    auto conv = ConvOp::create(rewriter, loc, type.clone(permuted(type.getShape(), kToChannelsLast)),
+                               input, weight, op.getBias(),
                                op.getStridesAttr(), op.getPadsAttr(),
                                op.getDilationsAttr(), op.getGroupAttr(),
                                rewriter.getUnitAttr());
@@ -107,7 +114,7 @@ struct PoolChannelsLast : OpRewritePattern<PoolOp> {
   using OpRewritePattern<PoolOp>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rewriter) const override {
-    if (op.getChannelsLast() || !isF32Activation(op.getInput()))
+    if (op.getChannelsLast() || !isBlockedActivation(op.getInput()))
       return failure();
     Location loc = op.getLoc();
     Value input = transpose(rewriter, loc, op.getInput(), kToChannelsLast);
@@ -174,15 +181,20 @@ struct SinkThroughElementwise : RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
     // Batch normalization broadcasts its parameters along axis 1, and ops
-    // with an axis attribute (per-axis quantization) name NCHW axes.
+    // with an axis attribute or per-axis quantization name NCHW axes.
     if (!op->hasTrait<ElementwiseMap>() || isa<BatchNormOp>(op) ||
         op->getNumResults() != 1 || !isStatic4D(op->getResult(0)) ||
-        op->hasAttr("axis") || op->hasAttr("axes") ||
+        op->hasAttr("axis") || op->hasAttr("axes") || hasPerAxisQuantization(op) ||
         llvm::none_of(op->getOperands(), [](Value v) { return bool(channelsLastSource(v)); }))
       return failure();
     Location loc = op->getLoc();
     SmallVector<Value> operands;
-    for (Value operand : op->getOperands()) {
+    for (OpOperand &use : op->getOpOperands()) {
+      Value operand = use.get();
+      if (!readsElementwise(op, use.getOperandNumber())) {
+        operands.push_back(operand);
+        continue;
+      }
       Value channelsLast = channelsLastOperand(rewriter, loc, operand);
       if (!channelsLast)
         return rewriter.notifyMatchFailure(op, "an operand would need a copy");

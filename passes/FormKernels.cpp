@@ -28,9 +28,22 @@ using namespace tessel;
 
 namespace {
 
+/// Whether `op` reinterprets a quantized tensor as its storage integers or
+/// back: the same bytes.
+bool isStorageCast(Operation *op) {
+  auto cast = dyn_cast<BitCastOp>(op);
+  return cast && storageType(cast.getInput().getType()) == storageType(cast.getType());
+}
+
 /// Ops that stay in the entry function: they compute nothing.
 bool staysInEntry(Operation *op) {
-  return isa<ConstantOp, ReshapeOp, FlattenOp>(op);
+  return isa<ConstantOp, ReshapeOp, FlattenOp>(op) || isStorageCast(op);
+}
+
+/// Ops that only change how elements are represented (quantization), which
+/// join their producer's kernel though their element type differs.
+bool changesRepresentation(Operation *op) {
+  return isa<QuantizeOp, DequantizeOp, RequantizeOp, LookupOp>(op);
 }
 
 /// Ops that may join the kernel of one of their operands.
@@ -92,7 +105,8 @@ private:
   bool joinAttention(Kernel *softmax) {
     auto op = dyn_cast<SoftmaxOp>(softmax->tail());
     if (softmax->ops.size() != 1 || !op ||
-        op.getAxis() != op.getType().getRank() - 1 || !op->hasOneUse())
+        static_cast<int64_t>(op.getAxis()) != op.getType().getRank() - 1 ||
+        !op->hasOneUse())
       return false;
     Kernel *scores = kernelOf.lookup(op.getInput().getDefiningOp());
     auto product = dyn_cast<MatMulOp>(*op->user_begin());
@@ -175,13 +189,17 @@ private:
   Kernel *fusableProducer(Operation *op) {
     if (!isElementwise(op))
       return nullptr;
-    Type resultType = op->getResult(0).getType();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     for (Value operand : op->getOperands()) {
       Operation *producer = operand.getDefiningOp();
       auto it = kernelOf.find(producer);
       if (it == kernelOf.end() || it->second->tail() != producer)
         continue;
-      if (operand.hasOneUse() && operand.getType() == resultType)
+      auto operandType = cast<RankedTensorType>(operand.getType());
+      bool sameShape = changesRepresentation(op)
+                           ? operandType.getShape() == resultType.getShape()
+                           : operandType == resultType;
+      if (operand.hasOneUse() && sameShape)
         return it->second;
     }
     return nullptr;

@@ -4,6 +4,7 @@
 #define TESSEL_PASSES_PASSES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace tessel {
@@ -13,6 +14,10 @@ namespace tessel {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// The patterns of tessel-expand-quantized-ops: quantized ops that mean a
+/// float formula become it; with `all`, every quantized op does.
+void populateExpandQuantizedOpsPatterns(mlir::RewritePatternSet &patterns, bool all);
 
 /// The name of the unit attribute that marks outlined kernel functions.
 inline constexpr llvm::StringLiteral kKernelAttrName = "tessel.kernel";

@@ -73,6 +73,47 @@ def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
   ];
 }
 
+def TesselFuseQuantizedOpsPass : Pass<"tessel-fuse-quantized-ops", "mlir::func::FuncOp"> {
+  let summary = "Turn float islands between dequantize and quantize into quantized ops";
+  let description = [{
+    quantize(op(dequantize(x)...)) becomes the quantized form of op:
+    convolutions, matrix products and gemms (with a ReLU or Clip between
+    them and the quantization), add, sub and mul, poolings, ops that move
+    elements, and chains of elementwise ops of one 8-bit tensor (a
+    tessel.lookup table, computed at compile time). A product of
+    dequantized operands read as float becomes the dequantization of its
+    i32 accumulator. Islands are fused in program order, so that the table
+    of an inner activation composes into the one around it. Constant
+    weights are then stored signed with zero point 0 where they fit, and
+    dequantized constants left for float ops fold into float constants.
+  }];
+  let dependentDialects = ["tessel::TesselDialect"];
+}
+
+def TesselExpandQuantizedOpsPass
+    : Pass<"tessel-expand-quantized-ops", "mlir::ModuleOp"> {
+  let summary = "Compute quantized ops as the float formulas that define them";
+  let description = [{
+    Quantized add, sub and mul, average poolings and requantizations mean a
+    float formula: dequantize the operands, compute in the expressed type,
+    quantize the result. They become that formula (the shared lowering does
+    this first, and lowers only quantize, dequantize, lookups and the
+    integer products itself).
+
+    With `all`, every quantized op becomes float arithmetic on its storage
+    integers: quantize and dequantize their ONNX formulas, relu and clip
+    comparisons of storage values, and convolutions and matrix products the
+    f32 product of zero-point-centred operands (exact while sums stay below
+    2^24), requantized in f32. That is the reference oracle of the integer
+    kernels and the form for targets without them.
+  }];
+  let dependentDialects = ["tessel::TesselDialect"];
+  let options = [
+    Option<"all", "all", "bool", "false",
+           "Expand every quantized op, not only the float-defined ones">,
+  ];
+}
+
 def ConvertTesselToLinalgPass : Pass<"convert-tessel-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower tessel ops to linalg, tensor and arith on tensors";
   let description = [{

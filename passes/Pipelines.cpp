@@ -16,6 +16,8 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
     pm.addNestedPass<func::FuncOp>(createTesselFoldBatchNormPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    pm.addNestedPass<func::FuncOp>(createTesselFuseQuantizedOpsPass());
+    pm.addPass(createCanonicalizerPass());
     if (options.channelsLast) {
       pm.addNestedPass<func::FuncOp>(createTesselChannelsLastPass());
       pm.addPass(createCanonicalizerPass());

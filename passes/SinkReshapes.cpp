@@ -54,7 +54,7 @@ struct SinkUnitAxisReshape : RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
     if (!op->hasTrait<ElementwiseMap>() || isa<BatchNormOp>(op) || op->getNumResults() != 1 ||
-        op->hasAttr("axis") || op->hasAttr("axes"))
+        op->hasAttr("axis") || op->hasAttr("axes") || hasPerAxisQuantization(op))
       return failure();
     auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!resultType || !resultType.hasStaticShape())
@@ -62,9 +62,11 @@ struct SinkUnitAxisReshape : RewritePattern {
     ArrayRef<int64_t> shape = resultType.getShape();
     // The reshape's source shape that the op computes at instead.
     std::optional<ArrayRef<int64_t>> source;
-    for (Value operand : op->getOperands()) {
+    for (OpOperand &use : op->getOpOperands()) {
+      Value operand = use.get();
       auto reshape = operand.getDefiningOp<ReshapeOp>();
-      if (!reshape || cast<RankedTensorType>(operand.getType()).getShape() != shape)
+      if (!reshape || !readsElementwise(op, use.getOperandNumber()) ||
+          cast<RankedTensorType>(operand.getType()).getShape() != shape)
         continue;
       // Only reshapes that insert unit axes sink: those that drop them, made
       // below for full-size operands, would sink back.
@@ -79,7 +81,12 @@ struct SinkUnitAxisReshape : RewritePattern {
       return failure();
     size_t shared = commonSuffix(*source, shape);
     SmallVector<Value> operands;
-    for (Value operand : op->getOperands()) {
+    for (OpOperand &use : op->getOpOperands()) {
+      Value operand = use.get();
+      if (!readsElementwise(op, use.getOperandNumber())) {
+        operands.push_back(operand);
+        continue;
+      }
       auto type = cast<RankedTensorType>(operand.getType());
       auto reshape = operand.getDefiningOp<ReshapeOp>();
       if (reshape && type.getShape() == shape &&

@@ -17,8 +17,9 @@ void TesselDialect::initialize() {
 Operation *TesselDialect::materializeConstant(OpBuilder &builder,
                                               Attribute value, Type type,
                                               Location loc) {
+  // Folding a quantized op gives its storage values.
   auto elements = dyn_cast<ElementsAttr>(value);
-  if (!elements || elements.getType() != type)
+  if (!elements || elements.getType() != storageType(type))
     return nullptr;
-  return ConstantOp::create(builder, loc, elements);
+  return ConstantOp::create(builder, loc, type, elements);
 }

@@ -20,6 +20,12 @@ using namespace tessel;
 /// Constant evaluation beyond this many elements is left to the kernels.
 static constexpr int64_t kMaxFoldedElements = 1 << 24;
 
+/// The type of a folded value of `type`: quantized values fold to their
+/// storage, which the constant materializer types back.
+static RankedTensorType attributeType(RankedTensorType type) {
+  return cast<RankedTensorType>(storageType(type));
+}
+
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 //===----------------------------------------------------------------------===//
@@ -66,7 +72,8 @@ static Attribute foldBroadcastBinary(ArrayRef<Attribute> operands,
                                      FloatFn floatFn, IntFn intFn) {
   auto lhs = dyn_cast_if_present<DenseElementsAttr>(operands[0]);
   auto rhs = dyn_cast_if_present<DenseElementsAttr>(operands[1]);
-  if (!lhs || !rhs || !resultType.hasStaticShape())
+  // Quantized arithmetic is not arithmetic on the storage values.
+  if (!lhs || !rhs || !resultType.hasStaticShape() || isQuantized(resultType))
     return {};
   std::optional<int64_t> count = elementCount(resultType.getShape());
   if (!count || *count > kMaxFoldedElements)
@@ -236,14 +243,14 @@ static bool isSplatOf(Attribute attr, double value) {
 /// not change x's type.
 static OpFoldResult foldRightIdentity(Value lhs, Attribute rhs, Type resultType,
                                       double identity) {
-  if (lhs.getType() == resultType && isSplatOf(rhs, identity))
+  if (lhs.getType() == resultType && !isQuantized(resultType) && isSplatOf(rhs, identity))
     return lhs;
   return {};
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   // x + 0 is x only for integers: -0.0 + 0.0 is +0.0.
-  if (!isa<FloatType>(getType().getElementType()))
+  if (isa<IntegerType>(getType().getElementType()))
     for (auto [value, other] : {std::pair(getLhs(), adaptor.getRhs()),
                                 std::pair(getRhs(), adaptor.getLhs())})
       if (OpFoldResult folded = foldRightIdentity(value, other, getType(), 0))
@@ -393,7 +400,7 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   }
   if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
     if (getType().hasStaticShape())
-      return dense.reshape(getType());
+      return dense.reshape(attributeType(getType()));
   return {};
 }
 
@@ -462,9 +469,9 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
       dense.getNumElements() > kMaxFoldedElements)
     return {};
   if (dense.isSplat())
-    return dense.resizeSplat(getType());
+    return dense.resizeSplat(attributeType(getType()));
   SmallVector<int64_t> strides = rowMajorStrides(getInput().getType().getShape());
-  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+  return rearrange(dense, attributeType(getType()), [&](ArrayRef<int64_t> index) {
     int64_t offset = 0;
     for (auto [i, axis] : llvm::enumerate(perm))
       offset += index[i] * strides[axis];
@@ -482,9 +489,9 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
       getType().getNumElements() > kMaxFoldedElements)
     return {};
   if (dense.isSplat())
-    return dense.resizeSplat(getType());
+    return dense.resizeSplat(attributeType(getType()));
   SmallVector<int64_t> strides = rowMajorStrides(getInput().getType().getShape());
-  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+  return rearrange(dense, attributeType(getType()), [&](ArrayRef<int64_t> index) {
     int64_t offset = 0;
     for (auto [i, position] : llvm::enumerate(index))
       offset += (getStarts()[i] + position * getSteps()[i]) * strides[i];
@@ -512,7 +519,7 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   }
   int64_t indexRank = getIndices().getType().getRank();
   SmallVector<int64_t> indexStrides = rowMajorStrides(getIndices().getType().getShape());
-  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+  return rearrange(dense, attributeType(getType()), [&](ArrayRef<int64_t> index) {
     int64_t offset = 0, indexOffset = 0;
     for (int64_t i = 0; i < axis; ++i)
       offset += index[i] * strides[i];
@@ -532,11 +539,11 @@ OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
   if (!dense || getType().getNumElements() > kMaxFoldedElements)
     return {};
   if (dense.isSplat())
-    return dense.resizeSplat(getType());
+    return dense.resizeSplat(attributeType(getType()));
   ArrayRef<int64_t> inputShape = getInput().getType().getShape();
   SmallVector<int64_t> strides = rowMajorStrides(inputShape);
   int64_t lead = getType().getRank() - inputShape.size();
-  return rearrange(dense, getType(), [&](ArrayRef<int64_t> index) {
+  return rearrange(dense, attributeType(getType()), [&](ArrayRef<int64_t> index) {
     int64_t offset = 0;
     for (auto [i, size] : llvm::enumerate(inputShape))
       offset += (size == 1 ? 0 : index[lead + i]) * strides[i];
@@ -558,7 +565,7 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
       return {};
     llvm::append_range(values, dense.getValues<Attribute>());
   }
-  return DenseElementsAttr::get(getType(), values);
+  return DenseElementsAttr::get(attributeType(getType()), values);
 }
 
 namespace {
@@ -575,11 +582,8 @@ struct PretransposeConstantB : OpRewritePattern<GemmOp> {
         type.getNumElements() > kMaxFoldedElements ||
         !matchPattern(op.getB(), m_Constant()))
       return failure();
-    auto transposedType = RankedTensorType::get(
-        {type.getDimSize(1), type.getDimSize(0)}, type.getElementType());
-    Value transposed = TransposeOp::create(
-        rewriter, op.getLoc(), transposedType, op.getB(),
-        rewriter.getDenseI64ArrayAttr({1, 0}));
+    Value transposed = TransposeOp::create(rewriter, op.getLoc(), op.getB(),
+                                           rewriter.getDenseI64ArrayAttr({1, 0}));
     rewriter.modifyOpInPlace(op, [&] {
       op.getBMutable().assign(transposed);
       op.setTransB(false);
@@ -595,7 +599,8 @@ struct TransposeOfUnitAxes : OpRewritePattern<TransposeOp> {
 
   LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
     RankedTensorType type = op.getInput().getType();
-    if (!type.hasStaticShape())
+    // A reshape has no axis to carry per-axis quantization along.
+    if (!type.hasStaticShape() || (isQuantized(type) && quantizedAxis(getQuantizedType(type))))
       return failure();
     int64_t previous = -1;
     for (int64_t axis : op.getPerm()) {
@@ -620,4 +625,35 @@ void GemmOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
   patterns.add<TransposeOfUnitAxes>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+OpFoldResult QuantizeOp::fold(FoldAdaptor) {
+  // quantize(dequantize(q)) is q when the two agree on the parameters.
+  if (auto dequantize = getInput().getDefiningOp<DequantizeOp>())
+    if (dequantize.getInput().getType() == getType())
+      return dequantize.getInput();
+  return {};
+}
+
+OpFoldResult RequantizeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult BitCastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<BitCastOp>())
+    if (inner.getInput().getType() == getType())
+      return inner.getInput();
+  // Between a quantized type and its storage the stored values stay.
+  if (storageType(getInput().getType()) == storageType(getType()))
+    if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+      return dense;
+  return {};
 }

@@ -21,6 +21,36 @@ static RankedTensorType rankedType(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
+static Type elementType(Value value) { return rankedType(value).getElementType(); }
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+/// A quantized constant prints its storage values, then `-> type`.
+static ParseResult parseStorageCast(OpAsmParser &parser, ElementsAttr value,
+                                    Type &resultType) {
+  resultType = value.getType();
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(resultType);
+  return success();
+}
+
+static void printStorageCast(OpAsmPrinter &printer, Operation *, ElementsAttr value,
+                             Type resultType) {
+  if (resultType != value.getType())
+    printer << "-> " << resultType;
+}
+
+LogicalResult ConstantOp::verify() {
+  Type valueType = getValue().getType();
+  if (valueType != getType() && valueType != storageType(getType()))
+    return emitOpError("value of type ")
+           << valueType << " is neither the result type " << getType()
+           << " nor its storage";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -37,7 +67,8 @@ static LogicalResult inferBroadcastType(std::optional<Location> loc, Value lhs,
                                       " and " +
                                       formatShape(rhsType.getShape()) +
                                       " do not broadcast");
-  inferred.push_back(RankedTensorType::get(*shape, lhsType.getElementType()));
+  inferred.push_back(
+      RankedTensorType::get(*shape, inferredElementType(lhsType.getElementType())));
   return success();
 }
 
@@ -61,6 +92,50 @@ TESSEL_BROADCAST_INFERENCE(XorOp)
 TESSEL_BROADCAST_INFERENCE(BitShiftOp)
 TESSEL_BROADCAST_INFERENCE(ModOp)
 #undef TESSEL_BROADCAST_INFERENCE
+
+/// Arithmetic on real numbers: one element type throughout, or quantized
+/// per tensor throughout with one expressed type.
+static LogicalResult verifyArithmeticTypes(Operation *op) {
+  SmallVector<Type> types;
+  for (Value value : op->getOperands())
+    types.push_back(elementType(value));
+  types.push_back(elementType(op->getResult(0)));
+  if (llvm::none_of(types, [](Type type) { return isQuantized(type); })) {
+    if (!llvm::all_equal(types))
+      return op->emitOpError("operands and result must share an element type");
+    return success();
+  }
+  for (Type type : types) {
+    quant::QuantizedType quantized = getQuantizedType(type);
+    if (!quantized)
+      return op->emitOpError("quantized arithmetic needs quantized operands and result");
+    if (quantizedAxis(quantized))
+      return op->emitOpError("quantized arithmetic needs per-tensor quantization");
+    if (quantized.getExpressedType() != expressedType(types.front()))
+      return op->emitOpError("quantized types must share the expressed type");
+  }
+  return success();
+}
+
+LogicalResult AddOp::verify() { return verifyArithmeticTypes(*this); }
+LogicalResult SubOp::verify() { return verifyArithmeticTypes(*this); }
+LogicalResult MulOp::verify() { return verifyArithmeticTypes(*this); }
+
+#define TESSEL_COMPATIBLE_INFERENCE(OpTy)                                       \
+  bool OpTy::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {   \
+    return compatibleInferredTypes(inferred, actual);                          \
+  }
+TESSEL_COMPATIBLE_INFERENCE(AddOp)
+TESSEL_COMPATIBLE_INFERENCE(SubOp)
+TESSEL_COMPATIBLE_INFERENCE(MulOp)
+TESSEL_COMPATIBLE_INFERENCE(MatMulOp)
+TESSEL_COMPATIBLE_INFERENCE(GemmOp)
+TESSEL_COMPATIBLE_INFERENCE(ConvOp)
+TESSEL_COMPATIBLE_INFERENCE(MaxPoolOp)
+TESSEL_COMPATIBLE_INFERENCE(MaxPoolIndicesOp)
+TESSEL_COMPATIBLE_INFERENCE(AveragePoolOp)
+TESSEL_COMPATIBLE_INFERENCE(GlobalAveragePoolOp)
+#undef TESSEL_COMPATIBLE_INFERENCE
 
 LogicalResult ModOp::verify() {
   if (isa<FloatType>(getType().getElementType()) && !getFmod())
@@ -124,6 +199,13 @@ LogicalResult CeluOp::verify() {
   return success();
 }
 
+LogicalResult ReluOp::verify() {
+  if (quant::QuantizedType quantized = getQuantizedType(getType()))
+    if (quantizedAxis(quantized))
+      return emitOpError("needs per-tensor quantization");
+  return success();
+}
+
 LogicalResult ClipOp::verify() {
   Type elementType = getType().getElementType();
   for (Value bound : {getMin(), getMax()}) {
@@ -154,8 +236,32 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
         loc, "operand shapes " + formatShape(lhsType.getShape()) +
                  " and " + formatShape(rhsType.getShape()) +
                  " are not compatible for a matrix product");
-  inferred.push_back(RankedTensorType::get(*shape, lhsType.getElementType()));
+  inferred.push_back(
+      RankedTensorType::get(*shape, inferredElementType(lhsType.getElementType())));
   return success();
+}
+
+/// The element types of a matrix product or convolution: one float type,
+/// or quantized as verifyQuantizedProduct describes.
+static LogicalResult verifyProductTypes(Operation *op, Value input, Value weight,
+                                        Value bias, int64_t weightChannelAxis,
+                                        int64_t resultChannelAxis) {
+  Type result = elementType(op->getResult(0));
+  Type biasType = bias ? elementType(bias) : Type();
+  if (!isQuantized(elementType(input)) && !isQuantized(elementType(weight)) &&
+      !isQuantized(result) && !(biasType && isQuantized(biasType))) {
+    if (elementType(input) != elementType(weight) || elementType(input) != result ||
+        (biasType && biasType != result))
+      return op->emitOpError("operands and result must share an element type");
+    return success();
+  }
+  return verifyQuantizedProduct(op, elementType(input), elementType(weight), biasType,
+                                result, weightChannelAxis, resultChannelAxis);
+}
+
+LogicalResult MatMulOp::verify() {
+  return verifyProductTypes(*this, getLhs(), getRhs(), Value(),
+                            getRhs().getType().getRank() - 1, getType().getRank() - 1);
 }
 
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
@@ -169,7 +275,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
   bool transA = adaptor.getTransA(), transB = adaptor.getTransB();
   int64_t m = aType.getDimSize(transA ? 1 : 0);
   int64_t n = bType.getDimSize(transB ? 0 : 1);
-  inferred.push_back(RankedTensorType::get({m, n}, aType.getElementType()));
+  inferred.push_back(
+      RankedTensorType::get({m, n}, inferredElementType(aType.getElementType())));
   return success();
 }
 
@@ -180,13 +287,15 @@ LogicalResult GemmOp::verify() {
   if (kA != kB && !ShapedType::isDynamic(kA) && !ShapedType::isDynamic(kB))
     return emitOpError("reduction extents differ: A has ")
            << kA << ", B has " << kB;
-  if (aType.getElementType() != bType.getElementType() ||
-      aType.getElementType() != getType().getElementType())
-    return emitOpError("A, B and the result must share an element type");
+  if (failed(verifyProductTypes(*this, getA(), getB(), getC(), getTransB() ? 0 : 1, 1)))
+    return failure();
+  bool quantized = isQuantized(aType);
+  if (quantized && (getAlpha().convertToDouble() != 1.0 || getBeta().convertToDouble() != 1.0))
+    return emitOpError("a quantized product needs alpha and beta 1");
   if (Value c = getC()) {
     RankedTensorType cType = rankedType(c);
-    if (cType.getElementType() != aType.getElementType())
-      return emitOpError("C must share the element type of A");
+    if (quantized && cType.getRank() != 1)
+      return emitOpError("the bias of a quantized product must be a vector");
     // C broadcasts to the result, never the other way around.
     std::optional<Shape> shape =
         broadcastShapes(cType.getShape(), getType().getShape());
@@ -266,7 +375,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "the kernel is larger than the padded input");
   inferred.push_back(RankedTensorType::get(
       activationType(input.batch, weight.filters, *spatial, channelsLast),
-      inputType.getElementType()));
+      inferredElementType(inputType.getElementType())));
   return success();
 }
 
@@ -289,9 +398,9 @@ LogicalResult ConvOp::verify() {
     if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
       return emitOpError("bias must be a vector of ") << filters << " elements";
   }
-  if (inputType.getElementType() != weightType.getElementType())
-    return emitOpError("input and weight must share an element type");
-  return success();
+  int64_t channelAxis = getChannelsLast() ? inputType.getRank() - 1 : 1;
+  return verifyProductTypes(*this, getInput(), getWeight(), getBias(),
+                            getChannelsLast() ? weightType.getRank() - 1 : 0, channelAxis);
 }
 
 /// Max pooling's indices are always computed in NC[spatial] layout.
@@ -321,9 +430,12 @@ static LogicalResult inferPoolType(std::optional<Location> loc,
   std::optional<Shape> spatial = windowOutputSizes(input.spatial, window);
   if (!spatial)
     return emitOptionalError(loc, "the window is larger than the padded input");
+  // The maximum keeps the input's quantization; averages take their own.
+  Type element = std::is_same_v<PoolOp, MaxPoolOp>
+                     ? inputType.getElementType()
+                     : inferredElementType(inputType.getElementType());
   inferred.push_back(RankedTensorType::get(
-      activationType(input.batch, input.channels, *spatial, channelsLast),
-      inputType.getElementType()));
+      activationType(input.batch, input.channels, *spatial, channelsLast), element));
   return success();
 }
 
@@ -368,7 +480,28 @@ static LogicalResult verifyPoolPads(PoolOp op) {
 
 LogicalResult MaxPoolOp::verify() { return verifyPoolPads(*this); }
 LogicalResult MaxPoolIndicesOp::verify() { return verifyPoolPads(*this); }
-LogicalResult AveragePoolOp::verify() { return verifyPoolPads(*this); }
+
+/// An average of a quantized tensor is quantized per tensor, like its input.
+static LogicalResult verifyAverageTypes(Operation *op) {
+  Type input = elementType(op->getOperand(0)), result = elementType(op->getResult(0));
+  if (!isQuantized(input) && !isQuantized(result))
+    return success();
+  quant::QuantizedType inputType = getQuantizedType(input);
+  quant::QuantizedType resultType = getQuantizedType(result);
+  if (!inputType || !resultType)
+    return op->emitOpError("a quantized average needs a quantized input and result");
+  if (quantizedAxis(inputType) || quantizedAxis(resultType))
+    return op->emitOpError("a quantized average needs per-tensor quantization");
+  if (inputType.getExpressedType() != resultType.getExpressedType())
+    return op->emitOpError("quantized types must share the expressed type");
+  return success();
+}
+
+LogicalResult AveragePoolOp::verify() {
+  if (failed(verifyAverageTypes(*this)))
+    return failure();
+  return verifyPoolPads(*this);
+}
 
 LogicalResult GlobalAveragePoolOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
@@ -381,14 +514,14 @@ LogicalResult GlobalAveragePoolOp::inferReturnTypes(
   Shape ones(input.spatial.size(), 1);
   inferred.push_back(RankedTensorType::get(
       activationType(input.batch, input.channels, ones, channelsLast),
-      inputType.getElementType()));
+      inferredElementType(inputType.getElementType())));
   return success();
 }
 
 LogicalResult GlobalAveragePoolOp::verify() {
   if (getInput().getType().getRank() < 3)
     return emitOpError("input must have rank 3 or more ([N, C, spatial...])");
-  return success();
+  return verifyAverageTypes(*this);
 }
 
 LogicalResult BatchNormOp::verify() {
@@ -556,7 +689,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   Shape shape;
   for (int64_t axis : perm)
     shape.push_back(inputType.getDimSize(axis));
-  inferred.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  inferred.push_back(
+      RankedTensorType::get(shape, transposeQuantizedType(inputType.getElementType(), perm)));
   return success();
 }
 
@@ -573,6 +707,12 @@ LogicalResult BitCastOp::verify() {
   if (getInput().getType().getShape() != getType().getShape())
     return emitOpError("changes the shape");
   Type from = getInput().getType().getElementType(), to = getType().getElementType();
+  if (isQuantized(from) || isQuantized(to)) {
+    if (storageType(from) != storageType(to) || (isQuantized(from) && isQuantized(to)))
+      return emitOpError("casts between a quantized type and its storage only, got ")
+             << from << " and " << to;
+    return success();
+  }
   if (storageBits(from) != storageBits(to))
     return emitOpError("needs element types of the same width, got ") << from << " and " << to;
   return success();
@@ -769,6 +909,47 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult ConcatOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank());
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+LogicalResult QuantizeOp::verify() {
+  if (getInput().getType().getElementType() != expressedType(getType()))
+    return emitOpError("quantizes ")
+           << expressedType(getType()) << " values, not "
+           << getInput().getType().getElementType();
+  return success();
+}
+
+LogicalResult DequantizeOp::verify() {
+  if (getType().getElementType() != expressedType(getInput().getType()))
+    return emitOpError("dequantizes to ")
+           << expressedType(getInput().getType()) << ", not " << getType().getElementType();
+  return success();
+}
+
+LogicalResult RequantizeOp::verify() {
+  if (expressedType(getInput().getType()) != expressedType(getType()))
+    return emitOpError("quantized types must share the expressed type");
+  return success();
+}
+
+LogicalResult LookupOp::verify() {
+  quant::QuantizedType input = getQuantizedType(getInput().getType());
+  if (input.getStorageTypeIntegralWidth() != 8 || quantizedAxis(input))
+    return emitOpError("looks up 8-bit values quantized per tensor");
+  RankedTensorType table = getTable().getType();
+  if (table.getRank() != 1 || table.getDimSize(0) != 256)
+    return emitOpError("needs a table of 256 entries, got ") << table;
+  if (table.getElementType() != getType().getElementType())
+    return emitOpError("table and result must share an element type");
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("changes the shape");
+  if (quantizedAxis(getQuantizedType(getType())))
+    return emitOpError("needs a result quantized per tensor");
+  return success();
 }
 
 #define GET_OP_CLASSES

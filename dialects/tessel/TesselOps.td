@@ -28,9 +28,12 @@ def Tessel_Dialect : Dialect {
     inferred from operands and attributes, and folders remove what is known
     at compile time. Passes on this dialect never know which target will run
     their output; every target lowers it through the shared
-    tessel-to-linalg conversion. See docs/dialects/tessel.md.
+    tessel-to-linalg conversion. Quantized tensors carry MLIR's uniform
+    quant types (`!quant.uniform<u8:f32, 0.02:128>`). See
+    docs/dialects/tessel.md.
   }];
   let hasConstantMaterializer = 1;
+  let dependentDialects = ["::mlir::quant::QuantDialect"];
 }
 
 //===----------------------------------------------------------------------===//
@@ -44,12 +47,28 @@ def Tessel_ElementwiseMap : NativeOpTrait<"ElementwiseMap"> {
   let cppNamespace = "::tessel";
 }
 
+/// Per-axis quantized operands and results have their axis within the
+/// tensor and one parameter per index of it.
+def Tessel_QuantizedTypesConsistent : NativeOpTrait<"QuantizedTypesConsistent"> {
+  let cppNamespace = "::tessel";
+}
+
 /// Every tessel op is a side-effect-free function of its operands.
 class Tessel_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Tessel_Dialect, mnemonic, !listconcat(traits, [Pure])>;
+    : Op<Tessel_Dialect, mnemonic,
+         !listconcat(traits, [Pure, Tessel_QuantizedTypesConsistent])>;
 
 def Tessel_Tensor : RankedTensorOf<[AnyFloat, AnyInteger]>;
 def Tessel_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+/// MLIR's uniform quant types, per tensor or per axis (QuantizedTypes.h).
+def Tessel_QuantizedElement
+    : Type<CPred<"::tessel::isQuantized($_self)">, "uniform quantized type">;
+def Tessel_QuantizedTensor : RankedTensorOf<[Tessel_QuantizedElement]>;
+/// Tensors of real numbers, in floating point or quantized.
+def Tessel_RealTensor : RankedTensorOf<[AnyFloat, Tessel_QuantizedElement]>;
+/// Any element type, quantized ones included: for ops that move elements.
+def Tessel_AnyTensor : RankedTensorOf<[AnyFloat, AnyInteger, Tessel_QuantizedElement]>;
 
 /// Elementwise binary arithmetic with multidirectional (numpy) broadcasting.
 class Tessel_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
@@ -62,6 +81,21 @@ class Tessel_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasFolder = 1;
+}
+
+/// Elementwise arithmetic with numpy broadcasting that also computes on
+/// quantized tensors: then each result element is quantize(f(dequantize(
+/// operands))), computed in the expressed type as ONNX's QDQ form defines it.
+class Tessel_QuantizableBinaryOp<string mnemonic, list<Trait> traits = []>
+    : Tessel_Op<mnemonic, !listconcat(traits, [
+          InferTypeOpAdaptorWithIsCompatible, Tessel_ElementwiseMap])> {
+  let arguments = (ins Tessel_AnyTensor:$lhs, Tessel_AnyTensor:$rhs);
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 /// Elementwise unary function on floating-point tensors.
@@ -91,38 +125,51 @@ class Tessel_ParametricActivationOp<string mnemonic, dag parameters>
 // Constants
 //===----------------------------------------------------------------------===//
 
-def Tessel_ConstantOp : Tessel_Op<"constant", [ConstantLike,
-    AllTypesMatch<["value", "result"]>]> {
+def Tessel_ConstantOp : Tessel_Op<"constant", [ConstantLike]> {
   let summary = "A tensor known at compile time";
   let description = [{
     Holds an ONNX initializer or `Constant` node. Weights stay constants
     until the artifact writer places them, 64-byte aligned, in the weights
-    section.
+    section. A quantized constant holds its storage values; its type
+    follows the arrow.
 
     ```mlir
     %w = tessel.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %q = tessel.constant dense<[-3, 7]> : tensor<2xi8> -> tensor<2x!quant.uniform<i8:f32, 5.000000e-01>>
     ```
   }];
   let arguments = (ins ElementsAttr:$value);
-  let results = (outs Tessel_Tensor:$result);
-  let assemblyFormat = "attr-dict $value";
+  let results = (outs Tessel_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value custom<StorageCast>(ref($value), type($result))";
+  let builders = [
+    OpBuilder<(ins "::mlir::ElementsAttr":$value), [{
+      build($_builder, $_state, value.getType(), value);
+    }]>,
+  ];
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-def Tessel_AddOp : Tessel_BroadcastBinaryOp<"add", [Commutative]> {
+def Tessel_AddOp : Tessel_QuantizableBinaryOp<"add", [Commutative]> {
   let summary = "Elementwise addition with broadcasting (ONNX Add)";
   let description = [{
+    On quantized operands, quantize(dequantize(a) + dequantize(b)) to the
+    result's type (residual connections of INT8 networks).
+
     ```mlir
     %0 = tessel.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    %1 = tessel.add %p, %q : (tensor<8x!quant.uniform<u8:f32, 1.0e-01:3>>,
+                              tensor<8x!quant.uniform<u8:f32, 2.0e-01:0>>)
+        -> tensor<8x!quant.uniform<u8:f32, 2.5e-01:5>>
     ```
   }];
 }
 
-def Tessel_SubOp : Tessel_BroadcastBinaryOp<"sub"> {
+def Tessel_SubOp : Tessel_QuantizableBinaryOp<"sub"> {
   let summary = "Elementwise subtraction with broadcasting (ONNX Sub)";
   let description = [{
     ```mlir
@@ -131,7 +178,7 @@ def Tessel_SubOp : Tessel_BroadcastBinaryOp<"sub"> {
   }];
 }
 
-def Tessel_MulOp : Tessel_BroadcastBinaryOp<"mul", [Commutative]> {
+def Tessel_MulOp : Tessel_QuantizableBinaryOp<"mul", [Commutative]> {
   let summary = "Elementwise multiplication with broadcasting (ONNX Mul)";
   let description = [{
     ```mlir
@@ -155,14 +202,22 @@ def Tessel_DivOp : Tessel_BroadcastBinaryOp<"div"> {
 // Activations
 //===----------------------------------------------------------------------===//
 
-def Tessel_ReluOp : Tessel_UnaryFloatOp<"relu"> {
+def Tessel_ReluOp : Tessel_Op<"relu", [SameOperandsAndResultType,
+                                        Tessel_ElementwiseMap]> {
   let summary = "max(x, 0) elementwise (ONNX Relu)";
   let description = [{
+    On a quantized tensor, max(x, zero point): the quantized value of 0,
+    exact since quantization is monotone.
+
     ```mlir
     %0 = tessel.relu %x : tensor<1x64x56x56xf32>
     ```
   }];
+  let arguments = (ins Tessel_RealTensor:$input);
+  let results = (outs Tessel_RealTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 def Tessel_SigmoidOp : Tessel_UnaryFloatOp<"sigmoid"> {
@@ -470,15 +525,16 @@ def Tessel_ClipOp : Tessel_Op<"clip", [AttrSizedOperandSegments,
   let description = [{
     Either bound may be absent. Bounds are scalar (rank-0) tensors of the
     input's element type, constants or not; opset-6 attributes become
-    constants at import.
+    constants at import. A quantized tensor is clamped by quantized bounds
+    of its own type, exactly, since quantization is monotone.
 
     ```mlir
     %0 = tessel.clip %x min(%zero : tensor<f32>) max(%six : tensor<f32>) : tensor<1x32x112x112xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input, Optional<Tessel_Tensor>:$min,
-                       Optional<Tessel_Tensor>:$max);
-  let results = (outs Tessel_Tensor:$result);
+  let arguments = (ins Tessel_AnyTensor:$input, Optional<Tessel_AnyTensor>:$min,
+                       Optional<Tessel_AnyTensor>:$max);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = [{
     $input (`min` `(` $min^ `:` type($min) `)`)? (`max` `(` $max^ `:` type($max) `)`)?
         attr-dict `:` type($input)
@@ -490,25 +546,35 @@ def Tessel_ClipOp : Tessel_Op<"clip", [AttrSizedOperandSegments,
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Tessel_MatMulOp : Tessel_Op<"matmul", [InferTypeOpAdaptor,
-    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
-  let summary = "Matrix product with numpy semantics (ONNX MatMul)";
+def Tessel_MatMulOp : Tessel_Op<"matmul", [InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Matrix product with numpy semantics (ONNX MatMul, QLinearMatMul)";
   let description = [{
     1-D operands are promoted to matrices and the promoted dimension is
     removed from the result; leading (batch) dimensions broadcast.
 
+    Quantized (8-bit operands, `rhs` per tensor or per column): the product
+    of the zero-point-centred storage values accumulates exactly in i32.
+    An i32 result is that accumulator (its scale lhs x rhs, zero point 0);
+    an 8-bit result is the accumulator times lhs_scale * rhs_scale /
+    result_scale (computed in the expressed type), rounded half to even,
+    plus the result's zero point, saturated: ONNX's QLinearMatMul.
+
     ```mlir
     %0 = tessel.matmul %a, %b : (tensor<2x8x16xf32>, tensor<16x4xf32>) -> tensor<2x8x4xf32>
+    %1 = tessel.matmul %p, %q : (tensor<8x16x!quant.uniform<u8:f32, 0.1:128>>,
+                                 tensor<16x4x!quant.uniform<i8:f32, 0.02>>)
+        -> tensor<8x4x!quant.uniform<u8:f32, 0.5:10>>
     ```
   }];
-  let arguments = (ins Tessel_FloatTensor:$lhs, Tessel_FloatTensor:$rhs);
-  let results = (outs Tessel_FloatTensor:$result);
+  let arguments = (ins Tessel_RealTensor:$lhs, Tessel_RealTensor:$rhs);
+  let results = (outs Tessel_RealTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
-def Tessel_GemmOp : Tessel_Op<"gemm", [InferTypeOpAdaptor]> {
+def Tessel_GemmOp : Tessel_Op<"gemm", [InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "alpha * op(A) * op(B) + beta * C (ONNX Gemm)";
   let description = [{
     `op(X)` transposes X when the matching `trans_*` flag is set. C is
@@ -516,18 +582,21 @@ def Tessel_GemmOp : Tessel_Op<"gemm", [InferTypeOpAdaptor]> {
     `trans_b` is transposed at compile time (canonicalization), so that the
     kernels stream its rows.
 
+    Quantized, alpha and beta are 1, B may be quantized per column of op(B),
+    and C is the i32 bias of a quantized matmul, added to the accumulator.
+
     ```mlir
     %0 = tessel.gemm %a, %b, %c {trans_b = true}
         : (tensor<1x512xf32>, tensor<1000x512xf32>, tensor<1000xf32>) -> tensor<1x1000xf32>
     ```
   }];
-  let arguments = (ins Tessel_FloatTensor:$a, Tessel_FloatTensor:$b,
-                       Optional<Tessel_FloatTensor>:$c,
+  let arguments = (ins Tessel_RealTensor:$a, Tessel_RealTensor:$b,
+                       Optional<Tessel_RealTensor>:$c,
                        DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
                        DefaultValuedAttr<F32Attr, "1.0f">:$beta,
                        DefaultValuedAttr<BoolAttr, "false">:$trans_a,
                        DefaultValuedAttr<BoolAttr, "false">:$trans_b);
-  let results = (outs Tessel_FloatTensor:$result);
+  let results = (outs Tessel_RealTensor:$result);
   let assemblyFormat = [{
     $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -539,8 +608,8 @@ def Tessel_GemmOp : Tessel_Op<"gemm", [InferTypeOpAdaptor]> {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-def Tessel_ConvOp : Tessel_Op<"conv", [InferTypeOpAdaptor]> {
-  let summary = "Grouped N-d convolution in NC[spatial] layout (ONNX Conv)";
+def Tessel_ConvOp : Tessel_Op<"conv", [InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Grouped N-d convolution in NC[spatial] layout (ONNX Conv, QLinearConv)";
   let description = [{
     `pads` holds the begin pads of every spatial axis followed by the end
     pads (ONNX order); `auto_pad` has already been resolved into it. The
@@ -550,27 +619,35 @@ def Tessel_ConvOp : Tessel_Op<"conv", [InferTypeOpAdaptor]> {
     input and the result are [N, spatial..., C] and the weight is
     [k..., C / group, F], so that targets vectorize along the channels.
 
+    Quantized (8-bit input and weight, the weight per tensor or per filter,
+    an optional i32 bias of scale input x weight): as tessel.matmul, the
+    convolution of the zero-point-centred values plus the bias accumulates
+    in i32, then is requantized to an 8-bit result or kept as an i32 one
+    (ONNX's QLinearConv and ConvInteger). Padding holds the input's zero
+    point.
+
     ```mlir
     %0 = tessel.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64,
                                  pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
         : (tensor<1x3x32x32xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<1x8x32x32xf32>
     ```
   }];
-  let arguments = (ins Tessel_FloatTensor:$input, Tessel_FloatTensor:$weight,
-                       Optional<Tessel_FloatTensor>:$bias,
+  let arguments = (ins Tessel_RealTensor:$input, Tessel_RealTensor:$weight,
+                       Optional<Tessel_RealTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations,
                        ConfinedAttr<I64Attr, [IntPositive]>:$group,
                        UnitAttr:$channels_last);
-  let results = (outs Tessel_FloatTensor:$result);
+  let results = (outs Tessel_RealTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-class Tessel_PoolOp<string mnemonic> : Tessel_Op<mnemonic, [InferTypeOpAdaptor]> {
-  let results = (outs Tessel_Tensor:$result);
+class Tessel_PoolOp<string mnemonic>
+    : Tessel_Op<mnemonic, [InferTypeOpAdaptorWithIsCompatible]> {
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -580,7 +657,8 @@ def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool"> {
   let description = [{
     Padding never wins the maximum. With `ceil_mode`, the last window of an
     axis may start inside the input and end past it. With `channels_last`
-    the input and the result are [N, spatial..., C].
+    the input and the result are [N, spatial..., C]. A quantized input
+    keeps its type: the maximum of quantized values is exact.
 
     ```mlir
     %0 = tessel.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>,
@@ -589,7 +667,7 @@ def Tessel_MaxPoolOp : Tessel_PoolOp<"max_pool"> {
         : (tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$kernel_shape,
+  let arguments = (ins Tessel_AnyTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
                        UnitAttr:$channels_last);
@@ -623,6 +701,8 @@ def Tessel_AveragePoolOp : Tessel_PoolOp<"average_pool"> {
     With `count_include_pad`, explicit padding counts in the divisor;
     positions that `ceil_mode` adds past the padded input never count. With
     `channels_last` the input and the result are [N, spatial..., C].
+    Quantized, the average of the dequantized window is quantized to the
+    result's type, in the expressed type.
 
     ```mlir
     %0 = tessel.average_pool %x {ceil_mode = false, count_include_pad = false,
@@ -631,24 +711,25 @@ def Tessel_AveragePoolOp : Tessel_PoolOp<"average_pool"> {
         : (tensor<1x8x8x8xf32>) -> tensor<1x8x4x4xf32>
     ```
   }];
-  let arguments = (ins Tessel_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+  let arguments = (ins Tessel_RealTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
                        BoolAttr:$count_include_pad, UnitAttr:$channels_last);
 }
 
-def Tessel_GlobalAveragePoolOp : Tessel_Op<"global_average_pool", [InferTypeOpAdaptor]> {
+def Tessel_GlobalAveragePoolOp : Tessel_Op<"global_average_pool", [
+    InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "Mean over all spatial axes (ONNX GlobalAveragePool)";
   let description = [{
     With `channels_last` the input is [N, spatial..., C] and the result
-    [N, 1..., C].
+    [N, 1..., C]. Quantized, as tessel.average_pool.
 
     ```mlir
     %0 = tessel.global_average_pool %x : (tensor<1x512x7x7xf32>) -> tensor<1x512x1x1xf32>
     ```
   }];
-  let arguments = (ins Tessel_FloatTensor:$input, UnitAttr:$channels_last);
-  let results = (outs Tessel_FloatTensor:$result);
+  let arguments = (ins Tessel_RealTensor:$input, UnitAttr:$channels_last);
+  let results = (outs Tessel_RealTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -784,8 +865,8 @@ def Tessel_FlattenOp : Tessel_Op<"flatten", [InferTypeOpAdaptor]> {
     %0 = tessel.flatten %x {axis = 1 : i64} : (tensor<1x512x1x1xf32>) -> tensor<1x512xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input, I64Attr:$axis);
-  let results = (outs Tessel_Tensor:$result);
+  let arguments = (ins Tessel_AnyTensor:$input, I64Attr:$axis);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;
@@ -802,8 +883,8 @@ def Tessel_ReshapeOp : Tessel_Op<"reshape", [AllElementTypesMatch<["input", "res
     %0 = tessel.reshape %x : tensor<1x512x1x1xf32> -> tensor<1x512xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input);
-  let results = (outs Tessel_Tensor:$result);
+  let arguments = (ins Tessel_AnyTensor:$input);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -819,8 +900,8 @@ def Tessel_TransposeOp : Tessel_Op<"transpose", [InferTypeOpAdaptor]> {
         : (tensor<1x3x4x5xf32>) -> tensor<1x4x5x3xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$perm);
-  let results = (outs Tessel_Tensor:$result);
+  let arguments = (ins Tessel_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -831,16 +912,19 @@ def Tessel_BitCastOp : Tessel_Op<"bitcast", [Tessel_ElementwiseMap]> {
   let summary = "Reinterpret each element's bits as another type (ONNX BitCast)";
   let description = [{
     Both element types have the same bit width; booleans are 8-bit values
-    that hold 0 or 1.
+    that hold 0 or 1. Between a quantized type and its storage integer, the
+    values are the stored ones (the importer types ONNX's integer tensors
+    this way when they feed quantized ops).
 
     ```mlir
     %0 = tessel.bitcast %x : tensor<4xf32> -> tensor<4xi32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input);
-  let results = (outs Tessel_Tensor:$result);
+  let arguments = (ins Tessel_AnyTensor:$input);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Tessel_ExpandOp : Tessel_Op<"expand", [Tessel_ElementwiseMap,
@@ -854,8 +938,8 @@ def Tessel_ExpandOp : Tessel_Op<"expand", [Tessel_ElementwiseMap,
     %0 = tessel.expand %x : tensor<3x1xf32> -> tensor<2x3x4xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input);
-  let results = (outs Tessel_Tensor:$result);
+  let arguments = (ins Tessel_AnyTensor:$input);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
   let hasVerifier = 1;
@@ -873,9 +957,9 @@ def Tessel_SliceOp : Tessel_Op<"slice", [AllElementTypesMatch<["input", "result"
         : tensor<4x4xf32> -> tensor<2x4xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input, DenseI64ArrayAttr:$starts,
+  let arguments = (ins Tessel_AnyTensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$steps);
-  let results = (outs Tessel_Tensor:$result);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
   let hasVerifier = 1;
@@ -893,9 +977,9 @@ def Tessel_GatherOp : Tessel_Op<"gather", [InferTypeOpAdaptor,
         : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$data, RankedTensorOf<[I32, I64]>:$indices,
+  let arguments = (ins Tessel_AnyTensor:$data, RankedTensorOf<[I32, I64]>:$indices,
                        I64Attr:$axis);
-  let results = (outs Tessel_Tensor:$result);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
 }
@@ -931,9 +1015,9 @@ def Tessel_PadOp : Tessel_Op<"pad", [InferTypeOpAdaptor,
         : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x5xf32>
     ```
   }];
-  let arguments = (ins Tessel_Tensor:$input, Tessel_Tensor:$value,
+  let arguments = (ins Tessel_AnyTensor:$input, Tessel_AnyTensor:$value,
                        DenseI64ArrayAttr:$pads, StrAttr:$mode);
-  let results = (outs Tessel_Tensor:$result);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$input `,` $value attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -1028,11 +1112,96 @@ def Tessel_ConcatOp : Tessel_Op<"concat", [InferTypeOpAdaptor]> {
         : (tensor<1x2xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
     ```
   }];
-  let arguments = (ins Variadic<Tessel_Tensor>:$inputs, I64Attr:$axis);
-  let results = (outs Tessel_Tensor:$result);
+  let arguments = (ins Variadic<Tessel_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tessel_AnyTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+def Tessel_QuantizeOp : Tessel_Op<"quantize", [Tessel_ElementwiseMap,
+    SameOperandsAndResultShape]> {
+  let summary = "Real numbers to quantized ones (ONNX QuantizeLinear)";
+  let description = [{
+    q = saturate(round_half_even(x / scale) + zero_point) with the
+    parameters of the result's type, the division in the expressed type as
+    ONNX computes it (not a multiplication by the reciprocal). A per-axis
+    type quantizes each slice along its axis with the slice's parameters.
+
+    ```mlir
+    %0 = tessel.quantize %x : tensor<4xf32> -> tensor<4x!quant.uniform<u8:f32, 0.1:128>>
+    ```
+  }];
+  let arguments = (ins Tessel_FloatTensor:$input);
+  let results = (outs Tessel_QuantizedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tessel_DequantizeOp : Tessel_Op<"dequantize", [Tessel_ElementwiseMap,
+    SameOperandsAndResultShape]> {
+  let summary = "Quantized numbers to real ones (ONNX DequantizeLinear)";
+  let description = [{
+    x = (q - zero_point) * scale, in the expressed type, the result's
+    element type.
+
+    ```mlir
+    %0 = tessel.dequantize %q : tensor<4x!quant.uniform<u8:f32, 0.1:128>> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Tessel_QuantizedTensor:$input);
+  let results = (outs Tessel_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tessel_RequantizeOp : Tessel_Op<"requantize", [Tessel_ElementwiseMap,
+    SameOperandsAndResultShape]> {
+  let summary = "Quantized numbers to another quantization";
+  let description = [{
+    tessel.quantize of tessel.dequantize, computed as the two would be: the
+    form of a DequantizeLinear and QuantizeLinear pair of different
+    parameters around an op that moves elements (a concatenation, a max
+    pooling).
+
+    ```mlir
+    %0 = tessel.requantize %q : tensor<4x!quant.uniform<u8:f32, 0.1:128>>
+        -> tensor<4x!quant.uniform<i8:f32, 0.2:-3>>
+    ```
+  }];
+  let arguments = (ins Tessel_QuantizedTensor:$input);
+  let results = (outs Tessel_QuantizedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tessel_LookupOp : Tessel_Op<"lookup", [Tessel_ElementwiseMap]> {
+  let summary = "A function of one 8-bit quantized tensor, as a table";
+  let description = [{
+    result[i] = table[storage(input[i]) - storage minimum]: the table holds
+    the result of every value the input's 8-bit storage can take. Quantized
+    activations (sigmoid, SiLU, GELU, any chain of elementwise ops between a
+    dequantization and a quantization) become one table, computed at
+    compile time, instead of float arithmetic per element.
+
+    ```mlir
+    %0 = tessel.lookup %x, %table
+        : (tensor<64x!quant.uniform<u8:f32, 0.1:128>>, tensor<256x!quant.uniform<u8:f32, 0.004>>)
+        -> tensor<64x!quant.uniform<u8:f32, 0.004>>
+    ```
+  }];
+  let arguments = (ins Tessel_QuantizedTensor:$input, Tessel_QuantizedTensor:$table);
+  let results = (outs Tessel_QuantizedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $table attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TESSEL_DIALECT_TESSEL_OPS

@@ -32,6 +32,9 @@ struct UnaryLowering : OpConversionPattern<OpTy> {
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // A quantized relu compares storage values (Quantization.cpp).
+    if (isQuantized(op.getType()))
+      return failure();
     // Unsigned integers (tessel.not) become signless.
     auto resultType =
         this->getTypeConverter()->template convertType<RankedTensorType>(op.getType());

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/TesselToLinalg/ContractionUtils.h"
 #include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/TesselToLinalg/LoweringUtils.h"
@@ -14,13 +15,10 @@
 using namespace mlir;
 
 namespace tessel {
-namespace {
 
-/// out[...] += lhs[...] * rhs[...] over the iteration space
-/// `iterationExtents`, whose last dimension is the reduction.
 Value buildContraction(OpBuilder &b, Location loc, BroadcastOperand lhs,
                        BroadcastOperand rhs, Value init,
-                       ArrayRef<int64_t> iterationExtents) {
+                       ArrayRef<int64_t> iterationExtents, MultiplyAccumulateFn body) {
   int64_t numDims = iterationExtents.size();
   SmallVector<utils::IteratorType> iterators(numDims - 1,
                                              utils::IteratorType::parallel);
@@ -33,13 +31,53 @@ Value buildContraction(OpBuilder &b, Location loc, BroadcastOperand lhs,
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{lhs.value, rhs.value}, init,
       ArrayRef<AffineMap>{lhs.map, rhs.map, outMap}, iterators,
-      [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        ScalarBuilder scalar(nested, nestedLoc, args[0].getType(), false);
-        Value product = scalar.mul(args[0], args[1]);
-        linalg::YieldOp::create(nested, nestedLoc, scalar.add(args[2], product));
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc,
+                                body(nested, nestedLoc, args[0], args[1], args[2]));
       });
   return generic.getResult(0);
 }
+
+Value floatMultiplyAccumulate(OpBuilder &b, Location loc, Value x, Value w, Value sum) {
+  ScalarBuilder scalar(b, loc, x.getType(), false);
+  return scalar.add(sum, scalar.mul(x, w));
+}
+
+MatMulIteration matmulIteration(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                                RankedTensorType resultType) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  bool lhsIsVector = lhsType.getRank() == 1;
+  bool rhsIsVector = rhsType.getRank() == 1;
+  int64_t resultRank = resultType.getRank();
+  int64_t batchRank = resultRank - !lhsIsVector - !rhsIsVector;
+  int64_t mDim = batchRank, nDim = batchRank + !lhsIsVector;
+  int64_t kDim = resultRank;
+
+  SmallVector<int64_t> extents(resultType.getShape());
+  extents.push_back(lhsType.getShape().back());
+
+  // Batch axes of an operand align with the trailing batch dimensions.
+  auto batchDims = [&](int64_t operandBatchRank) {
+    return llvm::to_vector(llvm::seq<int64_t>(batchRank - operandBatchRank, batchRank));
+  };
+  SmallVector<int64_t> lhsDims;
+  if (!lhsIsVector) {
+    lhsDims = batchDims(lhsType.getRank() - 2);
+    lhsDims.push_back(mDim);
+  }
+  lhsDims.push_back(kDim);
+  SmallVector<int64_t> rhsDims;
+  if (!rhsIsVector)
+    rhsDims = batchDims(rhsType.getRank() - 2);
+  rhsDims.push_back(kDim);
+  if (!rhsIsVector)
+    rhsDims.push_back(nDim);
+  return {indexOperand(b, loc, lhs, lhsDims, extents),
+          indexOperand(b, loc, rhs, rhsDims, extents), extents};
+}
+
+namespace {
 
 struct MatMulLowering : OpConversionPattern<MatMulOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -47,45 +85,17 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   LogicalResult
   matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (isQuantized(op.getType()))
+      return failure();
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getType();
-    auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
-    auto rhsType = cast<RankedTensorType>(adaptor.getRhs().getType());
-    bool lhsIsVector = lhsType.getRank() == 1;
-    bool rhsIsVector = rhsType.getRank() == 1;
-    int64_t resultRank = resultType.getRank();
-    int64_t batchRank = resultRank - !lhsIsVector - !rhsIsVector;
-    int64_t mDim = batchRank, nDim = batchRank + !lhsIsVector;
-    int64_t kDim = resultRank;
-
-    SmallVector<int64_t> extents(resultType.getShape());
-    extents.push_back(lhsType.getShape().back());
-
-    // Batch axes of an operand align with the trailing batch dimensions.
-    auto batchDims = [&](int64_t operandBatchRank) {
-      return llvm::to_vector(
-          llvm::seq<int64_t>(batchRank - operandBatchRank, batchRank));
-    };
-    SmallVector<int64_t> lhsDims;
-    if (!lhsIsVector) {
-      lhsDims = batchDims(lhsType.getRank() - 2);
-      lhsDims.push_back(mDim);
-    }
-    lhsDims.push_back(kDim);
-    SmallVector<int64_t> rhsDims;
-    if (!rhsIsVector)
-      rhsDims = batchDims(rhsType.getRank() - 2);
-    rhsDims.push_back(kDim);
-    if (!rhsIsVector)
-      rhsDims.push_back(nDim);
-
-    BroadcastOperand lhs =
-        indexOperand(rewriter, loc, adaptor.getLhs(), lhsDims, extents);
-    BroadcastOperand rhs =
-        indexOperand(rewriter, loc, adaptor.getRhs(), rhsDims, extents);
+    MatMulIteration iteration =
+        matmulIteration(rewriter, loc, adaptor.getLhs(), adaptor.getRhs(), resultType);
     ScalarBuilder scalar(rewriter, loc, resultType.getElementType(), false);
     Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
-    rewriter.replaceOp(op, buildContraction(rewriter, loc, lhs, rhs, init, extents));
+    rewriter.replaceOp(op, buildContraction(rewriter, loc, iteration.lhs, iteration.rhs,
+                                            init, iteration.extents,
+                                            floatMultiplyAccumulate));
     return success();
   }
 };
@@ -96,6 +106,8 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
   LogicalResult
   matchAndRewrite(GemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (isQuantized(op.getType()))
+      return failure();
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getType();
     Type elementType = resultType.getElementType();
@@ -130,7 +142,8 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
     } else {
       init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
     }
-    Value result = buildContraction(rewriter, loc, a, b, init, extents);
+    Value result =
+        buildContraction(rewriter, loc, a, b, init, extents, floatMultiplyAccumulate);
     if (alpha != 1.0) {
       SmallVector<Value> operands{result};
       if (hasBias)

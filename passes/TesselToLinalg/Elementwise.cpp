@@ -24,6 +24,9 @@ struct BinaryLowering : OpConversionPattern<OpTy> {
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // Quantized arithmetic is expanded into its float formula beforehand.
+    if (isQuantized(op.getType()))
+      return failure();
     auto resultType = this->getTypeConverter()
                           ->template convertType<RankedTensorType>(op.getType());
     bool isUnsigned = hasUnsignedElements(op.getType());
@@ -342,6 +345,11 @@ struct BitCastLowering : OpConversionPattern<BitCastOp> {
   matchAndRewrite(BitCastOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto resultType = getTypeConverter()->convertType<RankedTensorType>(op.getType());
+    // A quantized tensor and its storage are the same integers once lowered.
+    if (adaptor.getInput().getType() == resultType) {
+      rewriter.replaceOp(op, adaptor.getInput());
+      return success();
+    }
     Type to = resultType.getElementType();
     Value result = buildElementwise(
         rewriter, op.getLoc(), resultType, adaptor.getInput(),

@@ -1,6 +1,7 @@
 //===- LoweringUtils.cpp - Helpers shared by the tessel lowerings ---------===//
 
 #include "passes/TesselToLinalg/LoweringUtils.h"
+#include "dialects/tessel/QuantizedTypes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -89,6 +90,8 @@ Value ScalarBuilder::extreme(bool largest) {
 }
 
 bool hasUnsignedElements(Type tesselType) {
+  if (quant::QuantizedType quantized = getQuantizedType(tesselType))
+    return !quantized.isSigned();
   Type element = getElementTypeOrSelf(tesselType);
   return element.isUnsignedInteger() || element.isInteger(1);
 }

@@ -47,7 +47,8 @@ private:
 };
 
 /// True if the tessel-level type (a tensor or an element) has unsigned
-/// integer elements; booleans count as unsigned (true is 1, not -1).
+/// integer elements, or quantized ones stored unsigned; booleans count as
+/// unsigned (true is 1, not -1).
 bool hasUnsignedElements(mlir::Type tesselType);
 
 /// A tensor.empty of the given static type.

@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_CONVERTTESSELTOLINALGPASS
@@ -23,6 +25,9 @@ namespace tessel {
 TesselToLinalgTypeConverter::TesselToLinalgTypeConverter() {
   addConversion([](Type type) { return type; });
   addConversion([](RankedTensorType type) -> Type {
+    if (quant::QuantizedType quantized = getQuantizedType(type))
+      return type.clone(
+          IntegerType::get(type.getContext(), quantized.getStorageTypeIntegralWidth()));
     auto integer = dyn_cast<IntegerType>(type.getElementType());
     if (!integer || integer.isSignless())
       return type;
@@ -30,7 +35,32 @@ TesselToLinalgTypeConverter::TesselToLinalgTypeConverter() {
   });
 }
 
+KernelConstants::KernelConstants(ModuleOp module) {
+  module.walk([&](func::CallOp call) {
+    auto kernel = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (!kernel || kernel.isExternal())
+      return;
+    for (auto [argument, operand] : llvm::zip(kernel.getArguments(), call.getOperands())) {
+      ElementsAttr value;
+      if (!matchPattern(operand, m_Constant(&value)))
+        continue;
+      // A kernel called twice with different constants has no one value.
+      auto [it, inserted] = arguments.try_emplace(argument, value);
+      if (!inserted && it->second != value)
+        it->second = ElementsAttr();
+    }
+  });
+}
+
+ElementsAttr KernelConstants::lookup(Value value) const {
+  ElementsAttr constant;
+  if (matchPattern(value, m_Constant(&constant)))
+    return constant;
+  return arguments.lookup(value);
+}
+
 void populateTesselToLinalgPatterns(const TypeConverter &converter,
+                                    const KernelConstants &constants,
                                     RewritePatternSet &patterns) {
   populateElementwiseToLinalgPatterns(converter, patterns);
   populateActivationsToLinalgPatterns(converter, patterns);
@@ -40,6 +70,8 @@ void populateTesselToLinalgPatterns(const TypeConverter &converter,
   populateIndexingToLinalgPatterns(converter, patterns);
   populateDataMovementToLinalgPatterns(converter, patterns);
   populateNormalizationToLinalgPatterns(converter, patterns);
+  populateQuantizationToLinalgPatterns(converter, patterns);
+  populateQuantizedProductsToLinalgPatterns(converter, constants, patterns);
 }
 
 namespace {
@@ -48,9 +80,16 @@ struct ConvertTesselToLinalgPass
     : impl::ConvertTesselToLinalgPassBase<ConvertTesselToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
+    // Quantized ops that mean a float formula become it first.
+    RewritePatternSet expansions(context);
+    populateExpandQuantizedOpsPatterns(expansions, /*all=*/false);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(expansions))))
+      return signalPassFailure();
+
     TesselToLinalgTypeConverter converter;
+    KernelConstants constants(getOperation());
     RewritePatternSet patterns(context);
-    populateTesselToLinalgPatterns(converter, patterns);
+    populateTesselToLinalgPatterns(converter, constants, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);

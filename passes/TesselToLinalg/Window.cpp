@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/TesselToLinalg/WindowUtils.h"
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/TesselToLinalg/LoweringUtils.h"
 #include "passes/TesselToLinalg/TesselToLinalg.h"
@@ -16,13 +17,10 @@
 using namespace mlir;
 
 namespace tessel {
-namespace {
 
-/// Pads the spatial axes of an NC[spatial] tensor (2...) or, channels last,
-/// of an N[spatial]C tensor (1..rank-2) with `value`.
 Value padSpatial(OpBuilder &b, Location loc, Value input,
                  ArrayRef<int64_t> padsBegin, ArrayRef<int64_t> padsEnd,
-                 Value value, bool channelsLast = false) {
+                 Value value, bool channelsLast) {
   if (llvm::all_of(padsBegin, [](int64_t p) { return p == 0; }) &&
       llvm::all_of(padsEnd, [](int64_t p) { return p == 0; }))
     return input;
@@ -48,14 +46,11 @@ Value padSpatial(OpBuilder &b, Location loc, Value input,
                                value);
 }
 
-/// The spatial extents of an NC[spatial] or, channels last, N[spatial]C
-/// tensor.
 ArrayRef<int64_t> spatialExtents(RankedTensorType type, bool channelsLast) {
   return channelsLast ? type.getShape().drop_front().drop_back()
                       : type.getShape().drop_front(2);
 }
 
-/// A tensor of `type` holding `vector` (of length type[axis]) along `axis`.
 Value broadcastAlongAxis(OpBuilder &b, Location loc, Value vector,
                          RankedTensorType type, int64_t axis) {
   BroadcastOperand operand =
@@ -72,6 +67,79 @@ Value broadcastAlongAxis(OpBuilder &b, Location loc, Value vector,
              })
       .getResult(0);
 }
+
+AffineMap windowInputMap(MLIRContext *context, ArrayRef<int64_t> inputLeadingDims,
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                         int64_t outputStart, int64_t windowStart, int64_t numDims) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t dim : inputLeadingDims)
+    exprs.push_back(getAffineDimExpr(dim, context));
+  for (size_t i = 0; i < strides.size(); ++i)
+    exprs.push_back(getAffineDimExpr(outputStart + i, context) * strides[i] +
+                    getAffineDimExpr(windowStart + i, context) * dilations[i]);
+  return AffineMap::get(numDims, 0, exprs, context);
+}
+
+Value buildGroupedConvolution(OpBuilder &b, Location loc, Value input, Value weight,
+                              Value init, ArrayRef<int64_t> strides,
+                              ArrayRef<int64_t> dilations, int64_t group,
+                              MultiplyAccumulateFn body) {
+  auto resultType = cast<RankedTensorType>(init.getType());
+  int64_t rank = resultType.getRank(), spatialRank = rank - 2;
+  auto split = [&](Value value, int64_t axis) {
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] /= group;
+    shape.insert(shape.begin() + axis, group);
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      if (i < axis)
+        groups.push_back({i});
+      else if (i == axis)
+        groups.push_back({i, i + 1});
+      else
+        groups.push_back({i + 1});
+    }
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), value, groups);
+  };
+  Value groupedInput = split(input, 1);   // [N, G, C/G, I...]
+  Value groupedWeight = split(weight, 0); // [G, F/G, C/G, K...]
+  Value groupedInit = split(init, 1);     // [N, G, F/G, O...]
+
+  // Dimensions: n, g, f, o..., c, w...
+  enum { n = 0, g = 1, f = 2 };
+  int64_t outputStart = 3, c = 3 + spatialRank, windowStart = c + 1;
+  int64_t numDims = windowStart + spatialRank;
+  MLIRContext *context = b.getContext();
+  AffineMap inputMap = windowInputMap(context, {n, g, c}, strides, dilations, outputStart,
+                                      windowStart, numDims);
+  SmallVector<AffineExpr> weightExprs{b.getAffineDimExpr(g), b.getAffineDimExpr(f),
+                                      b.getAffineDimExpr(c)};
+  SmallVector<AffineExpr> outExprs{b.getAffineDimExpr(n), b.getAffineDimExpr(g),
+                                   b.getAffineDimExpr(f)};
+  for (int64_t i = 0; i < spatialRank; ++i) {
+    weightExprs.push_back(b.getAffineDimExpr(windowStart + i));
+    outExprs.push_back(b.getAffineDimExpr(outputStart + i));
+  }
+  SmallVector<utils::IteratorType> iterators(numDims, utils::IteratorType::parallel);
+  for (int64_t i = c; i < numDims; ++i)
+    iterators[i] = utils::IteratorType::reduction;
+  auto generic = linalg::GenericOp::create(
+      b, loc, groupedInit.getType(), ValueRange{groupedInput, groupedWeight}, groupedInit,
+      ArrayRef<AffineMap>{inputMap, AffineMap::get(numDims, 0, weightExprs, context),
+                          AffineMap::get(numDims, 0, outExprs, context)},
+      iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc,
+                                body(nested, nestedLoc, args[0], args[1], args[2]));
+      });
+  SmallVector<ReassociationIndices> merge{{0}, {1, 2}};
+  for (int64_t i = 0; i < spatialRank; ++i)
+    merge.push_back({3 + i});
+  return tensor::CollapseShapeOp::create(b, loc, resultType, generic.getResult(0), merge);
+}
+
+namespace {
 
 /// Extra end padding so that ceil_mode windows that run past the input
 /// read padding: the window span of the last output position minus the
@@ -93,22 +161,6 @@ SmallVector<int64_t> ceilModeExtra(ArrayRef<int64_t> input,
   return extra;
 }
 
-/// The iteration space of a window op: batch and channel axes, output
-/// spatial axes, then window axes. Returns the input's affine map reading
-/// position o * stride + w * dilation.
-AffineMap windowInputMap(MLIRContext *context,
-                         ArrayRef<int64_t> inputLeadingDims,
-                         ArrayRef<int64_t> strides,
-                         ArrayRef<int64_t> dilations, int64_t outputStart,
-                         int64_t windowStart, int64_t numDims) {
-  SmallVector<AffineExpr> exprs;
-  for (int64_t dim : inputLeadingDims)
-    exprs.push_back(getAffineDimExpr(dim, context));
-  for (size_t i = 0; i < strides.size(); ++i)
-    exprs.push_back(getAffineDimExpr(outputStart + i, context) * strides[i] +
-                    getAffineDimExpr(windowStart + i, context) * dilations[i]);
-  return AffineMap::get(numDims, 0, exprs, context);
-}
 
 //===----------------------------------------------------------------------===//
 // Convolution
@@ -120,6 +172,9 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
   LogicalResult
   matchAndRewrite(ConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // Integer convolutions are QuantizedProducts.cpp's.
+    if (isQuantized(op.getType()))
+      return failure();
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getType();
     Type elementType = resultType.getElementType();
@@ -167,8 +222,13 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
                    strides, dilations)
                    .getResult(0);
     } else {
-      result = groupedConvolution(rewriter, loc, op, input, adaptor.getWeight(),
-                                  init);
+      result = buildGroupedConvolution(
+          rewriter, loc, input, adaptor.getWeight(), init, op.getStrides(),
+          op.getDilations(), group,
+          [](OpBuilder &b, Location at, Value x, Value w, Value sum) {
+            ScalarBuilder scalar(b, at, x.getType(), false);
+            return scalar.add(sum, scalar.mul(x, w));
+          });
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -197,74 +257,6 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
         .getResult(0);
   }
 
-  /// out[n, g, f, o...] += in[n, g, c, o * s + w * d] * weight[g, f, c, w...]
-  /// with the channel axes split into groups by expand_shape views.
-  static Value groupedConvolution(OpBuilder &b, Location loc, ConvOp op,
-                                  Value input, Value weight, Value init) {
-    RankedTensorType resultType = op.getType();
-    Type elementType = resultType.getElementType();
-    int64_t group = op.getGroup();
-    int64_t rank = resultType.getRank(), spatialRank = rank - 2;
-    auto split = [&](Value value, int64_t axis) {
-      auto type = cast<RankedTensorType>(value.getType());
-      SmallVector<int64_t> shape(type.getShape());
-      shape[axis] /= group;
-      shape.insert(shape.begin() + axis, group);
-      SmallVector<ReassociationIndices> groups;
-      for (int64_t i = 0; i < type.getRank(); ++i) {
-        if (i < axis)
-          groups.push_back({i});
-        else if (i == axis)
-          groups.push_back({i, i + 1});
-        else
-          groups.push_back({i + 1});
-      }
-      return tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get(shape, elementType), value, groups);
-    };
-    Value groupedInput = split(input, 1);   // [N, G, C/G, I...]
-    Value groupedWeight = split(weight, 0); // [G, F/G, C/G, K...]
-    Value groupedInit = split(init, 1);     // [N, G, F/G, O...]
-
-    // Dimensions: n, g, f, o..., c, w...
-    enum { n = 0, g = 1, f = 2 };
-    int64_t outputStart = 3, c = 3 + spatialRank, windowStart = c + 1;
-    int64_t numDims = windowStart + spatialRank;
-    MLIRContext *context = b.getContext();
-    AffineMap inputMap =
-        windowInputMap(context, {n, g, c}, op.getStrides(),
-                       op.getDilations(), outputStart, windowStart, numDims);
-    SmallVector<AffineExpr> weightExprs{b.getAffineDimExpr(g),
-                                        b.getAffineDimExpr(f),
-                                        b.getAffineDimExpr(c)};
-    SmallVector<AffineExpr> outExprs{b.getAffineDimExpr(n), b.getAffineDimExpr(g),
-                                     b.getAffineDimExpr(f)};
-    for (int64_t i = 0; i < spatialRank; ++i) {
-      weightExprs.push_back(b.getAffineDimExpr(windowStart + i));
-      outExprs.push_back(b.getAffineDimExpr(outputStart + i));
-    }
-    SmallVector<utils::IteratorType> iterators(numDims,
-                                               utils::IteratorType::parallel);
-    for (int64_t i = c; i < numDims; ++i)
-      iterators[i] = utils::IteratorType::reduction;
-    auto generic = linalg::GenericOp::create(
-        b, loc, groupedInit.getType(), ValueRange{groupedInput, groupedWeight},
-        groupedInit,
-        ArrayRef<AffineMap>{inputMap,
-                            AffineMap::get(numDims, 0, weightExprs, context),
-                            AffineMap::get(numDims, 0, outExprs, context)},
-        iterators, [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-          ScalarBuilder scalar(nested, nestedLoc, args[0].getType(), false);
-          linalg::YieldOp::create(
-              nested, nestedLoc,
-              scalar.add(args[2], scalar.mul(args[0], args[1])));
-        });
-    SmallVector<ReassociationIndices> merge{{0}, {1, 2}};
-    for (int64_t i = 0; i < spatialRank; ++i)
-      merge.push_back({3 + i});
-    return tensor::CollapseShapeOp::create(b, loc, resultType,
-                                           generic.getResult(0), merge);
-  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -317,12 +309,17 @@ Value buildWindowReduction(OpBuilder &b, Location loc, Value padded,
 Value buildChannelsLastWindowReduction(OpBuilder &b, Location loc, Value padded,
                                        Value init, ArrayRef<int64_t> kernel,
                                        ArrayRef<int64_t> strides,
-                                       ArrayRef<int64_t> dilations, bool isMax) {
+                                       ArrayRef<int64_t> dilations, bool isMax,
+                                       bool isUnsigned) {
   auto resultType = cast<RankedTensorType>(init.getType());
   Value window = tensor::EmptyOp::create(b, loc, kernel, resultType.getElementType());
   auto strideAttr = b.getI64TensorAttr(strides);
   auto dilationAttr = b.getI64TensorAttr(dilations);
   SmallVector<Value> inputs{padded, window};
+  if (isMax && isUnsigned)
+    return linalg::PoolingNhwcMaxUnsignedOp::create(b, loc, resultType, inputs, init,
+                                                    strideAttr, dilationAttr)
+        .getResult(0);
   if (isMax)
     return linalg::PoolingNhwcMaxOp::create(b, loc, resultType, inputs, init, strideAttr,
                                             dilationAttr)
@@ -359,7 +356,8 @@ struct MaxPoolLowering : OpConversionPattern<MaxPoolOp> {
     if (channelsLast) {
       rewriter.replaceOp(op, buildChannelsLastWindowReduction(
                                  rewriter, loc, padded, init, op.getKernelShape(),
-                                 op.getStrides(), op.getDilations(), /*isMax=*/true));
+                                 op.getStrides(), op.getDilations(), /*isMax=*/true,
+                                 isUnsigned));
       return success();
     }
     rewriter.replaceOp(op, buildWindowReduction(
@@ -536,7 +534,8 @@ struct AveragePoolLowering : OpConversionPattern<AveragePoolOp> {
     Value sums = channelsLast
                      ? buildChannelsLastWindowReduction(
                            rewriter, loc, padded, init, op.getKernelShape(),
-                           op.getStrides(), op.getDilations(), /*isMax=*/false)
+                           op.getStrides(), op.getDilations(), /*isMax=*/false,
+                           /*isUnsigned=*/false)
                      : buildWindowReduction(rewriter, loc, padded, init,
                                             op.getKernelShape(), op.getStrides(),
                                             op.getDilations(), /*isMax=*/false,

@@ -1,283 +1,285 @@
-//===- Quantization.cpp - Float reference semantics of quantized ops ------===//
+//===- Quantization.cpp - Quantized ONNX operators as quantized types -----===//
 //
-// QuantizeLinear, DequantizeLinear and the QLinear/Integer ops computed in
-// f32 as ONNX's reference computes them: integer products accumulate exactly
-// in f32 (while the sums stay below 2^24), results are rounded half to even
-// and saturated. INT8 code generation is a later target's business; these
-// give every device the reference result.
+// QuantizeLinear, DequantizeLinear, QLinearMatMul, QLinearConv, MatMulInteger
+// and ConvInteger whose scales and zero points are known at compile time
+// import onto quantized tensors: the integer tensors ONNX passes between
+// them are storage casts (tessel.bitcast) of tensors whose element types
+// carry scale and zero point, so that kernel formation and the targets see
+// INT8 arithmetic instead of its float formula. Parameters known only at
+// run time, per-row scales and the 2- and 4-bit and 8-bit float types take
+// the float form (QuantizationFloat.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/TensorProto.h"
 #include "compiler/onnx/ops/Handlers.h"
+#include "compiler/onnx/ops/QuantizationFloat.h"
 #include "dialects/tessel/TesselDialect.h"
+
+#include "llvm/ADT/APFloat.h"
+
+#include <cmath>
 
 using namespace mlir;
 
 namespace tessel::onnx_import {
 namespace {
 
-class Quantizer {
-public:
-  explicit Quantizer(NodeImporter &node) : node(node), b(node.builder()), loc(node.loc()) {}
+double toDouble(APFloat value) {
+  bool losesInfo;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+  return value.convertToDouble();
+}
 
-  RankedTensorType typeOf(Value value) { return cast<RankedTensorType>(value.getType()); }
-  Value toF32(Value value) {
-    RankedTensorType type = typeOf(value);
-    if (type.getElementType().isF32())
-      return value;
-    return CastOp::create(b, loc, type.clone(b.getF32Type()), value);
+/// The quantized type that the constant scale (input `scaleIndex`) and zero
+/// point (input `zeroIndex`, absent meaning 0) give a tensor of `storage`
+/// elements and rank `rank`: per tensor for one scale, else along `axis`.
+/// Null when the parameters are not compile-time constants or the storage
+/// is not an 8- or 16-bit integer (or i32, the accumulator's).
+quant::QuantizedType constantQuantization(NodeImporter &node, size_t scaleIndex,
+                                          size_t zeroIndex, Type storage, int64_t rank,
+                                          int64_t axis) {
+  auto integer = dyn_cast<IntegerType>(storage);
+  if (!integer)
+    return {};
+  unsigned width = integer.getWidth();
+  bool isSigned = !integer.isUnsigned();
+  if (width != 8 && width != 16 && !(width == 32 && isSigned))
+    return {};
+  ElementsAttr scale = node.constantInput(scaleIndex);
+  if (!scale)
+    return {};
+  Type expressed = scale.getElementType();
+  if (!expressed.isF32() && !expressed.isF16())
+    return {};
+  SmallVector<double> scales;
+  for (const APFloat &value : scale.getValues<APFloat>()) {
+    double real = toDouble(value);
+    if (!(real > 0) || !std::isfinite(real))
+      return {};
+    scales.push_back(real);
   }
-  Value f32(double value) { return node.splatConstant(b.getF32Type(), value); }
-
-  /// A per-axis parameter [C] shaped to broadcast along `axis` of `rank`;
-  /// scalars stay scalars.
-  Value alongAxis(Value parameter, int64_t axis, int64_t rank) {
-    RankedTensorType type = typeOf(parameter);
-    if (type.getNumElements() == 1 && type.getRank() <= 1)
-      return ReshapeOp::create(b, loc, type.clone(ArrayRef<int64_t>{}), parameter);
-    SmallVector<int64_t> shape(rank, 1);
-    shape[axis] = type.getNumElements();
-    return ReshapeOp::create(b, loc, type.clone(shape), parameter);
+  SmallVector<int64_t> zeroPoints(scales.size(), 0);
+  if (node.input(zeroIndex)) {
+    ElementsAttr zero = node.constantInput(zeroIndex);
+    if (!zero || zero.getElementType() != storage ||
+        zero.getNumElements() != static_cast<int64_t>(scales.size()))
+      return {};
+    zeroPoints.clear();
+    for (const APInt &value : zero.getValues<APInt>())
+      zeroPoints.push_back(isSigned ? value.getSExtValue() : value.getZExtValue());
   }
+  auto scaleType = cast<ShapedType>(scale.getType());
+  if (scales.size() == 1 && scaleType.getRank() <= 1)
+    return perTensorType(expressed, isSigned, width, scales.front(), zeroPoints.front());
+  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+  if (scaleType.getRank() != 1 || !normalized)
+    return {};
+  return perAxisType(expressed, isSigned, width, scales, zeroPoints, *normalized);
+}
 
-  /// (x - zero point) as f32.
-  Value centered(Value x, Value zeroPoint) {
-    Value result = toF32(x);
-    if (zeroPoint)
-      result = node.createInferred<SubOp>(result, toF32(zeroPoint));
-    return result;
+/// `value` (a tensor of storage integers) as the quantized tensor `type`.
+Value asQuantized(NodeImporter &node, Value value, quant::QuantizedType type) {
+  auto tensor = cast<RankedTensorType>(value.getType());
+  return BitCastOp::create(node.builder(), node.loc(), tensor.clone(type), value);
+}
+
+/// The storage integers of the quantized tensor `value`.
+Value asStorage(NodeImporter &node, Value value) {
+  return BitCastOp::create(node.builder(), node.loc(), storageType(value.getType()), value);
+}
+
+/// Gives `product`, a matmul or convolution just created with its inferred
+/// (expressed) element type, the quantized result type `type`.
+Value withResultType(Value product, quant::QuantizedType type) {
+  product.setType(cast<RankedTensorType>(product.getType()).clone(type));
+  return product;
+}
+
+bool isPerTensor(quant::QuantizedType type) { return type && !quantizedAxis(type); }
+
+bool sameExpressed(std::initializer_list<quant::QuantizedType> types) {
+  Type expressed = types.begin()->getExpressedType();
+  return llvm::all_of(types, [&](quant::QuantizedType type) {
+    return type.getExpressedType() == expressed;
+  });
+}
+
+
+Value typedQuantizeLinear(NodeImporter &node) {
+  if (node.intAttr("block_size", 0) != 0)
+    return {};
+  RankedTensorType input = node.inputType(0);
+  Type target = node.input(2) ? node.inputType(2).getElementType()
+                              : node.builder().getIntegerType(8, false);
+  if (std::optional<int64_t> dtype = node.intAttr("output_dtype"); dtype && *dtype != 0)
+    target = elementTypeFor(node.builder().getContext(), *dtype);
+  (void)node.intAttr("saturate", 1); // integer targets always saturate
+  quant::QuantizedType type = constantQuantization(node, 1, 2, target, input.getRank(),
+                                                   node.intAttr("axis", 1));
+  if (!type || type.getExpressedType() != input.getElementType() ||
+      type.getStorageTypeIntegralWidth() == 32)
+    return {};
+  Value quantized =
+      QuantizeOp::create(node.builder(), node.loc(), input.clone(type), node.input(0));
+  return asStorage(node, quantized);
+}
+
+Value typedDequantizeLinear(NodeImporter &node) {
+  if (node.intAttr("block_size", 0) != 0)
+    return {};
+  RankedTensorType input = node.inputType(0);
+  quant::QuantizedType type =
+      constantQuantization(node, 1, 2, input.getElementType(), input.getRank(),
+                           node.intAttr("axis", 1));
+  if (!type)
+    return {};
+  Value result = DequantizeOp::create(node.builder(), node.loc(),
+                                      input.clone(type.getExpressedType()),
+                                      asQuantized(node, node.input(0), type));
+  if (std::optional<int64_t> dtype = node.intAttr("output_dtype"); dtype && *dtype != 0) {
+    Type wanted = elementTypeFor(node.builder().getContext(), *dtype);
+    if (wanted && wanted != type.getExpressedType())
+      result = CastOp::create(node.builder(), node.loc(), input.clone(wanted), result);
   }
+  return result;
+}
 
-  /// round-half-even(x) + zero point, saturated to `type` and cast to it.
-  /// Float targets round in the cast, saturating if `saturateFloat`.
-  Value saturate(Value x, Value zeroPoint, Type type, bool saturateFloat) {
-    if (isa<FloatType>(type)) {
-      if (zeroPoint)
-        x = node.createInferred<AddOp>(x, toF32(zeroPoint));
-      return CastOp::create(b, loc, typeOf(x).clone(type), x, saturateFloat);
-    }
-    Value rounded = RoundOp::create(b, loc, x.getType(), x);
-    if (zeroPoint)
-      rounded = node.createInferred<AddOp>(rounded, toF32(zeroPoint));
-    unsigned width = type.getIntOrFloatBitWidth();
-    bool isUnsigned = type.isUnsignedInteger();
-    double low = isUnsigned ? 0.0 : -std::ldexp(1.0, width - 1);
-    double high = isUnsigned ? std::ldexp(1.0, width) - 1 : std::ldexp(1.0, width - 1) - 1;
-    Value clipped = ClipOp::create(b, loc, rounded.getType(), rounded, f32(low), f32(high));
-    return CastOp::create(b, loc, typeOf(clipped).clone(type), clipped);
-  }
-
-  NodeImporter &node;
-  OpBuilder &b;
-  Location loc;
+/// QLinearMatMul and QLinearConv: operands (x, x_scale, x_zp, w, w_scale,
+/// w_zp, y_scale, y_zp, [bias]), the weight per tensor or along
+/// `weightAxis`.
+struct QLinearTypes {
+  quant::QuantizedType input, weight, result, bias;
 };
 
-/// 2-, 4-, 8- and 16-bit integers of either signedness, signless i32 (what
-/// ConvInteger accumulates), and the 8- and 4-bit floats.
-bool isQuantizedType(Type type) {
-  if (isa<FloatType>(type))
-    return type.getIntOrFloatBitWidth() <= 8;
-  auto integer = dyn_cast<IntegerType>(type);
-  if (!integer)
-    return false;
-  unsigned width = integer.getWidth();
-  return width == 2 || width == 4 || width == 8 || width == 16 || type.isInteger(32);
-}
-
-/// The axis of per-axis quantization; a scalar scale makes it irrelevant.
-std::optional<int64_t> quantizationAxis(NodeImporter &node, int64_t rank) {
-  if (node.intAttr("block_size", 0) != 0) {
-    (void)node.unsupported("blocked quantization (block_size) is not supported");
+std::optional<QLinearTypes> qlinearTypes(NodeImporter &node, int64_t weightAxis) {
+  RankedTensorType input = node.inputType(0), weight = node.inputType(3);
+  Type resultStorage = node.input(7) ? node.inputType(7).getElementType()
+                                     : input.getElementType();
+  QLinearTypes types;
+  types.input = constantQuantization(node, 1, 2, input.getElementType(), input.getRank(), 0);
+  types.weight = constantQuantization(node, 4, 5, weight.getElementType(), weight.getRank(),
+                                      weightAxis);
+  types.result = constantQuantization(node, 6, 7, resultStorage, 1, 0);
+  if (!isPerTensor(types.input) || !types.weight || !isPerTensor(types.result) ||
+      !sameExpressed({types.input, types.weight, types.result}))
     return std::nullopt;
+  for (quant::QuantizedType type : {types.input, types.weight, types.result})
+    if (type.getStorageTypeIntegralWidth() != 8)
+      return std::nullopt;
+  return types;
+}
+
+Value typedQLinearMatMul(NodeImporter &node) {
+  std::optional<QLinearTypes> types =
+      qlinearTypes(node, node.inputType(3).getRank() - 1);
+  if (!types)
+    return {};
+  Value product = node.createInferred<MatMulOp>(asQuantized(node, node.input(0), types->input),
+                                                asQuantized(node, node.input(3), types->weight));
+  if (!product)
+    return {};
+  return asStorage(node, withResultType(product, types->result));
+}
+
+Value typedQLinearConv(NodeImporter &node) {
+  std::optional<QLinearTypes> types = qlinearTypes(node, 0);
+  if (!types)
+    return {};
+  Value bias;
+  if (node.input(8)) {
+    if (node.inputType(8).getRank() != 1)
+      return {};
+    bias = asQuantized(node, node.input(8), accumulatorType(types->input, types->weight, 0));
   }
-  int64_t axis = node.intAttr("axis", 1);
-  if (node.inputType(1).getNumElements() == 1)
-    return 0;
-  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-  if (!normalized)
-    (void)node.unsupported("axis is out of range");
-  return normalized;
-}
-
-LogicalResult importQuantizeLinear(NodeImporter &node) {
-  Quantizer q(node);
-  RankedTensorType type = node.inputType(0);
-  std::optional<int64_t> axis = quantizationAxis(node, type.getRank());
-  if (!axis)
-    return failure();
-  bool saturate = node.intAttr("saturate", 1) != 0; // integer targets always do
-  Type target = node.input(2) ? node.inputType(2).getElementType() : q.b.getIntegerType(8, false);
-  if (std::optional<int64_t> dtype = node.intAttr("output_dtype"); dtype && *dtype != 0)
-    target = elementTypeFor(q.b.getContext(), *dtype);
-  if (!target || !isQuantizedType(target) || target.isInteger(32))
-    return node.unsupported("quantizing to this type is not supported (2- to 16-bit "
-                            "integers and 8- and 4-bit floats are)");
-  Value scale = q.alongAxis(q.toF32(node.input(1)), *axis, type.getRank());
-  Value zeroPoint = node.input(2) ? q.alongAxis(node.input(2), *axis, type.getRank()) : Value();
-  Value scaled = node.createInferred<DivOp>(q.toF32(node.input(0)), scale);
-  node.setOutput(0, q.saturate(scaled, zeroPoint, target, saturate));
-  return success();
-}
-
-LogicalResult importDequantizeLinear(NodeImporter &node) {
-  Quantizer q(node);
-  RankedTensorType type = node.inputType(0);
-  if (!isQuantizedType(type.getElementType()))
-    return node.unsupported("dequantizing this type is not supported (2- to 32-bit "
-                            "integers and 8- and 4-bit floats are)");
-  std::optional<int64_t> axis = quantizationAxis(node, type.getRank());
-  if (!axis)
-    return failure();
-  Type resultType = node.inputType(1).getElementType();
-  if (std::optional<int64_t> dtype = node.intAttr("output_dtype"); dtype && *dtype != 0)
-    resultType = elementTypeFor(q.b.getContext(), *dtype);
-  Value zeroPoint = node.input(2) ? q.alongAxis(node.input(2), *axis, type.getRank()) : Value();
-  Value scale = q.alongAxis(q.toF32(node.input(1)), *axis, type.getRank());
-  Value result = node.createInferred<MulOp>(q.centered(node.input(0), zeroPoint), scale);
+  Value result = convolutionFromAttributes(node, asQuantized(node, node.input(0), types->input),
+                                           asQuantized(node, node.input(3), types->weight),
+                                           bias);
   if (!result)
-    return failure();
-  if (resultType != q.b.getF32Type())
-    result = CastOp::create(q.b, q.loc, q.typeOf(result).clone(resultType), result);
-  node.setOutput(0, result);
-  return success();
+    return {};
+  return asStorage(node, withResultType(result, types->result));
 }
 
-/// (a - a_zp) @ (b - b_zp), exact in f32 for the usual sizes.
-Value integerProduct(Quantizer &q, Value a, Value aZero, Value b, Value bZero) {
-  NodeImporter &node = q.node;
-  // A per-row (a) or per-column (b) zero point broadcasts along its axis.
-  auto zero = [&](Value zeroPoint, Value operand, bool perRow) -> Value {
-    if (!zeroPoint || q.typeOf(zeroPoint).getNumElements() == 1)
-      return zeroPoint;
-    int64_t rank = q.typeOf(operand).getRank();
-    return q.alongAxis(zeroPoint, perRow ? rank - 2 : rank - 1, rank);
+/// MatMulInteger and ConvInteger: (x, w, x_zp, w_zp) of scale 1, the
+/// weight's zero point per tensor or along `weightAxis`, accumulated in i32.
+Value typedIntegerProduct(NodeImporter &node, int64_t weightAxis, bool convolution) {
+  MLIRContext *context = node.builder().getContext();
+  Type f32 = Float32Type::get(context);
+  auto unitScale = [&](size_t valueIndex, size_t zeroIndex, int64_t axis) -> quant::QuantizedType {
+    RankedTensorType type = node.inputType(valueIndex);
+    auto integer = dyn_cast<IntegerType>(type.getElementType());
+    if (!integer || integer.getWidth() != 8)
+      return {};
+    bool isSigned = !integer.isUnsigned();
+    if (!node.input(zeroIndex))
+      return perTensorType(f32, isSigned, 8, 1.0, 0);
+    ElementsAttr zero = node.constantInput(zeroIndex);
+    if (!zero || zero.getElementType() != integer)
+      return {};
+    SmallVector<int64_t> zeroPoints;
+    for (const APInt &value : zero.getValues<APInt>())
+      zeroPoints.push_back(isSigned ? value.getSExtValue() : value.getZExtValue());
+    if (zeroPoints.size() == 1)
+      return perTensorType(f32, isSigned, 8, 1.0, zeroPoints.front());
+    if (axis < 0 || static_cast<int64_t>(zeroPoints.size()) != type.getDimSize(axis))
+      return {};
+    return perAxisType(f32, isSigned, 8, SmallVector<double>(zeroPoints.size(), 1.0),
+                       zeroPoints, axis);
   };
-  return node.createInferred<MatMulOp>(q.centered(a, zero(aZero, a, true)),
-                                       q.centered(b, zero(bZero, b, false)));
-}
-
-/// QLinearMatMul and QLinearConv share their operand order from input 1 on
-/// (a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp): the integer result
-/// times a_scale * b_scale / y_scale, rounded, shifted and saturated.
-Value requantize(Quantizer &q, Value product, Value bScale) {
-  NodeImporter &node = q.node;
-  Value multiplier = node.createInferred<DivOp>(
-      node.createInferred<MulOp>(q.alongAxis(q.toF32(node.input(1)), 0, 1), bScale),
-      q.alongAxis(q.toF32(node.input(6)), 0, 1));
-  Value scaled = node.createInferred<MulOp>(product, multiplier);
-  Type target = node.input(7) ? node.inputType(7).getElementType()
-                              : node.inputType(0).getElementType();
-  Value zeroPoint = node.input(7) ? q.alongAxis(node.input(7), 0, 1) : Value();
-  return q.saturate(scaled, zeroPoint, target, /*saturateFloat=*/true);
-}
-
-LogicalResult importQLinearMatMul(NodeImporter &node) {
-  Quantizer q(node);
-  Value product = integerProduct(q, node.input(0), node.input(2), node.input(3), node.input(5));
+  quant::QuantizedType inputType = unitScale(0, 2, -1);
+  quant::QuantizedType weightType = unitScale(1, 3, weightAxis);
+  if (!inputType || !weightType)
+    return {};
+  Value x = asQuantized(node, node.input(0), inputType);
+  Value w = asQuantized(node, node.input(1), weightType);
+  Value product = convolution ? convolutionFromAttributes(node, x, w, Value())
+                              : node.createInferred<MatMulOp>(x, w);
   if (!product)
+    return {};
+  return asStorage(node, withResultType(product, perTensorType(f32, true, 32, 1.0, 0)));
+}
+
+/// Imports `node` by `typed`, or by `fallback` when `typed` declines.
+LogicalResult importEither(NodeImporter &node, Value (*typed)(NodeImporter &),
+                           LogicalResult (*fallback)(NodeImporter &)) {
+  if (Value result = typed(node)) {
+    node.setOutput(0, result);
+    return success();
+  }
+  if (!node.problems().empty())
     return failure();
-  Value bScale = q.alongAxis(q.toF32(node.input(4)), 0, 1);
-  node.setOutput(0, requantize(q, product, bScale));
-  return success();
-}
-
-LogicalResult importMatMulInteger(NodeImporter &node) {
-  Quantizer q(node);
-  Value product = integerProduct(q, node.input(0), node.input(2), node.input(1), node.input(3));
-  if (!product)
-    return failure();
-  node.setOutput(0, CastOp::create(q.b, q.loc, q.typeOf(product).clone(q.b.getI32Type()),
-                                   product));
-  return success();
-}
-
-/// Conv on zero-point-centred f32 operands; the weight's zero point may be
-/// per output channel.
-Value integerConvolution(NodeImporter &node, Quantizer &q, Value x, Value xZero, Value w,
-                         Value wZero) {
-  int64_t rank = q.typeOf(w).getRank();
-  if (wZero && q.typeOf(wZero).getNumElements() > 1)
-    wZero = q.alongAxis(wZero, 0, rank);
-  else if (wZero)
-    wZero = q.alongAxis(wZero, 0, 1);
-  if (xZero)
-    xZero = q.alongAxis(xZero, 0, 1);
-  return convolutionFromAttributes(node, q.centered(x, xZero), q.centered(w, wZero), Value());
-}
-
-LogicalResult importConvInteger(NodeImporter &node) {
-  Quantizer q(node);
-  Value result = integerConvolution(node, q, node.input(0), node.input(2), node.input(1),
-                                    node.input(3));
-  if (!result)
-    return failure();
-  node.setOutput(0, CastOp::create(q.b, q.loc, q.typeOf(result).clone(q.b.getI32Type()),
-                                   result));
-  return success();
-}
-
-LogicalResult importQLinearConv(NodeImporter &node) {
-  Quantizer q(node);
-  Value result = integerConvolution(node, q, node.input(0), node.input(2), node.input(3),
-                                    node.input(5));
-  if (!result)
-    return failure();
-  if (node.input(8)) // the int32 bias is already in the product's scale
-    result = node.createInferred<AddOp>(
-        result, q.alongAxis(q.toF32(node.input(8)), 1, q.typeOf(result).getRank()));
-  int64_t rank = q.typeOf(result).getRank();
-  Value weightScale = q.typeOf(node.input(4)).getNumElements() > 1
-                          ? q.alongAxis(q.toF32(node.input(4)), 1, rank)
-                          : q.alongAxis(q.toF32(node.input(4)), 0, 1);
-  node.setOutput(0, requantize(q, result, weightScale));
-  return success();
-}
-
-/// DynamicQuantizeLinear: uint8 with the range [min(0, x), max(0, x)].
-LogicalResult importDynamicQuantizeLinear(NodeImporter &node) {
-  Quantizer q(node);
-  RankedTensorType type = node.inputType(0);
-  if (!type.getElementType().isF32())
-    return node.unsupported("only f32 inputs are supported");
-  OpBuilder &b = q.b;
-  SmallVector<int64_t> all;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    all.push_back(i);
-  auto reduce = [&](StringRef kind) {
-    return node.createInferred<ReduceOp>(b.getStringAttr(kind), node.input(0),
-                                         b.getDenseI64ArrayAttr(all));
-  };
-  Value high = node.createInferred<MaxOp>(reduce("max"), q.f32(0.0));
-  Value low = node.createInferred<MinOp>(reduce("min"), q.f32(0.0));
-  Value range = node.createInferred<SubOp>(high, low);
-  Value empty = node.createInferred<CompareOp>(b.getStringAttr("eq"), range, q.f32(0.0));
-  range = node.createInferred<WhereOp>(empty, q.f32(1.0), range);
-  Value scale = node.createInferred<DivOp>(range, q.f32(255.0));
-  Value initialZero = node.createInferred<SubOp>(q.f32(0.0), node.createInferred<DivOp>(low, scale));
-  Value zero = RoundOp::create(b, q.loc, initialZero.getType(),
-                               ClipOp::create(b, q.loc, initialZero.getType(), initialZero,
-                                              q.f32(0.0), q.f32(255.0)));
-  Value scaled = node.createInferred<DivOp>(node.input(0), scale);
-  Type u8 = b.getIntegerType(8, false);
-  node.setOutput(0, q.saturate(scaled, zero, u8, /*saturateFloat=*/true));
-  if (node.outputUsed(1))
-    node.setOutput(1, scale);
-  if (node.outputUsed(2))
-    node.setOutput(2, CastOp::create(b, q.loc, q.typeOf(zero).clone(u8), zero));
-  return success();
+  return fallback(node);
 }
 
 } // namespace
 
 void registerQuantizationHandlers(OpRegistry &registry) {
-  registry.on("QuantizeLinear", 10, importQuantizeLinear);
-  registry.on("DequantizeLinear", 10, importDequantizeLinear);
-  registry.on("QLinearMatMul", 10, importQLinearMatMul);
-  registry.on("QLinearConv", 10, importQLinearConv);
-  registry.on("MatMulInteger", 10, importMatMulInteger);
-  registry.on("ConvInteger", 10, importConvInteger);
-  registry.on("DynamicQuantizeLinear", 11, importDynamicQuantizeLinear);
+  registry.on("QuantizeLinear", 10, [](NodeImporter &node) {
+    return importEither(node, typedQuantizeLinear, importFloatQuantizeLinear);
+  });
+  registry.on("DequantizeLinear", 10, [](NodeImporter &node) {
+    return importEither(node, typedDequantizeLinear, importFloatDequantizeLinear);
+  });
+  registry.on("QLinearMatMul", 10, [](NodeImporter &node) {
+    return importEither(node, typedQLinearMatMul, importFloatQLinearMatMul);
+  });
+  registry.on("QLinearConv", 10, [](NodeImporter &node) {
+    return importEither(node, typedQLinearConv, importFloatQLinearConv);
+  });
+  registry.on("MatMulInteger", 10, [](NodeImporter &node) {
+    return importEither(
+        node,
+        [](NodeImporter &n) {
+          return typedIntegerProduct(n, n.inputType(1).getRank() - 1, false);
+        },
+        importFloatMatMulInteger);
+  });
+  registry.on("ConvInteger", 10, [](NodeImporter &node) {
+    return importEither(
+        node, [](NodeImporter &n) { return typedIntegerProduct(n, 0, true); },
+        importFloatConvInteger);
+  });
+  registry.on("DynamicQuantizeLinear", 11, importFloatDynamicQuantizeLinear);
 }
 
 } // namespace tessel::onnx_import

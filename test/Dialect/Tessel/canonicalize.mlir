@@ -182,3 +182,54 @@ func.func @cast_constants(%x: tensor<2xf32>) -> (tensor<3xi32>, tensor<2xi64>, t
   %3 = tessel.cast %x : tensor<2xf32> -> tensor<2xf32>
   return %0, %1, %2, %3 : tensor<3xi32>, tensor<2xi64>, tensor<3xi1>, tensor<2xf32>
 }
+
+// -----
+
+// Quantizing what was dequantized with the same parameters gives it back.
+// CHECK-LABEL: @quantize_of_dequantize
+func.func @quantize_of_dequantize(%q: tensor<4x!quant.uniform<u8:f32, 0.1:128>>)
+    -> (tensor<4x!quant.uniform<u8:f32, 0.1:128>>, tensor<4x!quant.uniform<u8:f32, 0.2:128>>) {
+  // CHECK: %[[D:.+]] = tessel.dequantize %[[Q:[^ ]+]]
+  // CHECK: %[[R:.+]] = tessel.quantize %[[D]]
+  // CHECK: return %[[Q]], %[[R]]
+  %d = tessel.dequantize %q : tensor<4x!quant.uniform<u8:f32, 0.1:128>> -> tensor<4xf32>
+  %same = tessel.quantize %d : tensor<4xf32> -> tensor<4x!quant.uniform<u8:f32, 0.1:128>>
+  %other = tessel.quantize %d : tensor<4xf32> -> tensor<4x!quant.uniform<u8:f32, 0.2:128>>
+  return %same, %other : tensor<4x!quant.uniform<u8:f32, 0.1:128>>, tensor<4x!quant.uniform<u8:f32, 0.2:128>>
+}
+
+// -----
+
+// An integer initializer typed as quantized is a quantized constant.
+// CHECK-LABEL: @storage_cast_of_constant
+func.func @storage_cast_of_constant() -> tensor<2x!quant.uniform<i8:f32, 0.5>> {
+  // CHECK: %[[C:.+]] = tessel.constant dense<[-3, 7]> : tensor<2xi8> -> tensor<2x!quant.uniform<i8:f32, 5.000000e-01>>
+  // CHECK-NEXT: return %[[C]]
+  %c = tessel.constant dense<[-3, 7]> : tensor<2xi8>
+  %q = tessel.bitcast %c : tensor<2xi8> -> tensor<2x!quant.uniform<i8:f32, 0.5>>
+  return %q : tensor<2x!quant.uniform<i8:f32, 0.5>>
+}
+
+// -----
+
+// Transposing a per-axis quantized weight moves its parameters with the axis.
+// CHECK-LABEL: @transpose_per_axis_constant
+func.func @transpose_per_axis_constant() -> tensor<3x2x!quant.uniform<i8:f32:1, {0.1, 0.2}>> {
+  // CHECK: tessel.constant dense<{{\[}}[1, 4], [2, 5], [3, 6]]> : tensor<3x2xi8> -> tensor<3x2x!quant.uniform<i8:f32:1, {1.000000e-01,2.000000e-01}>>
+  %c = tessel.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi8> -> tensor<2x3x!quant.uniform<i8:f32:0, {0.1, 0.2}>>
+  %t = tessel.transpose %c {perm = array<i64: 1, 0>}
+      : (tensor<2x3x!quant.uniform<i8:f32:0, {0.1, 0.2}>>) -> tensor<3x2x!quant.uniform<i8:f32:1, {0.1, 0.2}>>
+  return %t : tensor<3x2x!quant.uniform<i8:f32:1, {0.1, 0.2}>>
+}
+
+// -----
+
+// Quantized arithmetic on constants is left to the kernels' semantics.
+// CHECK-LABEL: @no_fold_quantized_add
+func.func @no_fold_quantized_add() -> tensor<2x!quant.uniform<u8:f32, 0.5>> {
+  // CHECK: tessel.add
+  %a = tessel.constant dense<[1, 2]> : tensor<2xui8> -> tensor<2x!quant.uniform<u8:f32, 0.5>>
+  %0 = tessel.add %a, %a : (tensor<2x!quant.uniform<u8:f32, 0.5>>, tensor<2x!quant.uniform<u8:f32, 0.5>>)
+      -> tensor<2x!quant.uniform<u8:f32, 0.5>>
+  return %0 : tensor<2x!quant.uniform<u8:f32, 0.5>>
+}

@@ -11,7 +11,7 @@ func.func @add_no_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x
 // -----
 
 func.func @mul_element_types(%a: tensor<2xf32>, %b: tensor<2xf16>) -> tensor<2xf32> {
-  // expected-error @+1 {{all of {lhs, rhs, result} have same element type}}
+  // expected-error @+1 {{operands and result must share an element type}}
   %0 = tessel.mul %a, %b : (tensor<2xf32>, tensor<2xf16>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
@@ -28,7 +28,7 @@ func.func @sub_wrong_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<3x
 // -----
 
 func.func @relu_int(%a: tensor<2xi32>) -> tensor<2xi32> {
-  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  // expected-error @+1 {{must be ranked tensor of floating-point or uniform quantized type values}}
   %0 = tessel.relu %a : tensor<2xi32>
   return %0 : tensor<2xi32>
 }

@@ -1,0 +1,654 @@
+//===- FuseQuantized.cpp - Quantized ops from dequantize/quantize pairs ---===//
+//
+// A quantized ONNX model (QDQ form, or Tessel's own quantization) computes
+// in float between DequantizeLinear and QuantizeLinear nodes. This pass
+// turns each such island into the quantized op it stands for, so that it
+// runs in integers:
+//
+//   quantize(conv(dequantize(x), dequantize(w), dequantize(b)))   -> conv (quantized)
+//   quantize(relu(matmul(dequantize(a), dequantize(b))))          -> relu(matmul)
+//   quantize(add(dequantize(a), dequantize(b)))                   -> add (quantized)
+//   quantize(max_pool(dequantize(x)))                             -> max_pool, requantize
+//   quantize(reshape(dequantize(x)))                              -> reshape, requantize
+//   quantize(f(dequantize(x))), f elementwise, x 8-bit            -> lookup(x, table of f)
+//   quantize(dequantize(x)) of other parameters                   -> requantize(x)
+//   conv(dequantize(x), dequantize(w)) read as float               -> dequantize(conv: i32)
+//
+// Islands are fused in program order, so that a table of an inner
+// activation is composed into the table of the chain around it (SiLU's
+// sigmoid into x * sigmoid(x)). What stays float is left as it is. Then
+// constant weights are stored signed with zero point 0 where they fit (the
+// form whose zero-point terms leave a kernel's inner loop), and dequantized
+// constants that float ops still read become float constants.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/EvaluateElementwise.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+
+namespace tessel {
+#define GEN_PASS_DEF_TESSELFUSEQUANTIZEDOPSPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+
+namespace tessel {
+namespace {
+
+RankedTensorType tensorType(Value value) { return cast<RankedTensorType>(value.getType()); }
+
+/// The per-tensor 8-bit quantized type of `type`, or null: what quantized
+/// ops compute on.
+quant::QuantizedType eightBitPerTensor(Type type) {
+  quant::QuantizedType quantized = getQuantizedType(type);
+  if (!quantized || quantizedAxis(quantized) || quantized.getStorageTypeIntegralWidth() != 8)
+    return {};
+  return quantized;
+}
+
+/// The quantized tensor that `value` dequantizes, or null.
+Value dequantizedSource(Value value) {
+  if (auto dequantize = value.getDefiningOp<DequantizeOp>())
+    return dequantize.getInput();
+  return {};
+}
+
+/// The storage value that quantizing `real` to `type` gives.
+int64_t quantizeScalar(double real, quant::QuantizedType type) {
+  QuantParams params = quantParams(type);
+  double scaled = std::nearbyint(static_cast<float>(real) / static_cast<float>(params.scale));
+  return std::clamp<int64_t>(static_cast<int64_t>(scaled) + params.zeroPoint,
+                             type.getStorageTypeMin(), type.getStorageTypeMax());
+}
+
+/// A constant of quantized `type` holding storage `values` in `shape`.
+Value quantizedConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                        quant::QuantizedType type, ArrayRef<int64_t> values) {
+  IntegerType storage = storageElementType(type);
+  SmallVector<APInt> elements;
+  for (int64_t value : values)
+    elements.push_back(APInt(storage.getWidth(), value, type.isSigned()));
+  auto storageTensor = RankedTensorType::get(shape, storage);
+  return ConstantOp::create(b, loc, RankedTensorType::get(shape, type),
+                            DenseElementsAttr::get(storageTensor, elements));
+}
+
+/// The value of a constant with one float element.
+std::optional<double> scalarConstant(Value value) {
+  DenseElementsAttr attr;
+  if (!value || !matchPattern(value, m_Constant(&attr)) || attr.getNumElements() != 1 ||
+      !isa<FloatType>(attr.getElementType()))
+    return std::nullopt;
+  return (*attr.getValues<APFloat>().begin()).convertToDouble();
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products and convolutions
+//===----------------------------------------------------------------------===//
+
+/// The quantized operands of a float product whose operands are
+/// dequantized: input per tensor, weight per tensor or per output channel,
+/// the bias as an i32 tensor of scale input x weight.
+struct ProductOperands {
+  Value input, weight, bias;
+  int64_t resultAxis;
+};
+
+/// The axis of `op`'s weight that its output channels run along, and the
+/// result's.
+std::pair<int64_t, int64_t> channelAxes(Operation *op) {
+  if (auto conv = dyn_cast<ConvOp>(op))
+    return conv.getChannelsLast()
+               ? std::pair<int64_t, int64_t>{conv.getType().getRank() - 1,
+                                             conv.getType().getRank() - 1}
+               : std::pair<int64_t, int64_t>{0, 1};
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return {gemm.getTransB() ? 0 : 1, 1};
+  auto matmul = cast<MatMulOp>(op);
+  return {matmul.getRhs().getType().getRank() - 1, matmul.getType().getRank() - 1};
+}
+
+/// The bias of a quantized product: an i32 tensor quantized at
+/// `accumulator`'s scales. A dequantized i32 constant of other scales, or a
+/// float constant, is quantized to them at compile time.
+Value quantizedBias(OpBuilder &b, Location loc, Value bias, quant::QuantizedType accumulator) {
+  Value source = dequantizedSource(bias);
+  if (source && getQuantizedType(source.getType()) == accumulator)
+    return source;
+  DenseElementsAttr attr;
+  Value constant = source ? source : bias;
+  if (!matchPattern(constant, m_Constant(&attr)) || tensorType(bias).getRank() != 1)
+    return {};
+  quant::QuantizedType given = source ? getQuantizedType(source.getType()) : nullptr;
+  SmallVector<double> reals;
+  if (given) {
+    for (auto [index, value] : llvm::enumerate(attr.getValues<APInt>())) {
+      QuantParams params = quantParams(given, quantChannelCount(given) == 1 ? 0 : index);
+      reals.push_back((value.getSExtValue() - params.zeroPoint) * params.scale);
+    }
+  } else {
+    for (const APFloat &value : attr.getValues<APFloat>())
+      reals.push_back(value.convertToDouble());
+  }
+  SmallVector<int64_t> values;
+  for (auto [index, real] : llvm::enumerate(reals)) {
+    double scale =
+        quantParams(accumulator, quantChannelCount(accumulator) == 1 ? 0 : index).scale;
+    double rounded = std::nearbyint(real / scale);
+    if (!(std::abs(rounded) < 2147483647.0))
+      return {};
+    values.push_back(static_cast<int64_t>(rounded));
+  }
+  // The bias is a vector: its channels lie along axis 0.
+  quant::QuantizedType vectorType = accumulator;
+  if (auto perAxis = dyn_cast<quant::UniformQuantizedPerAxisType>(accumulator))
+    vectorType = perAxisType(perAxis.getExpressedType(), true, 32, perAxis.getScales(),
+                             perAxis.getZeroPoints(), 0);
+  return quantizedConstant(b, loc, tensorType(bias).getShape(), vectorType, values);
+}
+
+/// The quantized operands of `product` (conv, matmul, gemm), or nullopt.
+std::optional<ProductOperands> productOperands(OpBuilder &b, Operation *product) {
+  Value input, weight, bias;
+  if (auto conv = dyn_cast<ConvOp>(product)) {
+    input = conv.getInput(), weight = conv.getWeight(), bias = conv.getBias();
+  } else if (auto gemm = dyn_cast<GemmOp>(product)) {
+    if (gemm.getAlpha().convertToDouble() != 1.0 ||
+        (gemm.getC() && gemm.getBeta().convertToDouble() != 1.0))
+      return std::nullopt;
+    input = gemm.getA(), weight = gemm.getB(), bias = gemm.getC();
+  } else if (auto matmul = dyn_cast<MatMulOp>(product)) {
+    input = matmul.getLhs(), weight = matmul.getRhs();
+  } else {
+    return std::nullopt;
+  }
+  auto [weightAxis, resultAxis] = channelAxes(product);
+  Value x = dequantizedSource(input), w = dequantizedSource(weight);
+  if (!x || !w || !eightBitPerTensor(x.getType()))
+    return std::nullopt;
+  quant::QuantizedType weightType = getQuantizedType(w.getType());
+  std::optional<int32_t> axis = quantizedAxis(weightType);
+  if (weightType.getStorageTypeIntegralWidth() != 8 || (axis && *axis != weightAxis) ||
+      weightType.getExpressedType() != getQuantizedType(x.getType()).getExpressedType())
+    return std::nullopt;
+  ProductOperands operands{x, w, Value(), resultAxis};
+  if (bias) {
+    operands.bias = quantizedBias(b, product->getLoc(), bias,
+                                  accumulatorType(getQuantizedType(x.getType()), weightType, 0));
+    if (!operands.bias)
+      return std::nullopt;
+  }
+  return operands;
+}
+
+/// `product` computed on quantized operands with result element `element`.
+Value quantizedProduct(OpBuilder &b, Operation *product, const ProductOperands &operands,
+                       Type element) {
+  Location loc = product->getLoc();
+  auto type = cast<RankedTensorType>(product->getResult(0).getType()).clone(element);
+  if (auto conv = dyn_cast<ConvOp>(product))
+    return ConvOp::create(b, loc, type, operands.input, operands.weight, operands.bias,
+                          conv.getStrides(), conv.getPads(), conv.getDilations(),
+                          conv.getGroup(), conv.getChannelsLast());
+  if (auto gemm = dyn_cast<GemmOp>(product))
+    return GemmOp::create(b, loc, type, operands.input, operands.weight, operands.bias,
+                          gemm.getAlpha(), gemm.getBeta(), gemm.getTransA(), gemm.getTransB());
+  return MatMulOp::create(b, loc, type, operands.input, operands.weight);
+}
+
+bool isProduct(Operation *op) { return isa_and_present<ConvOp, MatMulOp, GemmOp>(op); }
+
+/// quantize([relu | clip](product(dequantize...))) -> [relu | clip](product),
+/// the product quantized to the result's type (exact for the activation:
+/// quantization is monotone, so clamping commutes with it).
+LogicalResult fuseProduct(RewriterBase &rewriter, QuantizeOp quantize) {
+  quant::QuantizedType result = eightBitPerTensor(quantize.getType());
+  if (!result)
+    return failure();
+  Value value = quantize.getInput();
+  Operation *activation = value.getDefiningOp();
+  std::optional<double> low, high;
+  if (auto relu = dyn_cast_if_present<ReluOp>(activation)) {
+    value = relu.getInput();
+  } else if (auto clip = dyn_cast_if_present<ClipOp>(activation)) {
+    low = scalarConstant(clip.getMin()), high = scalarConstant(clip.getMax());
+    if ((clip.getMin() && !low) || (clip.getMax() && !high))
+      return failure();
+    value = clip.getInput();
+  } else {
+    activation = nullptr;
+  }
+  if (activation && !activation->hasOneUse())
+    return failure();
+  Operation *product = value.getDefiningOp();
+  if (!isProduct(product) || !product->hasOneUse())
+    return failure();
+  rewriter.setInsertionPoint(quantize);
+  std::optional<ProductOperands> operands = productOperands(rewriter, product);
+  if (!operands)
+    return failure();
+  Value fused = quantizedProduct(rewriter, product, *operands, result);
+  Location loc = quantize.getLoc();
+  if (isa_and_present<ReluOp>(activation)) {
+    fused = ReluOp::create(rewriter, loc, fused);
+  } else if (activation) {
+    auto bound = [&](std::optional<double> real) -> Value {
+      if (!real)
+        return {};
+      return quantizedConstant(rewriter, loc, {}, result, quantizeScalar(*real, result));
+    };
+    fused = ClipOp::create(rewriter, loc, fused.getType(), fused, bound(low), bound(high));
+  }
+  rewriter.replaceOp(quantize, fused);
+  return success();
+}
+
+/// Whether `product`'s result is quantized after it (perhaps through an
+/// activation), which fuseProduct handles.
+bool isQuantizedAfter(Operation *product) {
+  if (!product->hasOneUse())
+    return false;
+  Operation *user = *product->user_begin();
+  if (isa<ReluOp, ClipOp>(user)) {
+    if (!user->hasOneUse())
+      return false;
+    user = *user->user_begin();
+  }
+  return isa<QuantizeOp>(user);
+}
+
+/// product(dequantize(x), dequantize(w)) read as float -> dequantize of the
+/// product's i32 accumulator: exact integer accumulation where the float
+/// product would round.
+LogicalResult fuseProductToAccumulator(RewriterBase &rewriter, Operation *product) {
+  if (isQuantizedAfter(product))
+    return failure();
+  rewriter.setInsertionPoint(product);
+  std::optional<ProductOperands> operands = productOperands(rewriter, product);
+  if (!operands)
+    return failure();
+  quant::QuantizedType accumulator =
+      accumulatorType(getQuantizedType(operands->input.getType()),
+                      getQuantizedType(operands->weight.getType()), operands->resultAxis);
+  Value sums = quantizedProduct(rewriter, product, *operands, accumulator);
+  rewriter.replaceOpWithNewOp<DequantizeOp>(product, product->getResult(0).getType(), sums);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Arithmetic, pooling and data movement
+//===----------------------------------------------------------------------===//
+
+/// `value` (quantized) requantized to `type` unless it has it.
+Value requantizeTo(OpBuilder &b, Location loc, Value value, quant::QuantizedType type) {
+  auto tensor = tensorType(value);
+  if (tensor.getElementType() == type)
+    return value;
+  return RequantizeOp::create(b, loc, tensor.clone(type), value);
+}
+
+/// quantize(add | sub | mul(dequantize(a), dequantize(b))) -> the op on a, b.
+LogicalResult fuseArithmetic(RewriterBase &rewriter, QuantizeOp quantize) {
+  quant::QuantizedType result = eightBitPerTensor(quantize.getType());
+  Operation *op = quantize.getInput().getDefiningOp();
+  if (!result || !isa_and_present<AddOp, SubOp, MulOp>(op) || !op->hasOneUse())
+    return failure();
+  Value lhs = dequantizedSource(op->getOperand(0)), rhs = dequantizedSource(op->getOperand(1));
+  if (!lhs || !rhs || !eightBitPerTensor(lhs.getType()) || !eightBitPerTensor(rhs.getType()))
+    return failure();
+  rewriter.setInsertionPoint(quantize);
+  Operation *fused = rewriter.clone(*op);
+  fused->setOperands({lhs, rhs});
+  fused->getResult(0).setType(quantize.getType());
+  rewriter.replaceOp(quantize, fused->getResults());
+  return success();
+}
+
+/// quantize(average(dequantize(x))) -> average(x), and max pooling, which
+/// keeps x's quantization, then requantized.
+LogicalResult fusePool(RewriterBase &rewriter, QuantizeOp quantize) {
+  quant::QuantizedType result = eightBitPerTensor(quantize.getType());
+  Operation *op = quantize.getInput().getDefiningOp();
+  if (!result || !isa_and_present<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp>(op) ||
+      !op->hasOneUse())
+    return failure();
+  Value input = dequantizedSource(op->getOperand(0));
+  quant::QuantizedType inputType = input ? eightBitPerTensor(input.getType()) : nullptr;
+  if (!inputType)
+    return failure();
+  rewriter.setInsertionPoint(quantize);
+  Operation *fused = rewriter.clone(*op);
+  fused->setOperand(0, input);
+  bool keepsType = isa<MaxPoolOp>(op);
+  fused->getResult(0).setType(quantize.getType().clone(keepsType ? inputType : result));
+  rewriter.replaceOp(quantize,
+                     requantizeTo(rewriter, quantize.getLoc(), fused->getResult(0), result));
+  return success();
+}
+
+/// Ops that move elements without computing on them.
+bool movesElements(Operation *op) {
+  return isa_and_present<ReshapeOp, FlattenOp, TransposeOp, SliceOp, ExpandOp, GatherOp,
+                         PadOp, ConcatOp>(op);
+}
+
+/// quantize(move(dequantize(x)...)) -> move(x...), requantized: the inputs of
+/// a concatenation share the quantization of the first (the others are
+/// requantized to it), a pad value must be exact in it.
+LogicalResult fuseMovement(RewriterBase &rewriter, QuantizeOp quantize) {
+  quant::QuantizedType result = eightBitPerTensor(quantize.getType());
+  Operation *op = quantize.getInput().getDefiningOp();
+  if (!result || !movesElements(op) || !op->hasOneUse())
+    return failure();
+  // The operands that carry data: all of a concatenation's, the first of
+  // the others (indices and a pad value stay).
+  unsigned dataOperands = isa<ConcatOp>(op) ? op->getNumOperands() : 1;
+  SmallVector<Value> sources;
+  for (unsigned i = 0; i < dataOperands; ++i) {
+    Value source = dequantizedSource(op->getOperand(i));
+    if (!source || !eightBitPerTensor(source.getType()))
+      return failure();
+    sources.push_back(source);
+  }
+  quant::QuantizedType type = getQuantizedType(sources.front().getType());
+  rewriter.setInsertionPoint(quantize);
+  Location loc = quantize.getLoc();
+  Value padValue;
+  if (auto pad = dyn_cast<PadOp>(op)) {
+    std::optional<double> value = scalarConstant(pad.getValue());
+    if (!value)
+      return failure();
+    int64_t stored = quantizeScalar(*value, type);
+    QuantParams params = quantParams(type);
+    if ((stored - params.zeroPoint) * params.scale != *value)
+      return failure();
+    padValue = quantizedConstant(rewriter, loc, tensorType(pad.getValue()).getShape(), type,
+                                 stored);
+  }
+  Operation *fused = rewriter.clone(*op);
+  for (auto [i, source] : llvm::enumerate(sources))
+    fused->setOperand(i, requantizeTo(rewriter, loc, source, type));
+  if (padValue)
+    fused->setOperand(1, padValue);
+  fused->getResult(0).setType(quantize.getType().clone(type));
+  rewriter.replaceOp(quantize, requantizeTo(rewriter, loc, fused->getResult(0), result));
+  return success();
+}
+
+/// quantize(dequantize(x)) -> x, or requantize(x) for other parameters.
+LogicalResult fuseRequantize(RewriterBase &rewriter, QuantizeOp quantize) {
+  Value source = dequantizedSource(quantize.getInput());
+  if (!source)
+    return failure();
+  rewriter.setInsertionPoint(quantize);
+  rewriter.replaceOp(quantize, requantizeTo(rewriter, quantize.getLoc(), source,
+                                            getQuantizedType(quantize.getType())));
+  return success();
+}
+
+/// quantize(relu(dequantize(x))) -> relu(x), requantized: exact, since
+/// dequantize(max(x, x_zp)) = max(dequantize(x), 0).
+LogicalResult fuseRelu(RewriterBase &rewriter, QuantizeOp quantize) {
+  quant::QuantizedType result = eightBitPerTensor(quantize.getType());
+  auto relu = quantize.getInput().getDefiningOp<ReluOp>();
+  if (!result || !relu || !relu->hasOneUse())
+    return failure();
+  Value source = dequantizedSource(relu.getInput());
+  if (!source || !eightBitPerTensor(source.getType()))
+    return failure();
+  rewriter.setInsertionPoint(quantize);
+  Value fused = ReluOp::create(rewriter, relu.getLoc(), source);
+  rewriter.replaceOp(quantize, requantizeTo(rewriter, quantize.getLoc(), fused, result));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise functions of one tensor as tables
+//===----------------------------------------------------------------------===//
+
+/// A chain of elementwise ops computing a function of one 8-bit quantized
+/// tensor, ending in a quantization: every value in it has the input's
+/// shape, and every operand is in the chain, the input, or a constant of
+/// one element.
+struct ElementwiseChain {
+  Value input;
+  SmallVector<Operation *> ops; // in program order, the quantize last
+};
+
+bool isEvaluable(Operation *op) {
+  return op->hasTrait<ElementwiseMap>() && op->getNumResults() == 1;
+}
+
+std::optional<ElementwiseChain> elementwiseChain(QuantizeOp root) {
+  constexpr size_t kMaxOps = 64;
+  ArrayRef<int64_t> shape = root.getType().getShape();
+  llvm::SetVector<Operation *> ops;
+  llvm::SetVector<Value> leaves;
+  SmallVector<Operation *> worklist{root};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!ops.insert(op) || ops.size() > kMaxOps || !isEvaluable(op) ||
+        tensorType(op->getResult(0)).getShape() != shape)
+      return std::nullopt;
+    for (OpOperand &use : op->getOpOperands()) {
+      Value operand = use.get();
+      // A lookup's table is data, not an elementwise operand.
+      if (!readsElementwise(op, use.getOperandNumber()) ||
+          (matchPattern(operand, m_Constant()) && tensorType(operand).getNumElements() == 1))
+        continue;
+      // The input is what a dequantization reads; lookups compose.
+      if (isa<DequantizeOp>(op) && !operand.getDefiningOp<LookupOp>()) {
+        leaves.insert(operand);
+        continue;
+      }
+      if (isa<LookupOp>(op) && !operand.getDefiningOp<LookupOp>()) {
+        leaves.insert(operand);
+        continue;
+      }
+      Operation *producer = operand.getDefiningOp();
+      if (!producer)
+        return std::nullopt;
+      worklist.push_back(producer);
+    }
+  }
+  if (leaves.size() != 1 || !eightBitPerTensor(leaves.front().getType()) || ops.size() < 2)
+    return std::nullopt;
+  SmallVector<Operation *> ordered(ops.begin(), ops.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ElementwiseChain{leaves.front(), ordered};
+}
+
+/// The value of `chain` at every storage value of its input, or nullopt if
+/// an op cannot be evaluated.
+std::optional<SmallVector<int64_t>> tabulate(const ElementwiseChain &chain) {
+  quant::QuantizedType input = getQuantizedType(chain.input.getType());
+  SmallVector<int64_t> table;
+  for (int64_t stored = input.getStorageTypeMin(); stored <= input.getStorageTypeMax();
+       ++stored) {
+    DenseMap<Value, float> values;
+    values[chain.input] = static_cast<float>(stored);
+    for (Operation *op : chain.ops) {
+      SmallVector<float> operands;
+      for (Value operand : op->getOperands()) {
+        if (auto it = values.find(operand); it != values.end()) {
+          operands.push_back(it->second);
+        } else if (std::optional<double> constant = scalarConstant(operand)) {
+          operands.push_back(static_cast<float>(*constant));
+        } else {
+          operands.push_back(0.0f); // a lookup's table, read below
+        }
+      }
+      std::optional<float> result;
+      if (auto lookup = dyn_cast<LookupOp>(op)) {
+        DenseElementsAttr entries;
+        if (!matchPattern(lookup.getTable(), m_Constant(&entries)))
+          return std::nullopt;
+        quant::QuantizedType from = getQuantizedType(lookup.getInput().getType());
+        APInt entry = entries.getValues<APInt>()[static_cast<int64_t>(operands[0]) -
+                                                 from.getStorageTypeMin()];
+        result = getQuantizedType(lookup.getType()).isSigned() ? entry.getSExtValue()
+                                                                : entry.getZExtValue();
+      } else {
+        result = evaluateElementwise(op, operands);
+      }
+      if (!result)
+        return std::nullopt;
+      values[op->getResult(0)] = *result;
+    }
+    table.push_back(static_cast<int64_t>(values[chain.ops.back()->getResult(0)]));
+  }
+  return table;
+}
+
+/// quantize(f(dequantize(x))), f a chain of elementwise ops of x alone ->
+/// lookup(x, table of f).
+LogicalResult fuseTable(RewriterBase &rewriter, QuantizeOp quantize) {
+  quant::QuantizedType result = eightBitPerTensor(quantize.getType());
+  if (!result)
+    return failure();
+  std::optional<ElementwiseChain> chain = elementwiseChain(quantize);
+  if (!chain)
+    return failure();
+  std::optional<SmallVector<int64_t>> table = tabulate(*chain);
+  if (!table)
+    return failure();
+  rewriter.setInsertionPoint(quantize);
+  Value entries = quantizedConstant(rewriter, quantize.getLoc(),
+                                    {static_cast<int64_t>(table->size())}, result, *table);
+  rewriter.replaceOpWithNewOp<LookupOp>(quantize, quantize.getType(), chain->input, entries);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+/// A constant weight of a quantized product stored signed with zero point
+/// 0: the same real values, w - w_zp, when they fit in i8.
+template <typename OpTy>
+struct CentreConstantWeight : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    if (!isQuantized(op.getType()))
+      return failure();
+    OpOperand &weight = op->getOpOperand(1);
+    quant::QuantizedType type = getQuantizedType(weight.get().getType());
+    DenseElementsAttr attr;
+    if (!matchPattern(weight.get(), m_Constant(&attr)))
+      return failure();
+    bool centred = type.isSigned();
+    for (int64_t channel = 0; channel < quantChannelCount(type); ++channel)
+      centred &= quantParams(type, channel).zeroPoint == 0;
+    if (centred)
+      return failure();
+    RankedTensorType tensor = tensorType(weight.get());
+    std::optional<int32_t> axis = quantizedAxis(type);
+    SmallVector<int64_t> values;
+    int64_t stride = 1;
+    if (axis)
+      for (int64_t i = tensor.getRank() - 1; i > *axis; --i)
+        stride *= tensor.getDimSize(i);
+    for (auto [linear, value] : llvm::enumerate(attr.getValues<APInt>())) {
+      int64_t channel = axis ? (linear / stride) % tensor.getDimSize(*axis) : 0;
+      int64_t real = (type.isSigned() ? value.getSExtValue() : int64_t(value.getZExtValue())) -
+                     quantParams(type, channel).zeroPoint;
+      if (real < -128 || real > 127)
+        return failure();
+      values.push_back(real);
+    }
+    SmallVector<double> scales;
+    for (int64_t channel = 0; channel < quantChannelCount(type); ++channel)
+      scales.push_back(quantParams(type, channel).scale);
+    quant::QuantizedType centredType =
+        axis ? quant::QuantizedType(perAxisType(type.getExpressedType(), true, 8, scales,
+                                                SmallVector<int64_t>(scales.size(), 0), *axis))
+             : quant::QuantizedType(
+                   perTensorType(type.getExpressedType(), true, 8, scales.front(), 0));
+    Value centredWeight =
+        quantizedConstant(rewriter, op.getLoc(), tensor.getShape(), centredType, values);
+    rewriter.modifyOpInPlace(op, [&] { weight.set(centredWeight); });
+    return success();
+  }
+};
+
+/// dequantize(constant) that a float op reads -> a float constant.
+struct DequantizeConstant : OpRewritePattern<DequantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DequantizeOp op, PatternRewriter &rewriter) const override {
+    DenseElementsAttr attr;
+    if (!matchPattern(op.getInput(), m_Constant(&attr)) || !op.getType().hasStaticShape())
+      return failure();
+    quant::QuantizedType type = getQuantizedType(op.getInput().getType());
+    RankedTensorType tensor = op.getInput().getType();
+    auto real = cast<FloatType>(op.getType().getElementType());
+    std::optional<int32_t> axis = quantizedAxis(type);
+    int64_t stride = 1;
+    if (axis)
+      for (int64_t i = tensor.getRank() - 1; i > *axis; --i)
+        stride *= tensor.getDimSize(i);
+    SmallVector<APFloat> values;
+    for (auto [linear, value] : llvm::enumerate(attr.getValues<APInt>())) {
+      int64_t channel = axis ? (linear / stride) % tensor.getDimSize(*axis) : 0;
+      QuantParams params = quantParams(type, channel);
+      int64_t stored = type.isSigned() ? value.getSExtValue() : int64_t(value.getZExtValue());
+      // (q - zero point) * scale in f32, as DequantizeLinear computes.
+      float result = static_cast<float>(stored - params.zeroPoint) *
+                     static_cast<float>(params.scale);
+      APFloat element(result);
+      bool losesInfo;
+      element.convert(real.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+      values.push_back(element);
+    }
+    rewriter.replaceOpWithNewOp<ConstantOp>(op, DenseElementsAttr::get(op.getType(), values));
+    return success();
+  }
+};
+
+struct TesselFuseQuantizedOpsPass
+    : impl::TesselFuseQuantizedOpsPassBase<TesselFuseQuantizedOpsPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    // Islands in program order: an inner activation's table exists when
+    // the chain around it is tabulated.
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<QuantizeOp>(op) || isProduct(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (isProduct(op)) {
+        (void)fuseProductToAccumulator(rewriter, op);
+        continue;
+      }
+      // Cheapest form first; a table is the most general.
+      auto quantize = cast<QuantizeOp>(op);
+      (void)(succeeded(fuseProduct(rewriter, quantize)) ||
+             succeeded(fuseRequantize(rewriter, quantize)) ||
+             succeeded(fuseRelu(rewriter, quantize)) ||
+             succeeded(fuseTable(rewriter, quantize)) ||
+             succeeded(fuseArithmetic(rewriter, quantize)) ||
+             succeeded(fusePool(rewriter, quantize)) ||
+             succeeded(fuseMovement(rewriter, quantize)));
+    }
+
+    RewritePatternSet patterns(&getContext());
+    patterns.add<CentreConstantWeight<ConvOp>, CentreConstantWeight<MatMulOp>,
+                 CentreConstantWeight<GemmOp>, DequantizeConstant>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace tessel
