@@ -4,6 +4,7 @@
 #include "compiler/HostPlan.h"
 #include "compiler/Registration.h"
 #include "compiler/artifact/ArtifactWriter.h"
+#include "dialects/tessel/TesselDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "runtime/schema/Checksum.h"
@@ -85,6 +86,34 @@ private:
   std::vector<std::string> messages;
 };
 
+/// The quantization a graph input or output's integers carry: the
+/// quantized type the storage casts at the edge give them.
+std::optional<SignatureQuantization> edgeQuantization(Value value, bool result) {
+  quant::QuantizedType type;
+  if (result) {
+    if (auto cast = value.getDefiningOp<BitCastOp>())
+      type = getQuantizedType(cast.getInput().getType());
+  } else {
+    for (Operation *user : value.getUsers()) {
+      auto cast = dyn_cast<BitCastOp>(user);
+      quant::QuantizedType read = cast ? getQuantizedType(cast.getType()) : nullptr;
+      if (!read || (type && read != type))
+        return std::nullopt;
+      type = read;
+    }
+  }
+  if (!type || storageType(type) != getElementTypeOrSelf(value.getType()))
+    return std::nullopt;
+  SignatureQuantization quantization;
+  for (int64_t channel = 0; channel < quantChannelCount(type); ++channel) {
+    quantization.scales.push_back(quantParams(type, channel).scale);
+    quantization.zeroPoints.push_back(quantParams(type, channel).zeroPoint);
+  }
+  if (std::optional<int32_t> axis = quantizedAxis(type))
+    quantization.axis = *axis;
+  return quantization;
+}
+
 llvm::Expected<std::vector<TensorSignature>>
 signatureOf(func::FuncOp main, bool results) {
   std::vector<TensorSignature> tensors;
@@ -93,13 +122,15 @@ signatureOf(func::FuncOp main, bool results) {
     auto tensor = cast<RankedTensorType>(type);
     auto name = results ? main.getResultAttrOfType<StringAttr>(i, kValueNameAttr)
                         : main.getArgAttrOfType<StringAttr>(i, kValueNameAttr);
-    std::optional<uint8_t> dtype = artifactDType(tensor.getElementType());
+    std::optional<uint8_t> dtype = artifactDType(storageType(tensor.getElementType()));
     std::string label = name ? name.str() : std::to_string(i);
     if (!dtype)
       return compileError("model " + Twine(results ? "output" : "input") + " '" +
                           label + "' has an element type the artifact cannot hold");
-    tensors.push_back({label, *dtype, std::vector<int64_t>(tensor.getShape().begin(),
-                                                          tensor.getShape().end())});
+    Value edge = results ? main.front().getTerminator()->getOperand(i) : main.getArgument(i);
+    tensors.push_back({label, *dtype,
+                       std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()),
+                       edgeQuantization(edge, results)});
   }
   return tensors;
 }

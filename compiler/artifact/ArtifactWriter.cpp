@@ -70,10 +70,16 @@ fb::Offset<fb::Vector<fb::Offset<sc::TensorSignature>>>
 signatures(fb::FlatBufferBuilder &builder,
            const std::vector<TensorSignature> &tensors) {
   std::vector<fb::Offset<sc::TensorSignature>> result;
-  for (const TensorSignature &tensor : tensors)
+  for (const TensorSignature &tensor : tensors) {
+    fb::Offset<sc::Quantization> quantization;
+    if (const std::optional<SignatureQuantization> &params = tensor.quantization)
+      quantization = sc::CreateQuantization(builder, builder.CreateVector(params->scales),
+                                            builder.CreateVector(params->zeroPoints),
+                                            params->axis);
     result.push_back(sc::CreateTensorSignature(
-        builder, builder.CreateString(tensor.name),
-        static_cast<sc::DType>(tensor.dtype), builder.CreateVector(tensor.shape)));
+        builder, builder.CreateString(tensor.name), static_cast<sc::DType>(tensor.dtype),
+        builder.CreateVector(tensor.shape), quantization));
+  }
   return builder.CreateVector(result);
 }
 

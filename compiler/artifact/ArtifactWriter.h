@@ -15,10 +15,19 @@
 
 namespace tessel {
 
+/// How a quantized integer tensor of the signature is read (the schema's
+/// Quantization): axis -1 per tensor.
+struct SignatureQuantization {
+  std::vector<double> scales;
+  std::vector<int64_t> zeroPoints;
+  int32_t axis = -1;
+};
+
 struct TensorSignature {
   std::string name;
   uint8_t dtype; // schema::DType
   std::vector<int64_t> shape;
+  std::optional<SignatureQuantization> quantization;
 };
 
 struct Provenance {

@@ -21,10 +21,23 @@ void describeSignature(
     const flatbuffers::Vector<flatbuffers::Offset<sc::TensorSignature>> &from,
     std::vector<tsl_tensor_info> &to) {
   to.reserve(from.size());
-  for (const sc::TensorSignature *signature : from)
-    to.push_back({signature->name()->c_str(),
-                  static_cast<tsl_dtype>(signature->dtype()),
-                  signature->shape()->size(), signature->shape()->data()});
+  for (const sc::TensorSignature *signature : from) {
+    tsl_tensor_info info{signature->name()->c_str(),
+                         static_cast<tsl_dtype>(signature->dtype()),
+                         signature->shape()->size(),
+                         signature->shape()->data(),
+                         0,
+                         -1,
+                         nullptr,
+                         nullptr};
+    if (const sc::Quantization *quantization = signature->quantization()) {
+      info.quant_count = quantization->scales()->size();
+      info.quant_axis = quantization->axis();
+      info.quant_scales = quantization->scales()->data();
+      info.quant_zero_points = quantization->zero_points()->data();
+    }
+    to.push_back(info);
+  }
 }
 
 /// Verifies the `size` bytes in `bytes` and loads every executable whose

@@ -8,6 +8,28 @@ namespace tessel::runtime {
 
 bool isValidDType(uint32_t dtype) { return dtype <= TSL_U2; }
 
+bool integerRange(uint32_t dtype, int64_t &low, int64_t &high) {
+  int bits;
+  bool isSigned;
+  switch (dtype) {
+  case TSL_I2: bits = 2, isSigned = true; break;
+  case TSL_U2: bits = 2, isSigned = false; break;
+  case TSL_I4: bits = 4, isSigned = true; break;
+  case TSL_U4: bits = 4, isSigned = false; break;
+  case TSL_I8: bits = 8, isSigned = true; break;
+  case TSL_U8: bits = 8, isSigned = false; break;
+  case TSL_I16: bits = 16, isSigned = true; break;
+  case TSL_U16: bits = 16, isSigned = false; break;
+  case TSL_I32: bits = 32, isSigned = true; break;
+  case TSL_U32: bits = 32, isSigned = false; break;
+  default:
+    return false;
+  }
+  low = isSigned ? -(int64_t(1) << (bits - 1)) : 0;
+  high = isSigned ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+  return true;
+}
+
 void canonicalizeSubByteElements(tsl_dtype dtype, void *data, size_t bytes) {
   unsigned bits;
   bool isSigned = dtype == TSL_I4 || dtype == TSL_I2;

@@ -28,6 +28,10 @@ void canonicalizeSubByteElements(tsl_dtype dtype, void *data, size_t bytes);
 bool tensorByteSize(uint32_t dtype, const int64_t *shape, size_t rank,
                     size_t &bytes);
 
+/// The values an integer dtype holds (2- to 32-bit, either signedness):
+/// the ones a quantized tensor's zero point may take. False for others.
+bool integerRange(uint32_t dtype, int64_t &low, int64_t &high);
+
 /// "[1, 3, 224, 224]".
 std::string formatShape(const int64_t *shape, size_t rank);
 

@@ -168,7 +168,56 @@ private:
                        role, i, name.c_str(),
                        sc::EnumNameDType(signature.dtype()),
                        formatShape(shape.data(), shape.size()).c_str());
+      if (const sc::Quantization *quantization = signature.quantization())
+        TSL_RETURN_IF_ERROR(checkQuantization(role, i, signature, *quantization));
       bytes.push_back(size);
+    }
+    return nullptr;
+  }
+
+  /// A quantized signature tensor: integers, one scale (finite, positive)
+  /// and zero point (a value of the dtype) per tensor or per index of an
+  /// axis within the rank.
+  tsl_status checkQuantization(const char *role, fb::uoffset_t i,
+                               const sc::TensorSignature &signature,
+                               const sc::Quantization &quantization) {
+    const char *name = signature.name()->c_str();
+    const fb::Vector<double> &scales = *quantization.scales();
+    const fb::Vector<int64_t> &zeroPoints = *quantization.zero_points();
+    const fb::Vector<int64_t> &shape = *signature.shape();
+    TSL_RETURN_IF_ERROR(spend(scales.size() + zeroPoints.size()));
+    int64_t low, high;
+    if (!integerRange(signature.dtype(), low, high))
+      return invalid("artifact %s %" PRIu32 " ('%s'): a %s tensor cannot be quantized", role,
+                     i, name, sc::EnumNameDType(signature.dtype()));
+    int32_t axis = quantization.axis();
+    if (axis < -1 || axis >= static_cast<int64_t>(shape.size()))
+      return invalid("artifact %s %" PRIu32 " ('%s'): quantization axis %" PRId32
+                     " is outside the rank %" PRIu32,
+                     role, i, name, axis, shape.size());
+    uint64_t expected = axis < 0 ? 1 : static_cast<uint64_t>(shape[axis]);
+    if (scales.size() != expected || zeroPoints.size() != expected)
+      return invalid("artifact %s %" PRIu32 " ('%s'): %" PRIu32 " scales and %" PRIu32
+                     " zero points, %" PRIu64 " expected",
+                     role, i, name, scales.size(), zeroPoints.size(), expected);
+    // The Verifier aligns a vector's length, not its 8-byte elements.
+    if ((expected > 0 &&
+         reinterpret_cast<uintptr_t>(scales.data()) % alignof(double) != 0) ||
+        (expected > 0 &&
+         reinterpret_cast<uintptr_t>(zeroPoints.data()) % alignof(int64_t) != 0))
+      return invalid("artifact %s %" PRIu32 " ('%s'): quantization parameters are not "
+                     "8-byte aligned",
+                     role, i, name);
+    for (fb::uoffset_t c = 0; c < expected; ++c) {
+      double scale = scales[c];
+      if (!(scale > 0) || scale > 1e300)
+        return invalid("artifact %s %" PRIu32 " ('%s'): scale %g is not a finite positive "
+                       "number",
+                       role, i, name, scale);
+      if (zeroPoints[c] < low || zeroPoints[c] > high)
+        return invalid("artifact %s %" PRIu32 " ('%s'): zero point %" PRId64
+                       " is outside [%" PRId64 ", %" PRId64 "]",
+                       role, i, name, zeroPoints[c], low, high);
     }
     return nullptr;
   }

@@ -66,9 +66,23 @@ HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed) {
   return tensor;
 }
 
-void printTensor(const HostTensor &tensor, size_t limit) {
-  std::printf("output '%s' %s %s:", tensor.name.c_str(),
-              formatShape(tensor.shape).c_str(), tsl_dtype_name(tensor.dtype));
+/// " (quantized: scale 0.02, zero point 128)" for a quantized tensor.
+std::string describeQuantization(const tsl::TensorInfo &info) {
+  if (!info.quantized())
+    return "";
+  char text[128];
+  if (info.quantAxis < 0)
+    std::snprintf(text, sizeof(text), " (quantized: scale %.9g, zero point %lld)",
+                  info.scales.front(), static_cast<long long>(info.zeroPoints.front()));
+  else
+    std::snprintf(text, sizeof(text), " (quantized along axis %d: %zu scales and zero points)",
+                  info.quantAxis, info.scales.size());
+  return text;
+}
+
+void printTensor(const HostTensor &tensor, const tsl::TensorInfo &info, size_t limit) {
+  std::printf("output '%s' %s %s%s:", tensor.name.c_str(), formatShape(tensor.shape).c_str(),
+              tsl_dtype_name(tensor.dtype), describeQuantization(info).c_str());
   size_t count = std::min(limit, tensor.elementCount());
   for (size_t i = 0; i < count; ++i)
     std::printf(" %.6g", tessel::run::elementAsDouble(tensor, i));
@@ -208,8 +222,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < outputs.size(); ++i)
       results.push_back(toHost(outputs[i], outputInfos[i].name));
     if (print)
-      for (const HostTensor &result : results)
-        printTensor(result, 16);
+      for (size_t i = 0; i < results.size(); ++i)
+        printTensor(results[i], outputInfos[i], 16);
     if (!outputDir.empty()) {
       fs::create_directories(outputDir);
       for (size_t i = 0; i < results.size(); ++i)

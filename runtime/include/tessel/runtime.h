@@ -110,6 +110,14 @@ typedef struct tsl_tensor_info {
   tsl_dtype dtype;
   size_t rank;
   const int64_t *shape;
+  /* An integer tensor the model reads or writes quantized: the real value
+   * of q is (q - zero_point) * scale. quant_count is 0 for other tensors, 1
+   * for one scale and zero point, otherwise the extent of quant_axis, along
+   * which each index has its own. */
+  size_t quant_count;
+  int32_t quant_axis;
+  const double *quant_scales;
+  const int64_t *quant_zero_points;
 } tsl_tensor_info;
 
 TSL_API size_t tsl_module_input_count(const tsl_module *module);

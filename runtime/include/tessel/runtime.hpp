@@ -112,11 +112,18 @@ template <> struct DTypeOf<bool> : Is<TSL_BOOL> {};
 template <typename T>
 inline constexpr tsl_dtype dtypeOf = detail::DTypeOf<T>::value;
 
-/// A tensor of the model's signature.
+/// A tensor of the model's signature. A quantized integer tensor has one
+/// scale and zero point per tensor (quantAxis -1) or per index of quantAxis:
+/// the real value of q is (q - zero point) * scale.
 struct TensorInfo {
   std::string name;
   tsl_dtype dtype;
   std::vector<int64_t> shape;
+  std::vector<double> scales;
+  std::vector<int64_t> zeroPoints;
+  int32_t quantAxis = -1;
+
+  bool quantized() const { return !scales.empty(); }
 };
 
 class Tensor {
@@ -244,8 +251,13 @@ private:
   explicit Module(tsl_module *module) noexcept : handle(module) {}
 
   static TensorInfo toInfo(const tsl_tensor_info &info) {
-    return {info.name, info.dtype,
-            std::vector<int64_t>(info.shape, info.shape + info.rank)};
+    return {info.name,
+            info.dtype,
+            std::vector<int64_t>(info.shape, info.shape + info.rank),
+            std::vector<double>(info.quant_scales, info.quant_scales + info.quant_count),
+            std::vector<int64_t>(info.quant_zero_points,
+                                 info.quant_zero_points + info.quant_count),
+            info.quant_axis};
   }
 
   detail::Handle<tsl_module, tsl_module_retain, tsl_module_release> handle;

@@ -20,10 +20,16 @@ fb::Offset<fb::Vector<fb::Offset<sc::TensorSignature>>>
 signatures(fb::FlatBufferBuilder &builder,
            const std::vector<TensorSpec> &tensors) {
   std::vector<fb::Offset<sc::TensorSignature>> result;
-  for (const TensorSpec &tensor : tensors)
-    result.push_back(sc::CreateTensorSignature(
-        builder, builder.CreateString(tensor.name), tensor.dtype,
-        builder.CreateVector(tensor.shape)));
+  for (const TensorSpec &tensor : tensors) {
+    fb::Offset<sc::Quantization> quantization;
+    if (tensor.quantization)
+      quantization = sc::CreateQuantization(
+          builder, builder.CreateVector(tensor.quantization->scales),
+          builder.CreateVector(tensor.quantization->zeroPoints), tensor.quantization->axis);
+    result.push_back(sc::CreateTensorSignature(builder, builder.CreateString(tensor.name),
+                                               tensor.dtype, builder.CreateVector(tensor.shape),
+                                               quantization));
+  }
   return builder.CreateVector(result);
 }
 

@@ -13,16 +13,24 @@
 #include "runtime/schema/Artifact.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 namespace tessel::test {
 
+struct QuantizationSpec {
+  std::vector<double> scales;
+  std::vector<int64_t> zeroPoints;
+  int32_t axis = -1;
+};
+
 struct TensorSpec {
   std::string name;
   schema::DType dtype = schema::DType_f32;
   std::vector<int64_t> shape;
+  std::optional<QuantizationSpec> quantization;
 };
 
 struct BufferSpec {

@@ -19,7 +19,7 @@ namespace {
 constexpr uint64_t kTensorBytes = kElements * sizeof(float);
 
 TensorSpec floatSpec(const std::string &name) {
-  return {name, sc::DType_f32, {kElements}};
+  return {name, sc::DType_f32, {kElements}, std::nullopt};
 }
 
 BufferSpec ioBuffer(sc::BufferKind kind, uint32_t index) {
@@ -93,7 +93,7 @@ ArtifactSpec pipelineModel() {
 ArtifactSpec probeModel(uint64_t workgroups) {
   ArtifactSpec spec;
   spec.outputs = {
-      {"threads", sc::DType_u64, {static_cast<int64_t>(workgroups)}}};
+      {"threads", sc::DType_u64, {static_cast<int64_t>(workgroups)}, std::nullopt}};
   spec.buffers = {{sc::BufferKind_output, 0, 0, workgroups * sizeof(uint64_t)}};
   spec.executables = {
       kernelExecutable({{"probe_threads_entry", workgroups, 1, 64}})};

@@ -53,6 +53,28 @@ TEST(ModuleTest, ReportsTheSignature) {
   EXPECT_STREQ(info.name, "z");
 }
 
+TEST(ModuleTest, ReportsHowQuantizedTensorsAreRead) {
+  // x as 4 * kElements bytes quantized per tensor, z per index of axis 0.
+  ArtifactSpec spec = addModel();
+  spec.inputs[0] = {"x", schema::DType_u8, {4 * kElements}, QuantizationSpec{{0.5}, {128}, -1}};
+  spec.outputs[0] = {"z", schema::DType_i32, {kElements},
+                     QuantizationSpec{std::vector<double>(kElements, 0.25),
+                                      std::vector<int64_t>(kElements, 0), 0}};
+  ModulePtr module = loadModule(buildArtifact(spec));
+  tsl_tensor_info info;
+  ASSERT_EQ(take(tsl_module_input_info(module.get(), 0, &info)).code, TSL_OK);
+  ASSERT_EQ(info.quant_count, 1u);
+  EXPECT_EQ(info.quant_axis, -1);
+  EXPECT_EQ(info.quant_scales[0], 0.5);
+  EXPECT_EQ(info.quant_zero_points[0], 128);
+  ASSERT_EQ(take(tsl_module_input_info(module.get(), 1, &info)).code, TSL_OK);
+  EXPECT_EQ(info.quant_count, 0u);
+  ASSERT_EQ(take(tsl_module_output_info(module.get(), 0, &info)).code, TSL_OK);
+  ASSERT_EQ(info.quant_count, static_cast<size_t>(kElements));
+  EXPECT_EQ(info.quant_axis, 0);
+  EXPECT_EQ(info.quant_scales[kElements - 1], 0.25);
+}
+
 TEST(ModuleTest, SignatureIndexOutOfRangeIsRefused) {
   ModulePtr module = loadModule(buildArtifact(addModel()));
   tsl_tensor_info info;

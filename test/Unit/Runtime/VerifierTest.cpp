@@ -67,6 +67,40 @@ TEST(VerifierTest, SignatureWhoseByteSizeOverflowsIsRefused) {
   expectRefused(spec, "artifact input 0 ('x'): f32 of shape");
 }
 
+TEST(VerifierTest, QuantizedFloatTensorIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].quantization = QuantizationSpec{{0.5}, {0}, -1};
+  expectRefused(spec, "artifact input 0 ('x'): a f32 tensor cannot be quantized");
+}
+
+TEST(VerifierTest, QuantizationAxisOutsideTheRankIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].dtype = sc::DType_i32;
+  spec.inputs[0].quantization = QuantizationSpec{{0.5}, {0}, 1};
+  expectRefused(spec, "artifact input 0 ('x'): quantization axis 1 is outside the rank 1");
+}
+
+TEST(VerifierTest, QuantizationWithoutOneScalePerIndexIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].dtype = sc::DType_i32;
+  spec.inputs[0].quantization = QuantizationSpec{{0.5, 0.25}, {0, 0}, 0};
+  expectRefused(spec, "artifact input 0 ('x'): 2 scales and 2 zero points");
+}
+
+TEST(VerifierTest, NonPositiveScaleIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.outputs[0].dtype = sc::DType_i32;
+  spec.outputs[0].quantization = QuantizationSpec{{-1.0}, {0}, -1};
+  expectRefused(spec, "artifact output 0 ('z'): scale -1 is not a finite positive number");
+}
+
+TEST(VerifierTest, ZeroPointOutsideTheDTypeIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].dtype = sc::DType_i32;
+  spec.inputs[0].quantization = QuantizationSpec{{0.5}, {int64_t(1) << 40}, -1};
+  expectRefused(spec, "artifact input 0 ('x'): zero point 1099511627776 is outside");
+}
+
 TEST(VerifierTest, BufferKindOutsideTheEnumIsRefused) {
   ArtifactSpec spec = addModel();
   spec.buffers[2].kind = static_cast<sc::BufferKind>(9);

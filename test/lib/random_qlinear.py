@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""Proves Tessel's INT8 QLinearConv and QLinearMatMul bit-exact on random cases.
+
+Draws configurations of QLinearConv and QLinearMatMul from a seed and packs
+them a batch at a time into ONNX models whose nodes are independent (graph
+input xI, graph output yI). Every scale, zero point, weight and bias is an
+initializer, so that Tessel compiles the nodes onto its integer path.
+Expected outputs come from onnx.reference.ReferenceEvaluator: products
+accumulated in int32, scaled by x_scale * w_scale / y_scale, offset by the
+output zero point, rounded half to even and saturated to the 8-bit output
+type. Each model is compiled with tessel-compile and checked with tessel-run
+at rtol 0, atol 0.
+
+Two limits of onnx.reference shape the convolutions drawn: its Conv fails
+on a pad wider than the dilated kernel, and it broadcasts a per-channel
+w_scale correctly only for 2-D convolutions (it expands the scale to
+[1, F, 1, 1]), so per-channel scales are drawn for 2-D convolutions only.
+A per-channel scale comes with a per-channel zero point, as quantizers
+write them: Tessel's integer path wants one zero point per scale.
+
+The output scale aims the spread of the outputs at U(20, 120) quantization
+steps around a random zero point, so that most outputs are in range and
+some saturate.
+
+Prints every configuration that differs with the line of tessel-run that
+shows it, then one summary line "N configurations: P bit-exact, F differ";
+exits 1 if a configuration differs or a tool fails.
+"""
+
+import argparse
+import dataclasses
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+OPSET = 13
+IR_VERSION = 7  # the IR version that came with opset 13
+
+SHORT_NAMES = {np.dtype(np.uint8): "u8", np.dtype(np.int8): "i8"}
+
+# tessel-run's line for one output, e.g.
+# output 3 'y3' [1, 4, 5, 5]: max abs error 0, max rel error 0, 0 of 100 outside rtol 0 atol 0
+RESULT_LINE = re.compile(r"^output \d+ '(?P<name>[^']*)' .* (?P<bad>\d+) of \d+ outside ")
+
+
+@dataclasses.dataclass
+class Config:
+    """One node under test: what describes it, and the tensors that make it."""
+
+    index: int
+    op_type: str
+    params: dict  # the parameters a report shows, in order
+    attributes: dict
+    x: np.ndarray  # the graph input
+    constants: list  # (role, array): the node's inputs after x, as initializers
+    y_dtype: np.dtype
+    y_shape: tuple
+
+    def describe(self):
+        """One line with every parameter of the configuration."""
+        fields = " ".join(f"{key}={value}" for key, value in self.params.items())
+        return f"#{self.index} {self.op_type} {fields}"
+
+
+def log_uniform(rng, low, high, size=None):
+    """Float32 values drawn uniformly in log scale from [low, high]."""
+    return np.exp(rng.uniform(math.log(low), math.log(high), size)).astype(np.float32)
+
+
+def random_integers(rng, dtype, shape):
+    """Integers uniform over the whole range of `dtype`."""
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+def random_int8_type(rng):
+    """uint8 or int8, evenly."""
+    return np.dtype(np.uint8) if rng.random() < 0.5 else np.dtype(np.int8)
+
+
+def random_zero_point(rng, dtype):
+    """A per-tensor zero point anywhere in the range of `dtype`."""
+    return np.array(random_integers(rng, dtype, ()), dtype=dtype)
+
+
+def short_type(array):
+    """u8[2, 3] style name of an array's type and shape."""
+    return f"{SHORT_NAMES[array.dtype]}{list(array.shape)}"
+
+
+def show_scale(scale):
+    """A scale for a report: its value, or the count of a per-axis one."""
+    return f"{float(scale):.6g}" if scale.ndim == 0 else f"per-axis[{scale.size}]"
+
+
+def show_zero_point(zero_point):
+    """A zero point for a report: its value, or its values."""
+    return str(int(zero_point)) if zero_point.ndim == 0 else str(zero_point.tolist())
+
+
+def accumulator_rms(x_dtype, x_zero_point, rows):
+    """Root mean square over uniform random x of sum_j (x_j - x_zero_point) * r_j
+    for each row r of `rows` (weights less their zero point)."""
+    info = np.iinfo(x_dtype)
+    mean = (int(info.min) + int(info.max)) / 2 - int(x_zero_point)
+    variance = ((int(info.max) - int(info.min) + 1) ** 2 - 1) / 12
+    rows = rows.astype(np.float64)
+    return np.sqrt((mean * rows.sum(axis=1)) ** 2 + variance * (rows**2).sum(axis=1))
+
+
+def output_quantization(rng, x_scale, row_scales, row_rms):
+    """Output type, zero point and scale that spread the outputs over
+    U(20, 120) steps: the typical real output is the median over rows of
+    x_scale * row scale * accumulator rms."""
+    y_dtype = random_int8_type(rng)
+    typical = float(x_scale) * float(np.median(row_scales * np.maximum(row_rms, 1.0)))
+    y_scale = np.array(typical / rng.uniform(20, 120), dtype=np.float32)
+    return y_dtype, random_zero_point(rng, y_dtype), y_scale
+
+
+def weight_quantization(rng, count):
+    """Weight type and zero point: int8 with zero point 0 (most), int8 with a
+    random one, or uint8 with 128 or a random one. A scalar zero point, or
+    `count` of them (one per channel) when `count` is not None."""
+    shape = () if count is None else (count,)
+    draw = rng.random()
+    if draw < 0.6:
+        return np.dtype(np.int8), np.zeros(shape, np.int8)
+    if draw < 0.8:
+        return np.dtype(np.int8), random_integers(rng, np.int8, shape)
+    if rng.random() < 0.5:
+        return np.dtype(np.uint8), np.full(shape, 128, np.uint8)
+    return np.dtype(np.uint8), random_integers(rng, np.uint8, shape)
+
+
+def weight_scale(rng, count):
+    """A scale log-uniform in [1e-3, 1e-1], or for `count` channels scales
+    within a factor 2 of such a base."""
+    if count is None:
+        return log_uniform(rng, 1e-3, 1e-1)
+    return log_uniform(rng, 1e-3, 1e-1) * log_uniform(rng, 0.5, 2.0, count)
+
+
+def conv_grouping(rng, channels):
+    """Group and filter counts: plain, depthwise (multiplier 1 or 2), or
+    another divisor of the channels (plain when there is none)."""
+    kind = rng.choice(["plain", "depthwise", "grouped"], p=[0.5, 0.25, 0.25])
+    divisors = [d for d in range(2, channels) if channels % d == 0]
+    if kind == "depthwise":
+        return channels, channels * int(rng.integers(1, 3))
+    if kind == "grouped" and divisors:
+        group = int(rng.choice(divisors))
+        return group, group * int(rng.integers(1, 16 // group + 1))
+    return 1, int(rng.integers(1, 17))
+
+
+def conv_axis(rng, size):
+    """Kernel, stride, dilation and the two pads of one spatial axis of
+    `size`: the dilated kernel fits the padded input, and no pad is wider
+    than the dilated kernel (onnx.reference fails on those)."""
+    while True:
+        kernel = int(rng.integers(1, 5))
+        dilation = 2 if rng.random() < 0.3 else 1
+        pads = [int(p) for p in rng.integers(0, 3, size=2)]
+        extent = (kernel - 1) * dilation + 1
+        if extent <= size + sum(pads) and max(pads) <= extent:
+            stride = int(rng.choice([1, 2, 3], p=[0.5, 0.3, 0.2]))
+            output = (size + sum(pads) - extent) // stride + 1
+            return kernel, stride, dilation, pads, output
+
+
+def conv_config(rng, index):
+    """A random QLinearConv: 2-D mostly, some 1-D and a few small 3-D."""
+    rank = int(rng.choice([1, 2, 3], p=[0.17, 0.75, 0.08]))
+    batch = int(rng.integers(1, 3))
+    channels = int(rng.integers(1, 17 if rank < 3 else 9))
+    group, filters = conv_grouping(rng, channels)
+    sizes = [int(s) for s in rng.integers(1, {1: 17, 2: 11, 3: 6}[rank] + 1, size=rank)]
+    kernels, strides, dilations, begins, ends, outputs = [], [], [], [], [], []
+    for size in sizes:
+        kernel, stride, dilation, pads, output = conv_axis(rng, size)
+        kernels.append(kernel)
+        strides.append(stride)
+        dilations.append(dilation)
+        begins.append(pads[0])
+        ends.append(pads[1])
+        outputs.append(output)
+
+    x_dtype = random_int8_type(rng)
+    x = random_integers(rng, x_dtype, [batch, channels] + sizes)
+    x_zero_point = random_zero_point(rng, x_dtype)
+    x_scale = log_uniform(rng, 1e-3, 1e-1)
+
+    per_channel = rank == 2 and rng.random() < 0.5
+    count = filters if per_channel else None
+    w_dtype, w_zero_point = weight_quantization(rng, count)
+    w_scale = weight_scale(rng, count)
+    w = random_integers(rng, w_dtype, [filters, channels // group] + kernels)
+
+    rows = w.reshape(filters, -1).astype(np.int64) - (
+        w_zero_point.reshape(-1, 1) if per_channel else int(w_zero_point))
+    row_scales = np.broadcast_to(w_scale, (filters,))
+    y_dtype, y_zero_point, y_scale = output_quantization(
+        rng, x_scale, row_scales, accumulator_rms(x_dtype, x_zero_point, rows))
+
+    constants = [("x_scale", x_scale), ("x_zero_point", x_zero_point), ("w", w),
+                 ("w_scale", w_scale), ("w_zero_point", w_zero_point),
+                 ("y_scale", y_scale), ("y_zero_point", y_zero_point)]
+    bias = rng.random() < 0.5
+    if bias:
+        constants.append(("B", rng.integers(-4000, 4001, size=filters, dtype=np.int32)))
+    y_shape = (batch, filters, *outputs)
+    params = {
+        "x": short_type(x), "x_zp": show_zero_point(x_zero_point),
+        "x_scale": show_scale(x_scale),
+        "w": short_type(w), "w_zp": show_zero_point(w_zero_point),
+        "w_scale": show_scale(w_scale),
+        "group": group, "kernel": kernels, "strides": strides,
+        "dilations": dilations, "pads": begins + ends, "bias": "yes" if bias else "no",
+        "y": f"{SHORT_NAMES[y_dtype]}{list(y_shape)}",
+        "y_zp": show_zero_point(y_zero_point), "y_scale": show_scale(y_scale),
+    }
+    attributes = {"group": group, "kernel_shape": kernels, "strides": strides,
+                  "dilations": dilations, "pads": begins + ends}
+    return Config(index, "QLinearConv", params, attributes, x, constants, y_dtype, y_shape)
+
+
+def matmul_shapes(rng):
+    """Shapes of a and b: 2-D (most), or 3-D a with b 2-D, of a's batch, or
+    of batch 1."""
+    m, k, n = (int(v) for v in (rng.integers(1, 13), rng.integers(1, 49), rng.integers(1, 25)))
+    layout = rng.choice(["2-D", "b 2-D", "b batched", "b batch 1"], p=[0.7, 0.1, 0.1, 0.1])
+    if layout == "2-D":
+        return [m, k], [k, n], (m, n)
+    batch = int(rng.integers(1, 4))
+    b_batch = {"b 2-D": [], "b batched": [batch], "b batch 1": [1]}[layout]
+    return [batch, m, k], b_batch + [k, n], (batch, m, n)
+
+
+def matmul_config(rng, index):
+    """A random QLinearMatMul: 2-D or batched, b per tensor or per column."""
+    a_shape, b_shape, y_shape = matmul_shapes(rng)
+    a_dtype = random_int8_type(rng)
+    a = random_integers(rng, a_dtype, a_shape)
+    a_zero_point = random_zero_point(rng, a_dtype)
+    a_scale = log_uniform(rng, 1e-3, 1e-1)
+
+    columns = b_shape[-1]
+    per_column = rng.random() < 0.5
+    count = columns if per_column else None
+    b_dtype = random_int8_type(rng)
+    b_zero_point = (random_integers(rng, b_dtype, count) if per_column
+                    else random_zero_point(rng, b_dtype))
+    b_scale = weight_scale(rng, count)
+    b = random_integers(rng, b_dtype, b_shape)
+
+    rows = (b.astype(np.int64) - b_zero_point).swapaxes(-1, -2).reshape(-1, b_shape[-2])
+    row_scales = np.resize(np.broadcast_to(b_scale, (columns,)), rows.shape[0])
+    y_dtype, y_zero_point, y_scale = output_quantization(
+        rng, a_scale, row_scales, accumulator_rms(a_dtype, a_zero_point, rows))
+
+    constants = [("a_scale", a_scale), ("a_zero_point", a_zero_point), ("b", b),
+                 ("b_scale", b_scale), ("b_zero_point", b_zero_point),
+                 ("y_scale", y_scale), ("y_zero_point", y_zero_point)]
+    params = {
+        "a": short_type(a), "a_zp": show_zero_point(a_zero_point),
+        "a_scale": show_scale(a_scale),
+        "b": short_type(b), "b_zp": show_zero_point(b_zero_point),
+        "b_scale": show_scale(b_scale),
+        "y": f"{SHORT_NAMES[y_dtype]}{list(y_shape)}",
+        "y_zp": show_zero_point(y_zero_point), "y_scale": show_scale(y_scale),
+    }
+    return Config(index, "QLinearMatMul", params, {}, a, constants, y_dtype, y_shape)
+
+
+def random_configs(seed, count):
+    """`count` configurations from `seed`: about 60% QLinearConv, 40% QLinearMatMul."""
+    rng = np.random.default_rng(seed)
+    return [conv_config(rng, i) if rng.random() < 0.6 else matmul_config(rng, i)
+            for i in range(count)]
+
+
+def build_model(configs):
+    """One model with a node per configuration, checked by onnx.checker."""
+    nodes, inputs, outputs, initializers = [], [], [], []
+    for config in configs:
+        names = [f"x{config.index}"]
+        for role, array in config.constants:
+            names.append(f"{role}{config.index}")
+            initializers.append(numpy_helper.from_array(array, names[-1]))
+        nodes.append(helper.make_node(config.op_type, names, [f"y{config.index}"],
+                                      name=f"node{config.index}", **config.attributes))
+        inputs.append(helper.make_tensor_value_info(
+            names[0], helper.np_dtype_to_tensor_dtype(config.x.dtype), config.x.shape))
+        outputs.append(helper.make_tensor_value_info(
+            f"y{config.index}", helper.np_dtype_to_tensor_dtype(config.y_dtype),
+            config.y_shape))
+    graph = helper.make_graph(nodes, "random_qlinear", inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              ir_version=IR_VERSION)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def write_group(configs, directory):
+    """Writes model.onnx and test_data_set_0/ with onnx.reference's outputs."""
+    model = build_model(configs)
+    data = os.path.join(directory, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    onnx.save(model, os.path.join(directory, "model.onnx"))
+    feeds = {f"x{config.index}": config.x for config in configs}
+    results = ReferenceEvaluator(model).run(None, feeds)
+    for i, config in enumerate(configs):
+        result = results[i]
+        assert result.dtype == config.y_dtype and result.shape == config.y_shape, (
+            config.describe(), result.dtype, result.shape)
+        onnx.save_tensor(numpy_helper.from_array(config.x, f"x{config.index}"),
+                         os.path.join(data, f"input_{i}.pb"))
+        onnx.save_tensor(numpy_helper.from_array(result, f"y{config.index}"),
+                         os.path.join(data, f"output_{i}.pb"))
+
+
+def tool(tools, name):
+    """The path of a Tessel tool: in `tools`, else found on PATH."""
+    return os.path.join(tools, name) if tools else name
+
+
+def run_group(directory, tools, compile_args):
+    """Compiles and runs a group's model; returns the completed process of
+    the tool that failed, or of tessel-run."""
+    model = os.path.join(directory, "model.onnx")
+    artifact = os.path.join(directory, "model.tsl")
+    commands = [
+        [tool(tools, "tessel-compile"), model, "-o", artifact, "-q", *compile_args],
+        [tool(tools, "tessel-run"), artifact, "--test-data",
+         os.path.join(directory, "test_data_set_0"), "--rtol", "0", "--atol", "0"],
+    ]
+    for command in commands:
+        process = subprocess.run(command, capture_output=True, text=True)
+        if process.returncode != 0:
+            break
+    return process
+
+
+def differing(configs, process):
+    """(configuration, tessel-run line) for each configuration that the run
+    does not show bit-exact; the line is a note when there is none."""
+    lines = {}
+    for line in process.stdout.splitlines():
+        match = RESULT_LINE.match(line)
+        if match:
+            lines[match["name"]] = (line, int(match["bad"]))
+    found = []
+    for config in configs:
+        line, bad = lines.get(f"y{config.index}", ("(no result from the tools)", 1))
+        if bad:
+            found.append((config, line))
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--count", type=int, required=True, help="configurations to test")
+    parser.add_argument("--batch", type=int, default=50, help="configurations per model")
+    parser.add_argument("--work", required=True, help="folder for the models and data")
+    parser.add_argument("--compile-arg", action="append", default=[],
+                        help="argument for tessel-compile (repeatable)")
+    parser.add_argument("--tools", help="folder of tessel-compile and tessel-run (default: PATH)")
+    args = parser.parse_args()
+
+    configs = random_configs(args.seed, args.count)
+    differ, tool_failed = 0, False
+    for start in range(0, len(configs), args.batch):
+        group = configs[start:start + args.batch]
+        directory = os.path.join(args.work, f"g{start // args.batch}")
+        write_group(group, directory)
+        process = run_group(directory, args.tools, args.compile_arg)
+        found = differing(group, process)
+        for config, line in found:
+            print(f"differs: {config.describe()}")
+            print(f"  {line}")
+        differ += len(found)
+        if process.returncode != 0 and (not found or process.stderr):
+            tool_failed = True
+            print(f"{directory}: {process.args[0]} exited with {process.returncode}")
+            sys.stdout.write(process.stderr)
+    print(f"{len(configs)} configurations: {len(configs) - differ} bit-exact, {differ} differ")
+    return 1 if differ or tool_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
