@@ -3,12 +3,16 @@
 #include "compiler/onnx/NodeImporter.h"
 
 #include "compiler/onnx/OnnxImporter.h"
+#include "dialects/tessel/QuantizedTypes.h"
 #include "dialects/tessel/TesselDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+
+#include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 
@@ -271,6 +275,18 @@ LogicalResult NodeImporter::setInferredOutput(size_t i, Value value) {
 Value NodeImporter::splatConstant(Type elementType, double value,
                                   ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, elementType);
+  if (auto quantized = dyn_cast<quant::UniformQuantizedType>(elementType)) {
+    // The storage integer nearest `value`, held as the quantized constant.
+    double level = std::nearbyint(value / quantized.getScale()) + quantized.getZeroPoint();
+    level = std::clamp<double>(level, quantized.getStorageTypeMin(),
+                               quantized.getStorageTypeMax());
+    auto storage = cast<RankedTensorType>(storageType(type));
+    return ConstantOp::create(
+        b, location, type,
+        DenseElementsAttr::get(storage, b.getIntegerAttr(storage.getElementType(),
+                                                         APInt(quantized.getStorageTypeIntegralWidth(),
+                                                               int64_t(level), true))));
+  }
   Attribute element;
   if (auto floatType = dyn_cast<FloatType>(elementType))
     element = b.getFloatAttr(floatType, value);

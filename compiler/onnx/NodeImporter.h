@@ -91,7 +91,8 @@ public:
   /// that recorded why).
   mlir::LogicalResult setInferredOutput(size_t i, mlir::Value value);
 
-  /// A constant tensor of `shape` filled with `value` in `elementType`.
+  /// A constant tensor of `shape` filled with `value` in `elementType` (for
+  /// a per-tensor quantized type, the storage integer nearest `value`).
   mlir::Value splatConstant(mlir::Type elementType, double value,
                             llvm::ArrayRef<int64_t> shape = {});
   /// A constant i64 tensor of `shape` holding `values`.

@@ -16,7 +16,7 @@ namespace tessel::schema {
 inline constexpr const char *kCheckedCpuFeatures[] = {
     "sse4.2",   "avx",      "avx2",     "fma",      "f16c",
     "bmi2",     "avx512f",  "avx512bw", "avx512dq", "avx512vl",
-    "avx512vnni", "avx512bf16", "avx512fp16",
+    "avx512vnni", "avxvnni",  "avx512bf16", "avx512fp16",
 };
 
 } // namespace tessel::schema

@@ -21,6 +21,7 @@ std::optional<bool> hostHasCpuFeature(std::string_view name) {
   TSL_CPU_FEATURE("avx512dq")
   TSL_CPU_FEATURE("avx512vl")
   TSL_CPU_FEATURE("avx512vnni")
+  TSL_CPU_FEATURE("avxvnni")
   TSL_CPU_FEATURE("avx512bf16")
   TSL_CPU_FEATURE("avx512fp16")
 #undef TSL_CPU_FEATURE

@@ -30,9 +30,12 @@ bool isPlainSlice(tensor::ExtractSliceOp slice) {
 /// The input of `op` that reads `value`, when `op` can be applied to a
 /// block of `value` in registers (see BlockedOp).
 std::optional<unsigned> epilogueInput(linalg::GenericOp op, Value value) {
+  // The result may change the element type (an INT8 accumulator's
+  // requantization), not the shape.
   if (op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
       op.getNumParallelLoops() != op.getNumLoops() ||
-      op->getResult(0).getType() != value.getType() ||
+      cast<ShapedType>(op->getResult(0).getType()).getShape() !=
+          cast<ShapedType>(value.getType()).getShape() ||
       !op.getIndexingMapMatchingResult(op->getResult(0)).isIdentity() ||
       !op.getRegionOutputArgs().front().use_empty())
     return std::nullopt;
@@ -69,6 +72,36 @@ Value broadcastTo(OpBuilder &b, Location loc, Value value, int64_t width) {
 }
 
 } // namespace
+
+bool isDotProductBody(linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1)
+    return false;
+  Block *body = generic.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto sum = yield.getOperand(0).getDefiningOp<arith::AddIOp>();
+  if (!sum || !sum.getType().isInteger(32))
+    return false;
+  Value accumulator = body->getArgument(2);
+  Value product = sum.getLhs() == accumulator ? sum.getRhs() : sum.getLhs();
+  auto multiply = product.getDefiningOp<arith::MulIOp>();
+  if ((sum.getLhs() != accumulator && sum.getRhs() != accumulator) || !multiply)
+    return false;
+  auto widened = [&](Value value, unsigned argument, bool isUnsigned) {
+    Operation *extension = value.getDefiningOp();
+    bool kind = isUnsigned ? isa_and_present<arith::ExtUIOp>(extension)
+                           : isa_and_present<arith::ExtSIOp>(extension);
+    return kind && extension->getOperand(0) == body->getArgument(argument) &&
+           extension->getOperand(0).getType().isInteger(8);
+  };
+  return widened(multiply.getLhs(), 0, true) && widened(multiply.getRhs(), 1, false) &&
+         body->getOperations().size() == 5;
+}
+
+DotProductKind dotProductOf(linalg::LinalgOp op, DotProductKind isa) {
+  auto unpack = sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>();
+  return dotProductFor(isa, unpack && unpack->hasAttr(kBytePairsFitAttr));
+}
 
 Value vectorizeBody(OpBuilder &b, Location loc, linalg::GenericOp op,
                     ArrayRef<Value> arguments, int64_t width) {

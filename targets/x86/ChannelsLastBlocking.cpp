@@ -7,7 +7,9 @@
 // reduction step (kh, kw, c) it loads one row segment of the filter and
 // broadcasts one input element per pixel. A depthwise convolution and
 // pooling keep one accumulator per pixel and channel vector and load the
-// input vectors themselves.
+// input vectors themselves. The INT8 convolution of quantized models steps
+// four input channels at a time: it broadcasts four input bytes per pixel
+// and accumulates dot products with the filter's dot panels (DotProduct.h).
 //
 // Blocks are walked channels outermost: the filter panel of a block of
 // output channels stays in cache while every pixel block reads it, which
@@ -34,7 +36,7 @@ namespace tessel::x86 {
 
 namespace {
 
-enum class WindowKind { Convolution, Depthwise, MaxPool, SumPool };
+enum class WindowKind { Convolution, DotConvolution, Depthwise, MaxPool, SumPool };
 
 /// Loops shared by the four named ops: (n, oh, ow, channel, kh, kw[, c]).
 enum Loop : unsigned { kBatch = 0, kRow = 1, kColumn = 2, kChannel = 3, kKernelRow = 4,
@@ -48,7 +50,27 @@ constexpr int64_t kMaxChannelVectors = 4;
 /// loops.
 constexpr int64_t kMaxUnrolledWindow = 16;
 
+/// The quantized lowering's NHWC convolution: a generic with
+/// linalg.conv_2d_nhwc_hwcf's iteration space, (n, oh, ow, f, kh, kw, c),
+/// whose body sums u8 x s8 products into i32.
+bool isDotConvolution(linalg::LinalgOp op) {
+  if (op.getNumLoops() != 7 || op.getNumReductionLoops() != 3 || !isDotProductBody(op))
+    return false;
+  MLIRContext *context = op.getContext();
+  auto d = [&](unsigned dim) { return getAffineDimExpr(dim, context); };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap input = maps[0];
+  return input.getNumResults() == 4 && input.getResult(0) == d(0) &&
+         input.getResult(3) == d(6) && input.getResult(1).isFunctionOfDim(1) &&
+         input.getResult(1).isFunctionOfDim(4) && input.getResult(2).isFunctionOfDim(2) &&
+         input.getResult(2).isFunctionOfDim(5) &&
+         maps[1] == AffineMap::get(7, 0, {d(4), d(5), d(6), d(3)}, context) &&
+         maps[2] == AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, context);
+}
+
 std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
+  if (isDotConvolution(op))
+    return WindowKind::DotConvolution;
   if (isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
     return WindowKind::Convolution;
   if (isa<linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation()))
@@ -60,18 +82,35 @@ std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
   return std::nullopt;
 }
 
-/// Strides and dilations of the (h, w) window.
+/// Strides (`name` "strides") or dilations of the (h, w) window: a named
+/// op's attribute, or read off the input map (oh * stride + kh * dilation)
+/// of a generic.
 SmallVector<int64_t> windowAttribute(linalg::LinalgOp op, StringRef name) {
-  auto attr = op->getAttrOfType<DenseIntElementsAttr>(name);
-  return llvm::to_vector(attr.getValues<int64_t>());
+  if (auto attr = op->getAttrOfType<DenseIntElementsAttr>(name))
+    return llvm::to_vector(attr.getValues<int64_t>());
+  AffineMap input = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  // The output loops (1, 2) carry the strides, the window loops (4, 5) the
+  // dilations: the map's value with that loop at 1 and the others at 0.
+  unsigned first = name == "strides" ? 1 : 4;
+  SmallVector<int64_t> values;
+  for (unsigned axis = 0; axis < 2; ++axis) {
+    SmallVector<int64_t> point(op.getNumLoops(), 0);
+    point[first + axis] = 1;
+    values.push_back(input.compose(point)[1 + axis]);
+  }
+  return values;
 }
 
 /// Issue slots of one reduction step of a block of `pixels` x `vectors`.
-int64_t pixelStepCost(WindowKind kind, int64_t pixels, int64_t vectors) {
+int64_t pixelStepCost(WindowKind kind, int64_t pixels, int64_t vectors, DotProductKind dot) {
   int64_t arithmetic = pixels * vectors;
   switch (kind) {
   case WindowKind::Convolution: // filter vectors + one broadcast per pixel
     return stepCost(arithmetic, vectors + pixels);
+  case WindowKind::DotConvolution: // the same, in dot products and their operands
+    return stepCost(arithmetic * dotInstructions(dot) +
+                        (vectors + pixels) * preparationInstructions(dot),
+                    vectors + pixels);
   case WindowKind::Depthwise: // filter vectors + input vectors
     return stepCost(arithmetic, vectors + arithmetic);
   case WindowKind::MaxPool:
@@ -82,11 +121,14 @@ int64_t pixelStepCost(WindowKind kind, int64_t pixels, int64_t vectors) {
 }
 
 /// Accumulators a block may hold besides its loaded operands.
-int64_t accumulatorBudget(WindowKind kind, int64_t vectors, int64_t width) {
+int64_t accumulatorBudget(WindowKind kind, int64_t vectors, int64_t width,
+                          DotProductKind dot) {
   int64_t registers = vectorRegisters(width);
   switch (kind) {
   case WindowKind::Convolution: // filter vectors, one broadcast
     return registers - vectors - 1;
+  case WindowKind::DotConvolution: // the same, prepared for dot products
+    return registers - vectors * weightRegisters(dot) - activationRegisters(dot);
   case WindowKind::Depthwise: // filter vectors, one input vector
     return registers - vectors - 1;
   case WindowKind::MaxPool:
@@ -140,6 +182,28 @@ struct FilterPanels {
   Value panel;
 };
 
+/// Where an INT8 convolution block's filter [KH, KW, C, channels] lives: a
+/// slice of dot panels [F / P, KH, KW, C / 4, P, 4] (PackWeights), viewed as
+/// [F / P, KH, KW, C / 4, P * 4] bytes.
+std::optional<FilterPanels> traceFilterDotPanels(OpBuilder &b, Location loc, Value filter,
+                                                 int64_t panelWidth) {
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  SliceOrigin origin = traceSlices(b, loc, filter);
+  auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
+  if (!unpack || packedFilterDotPanelWidth(unpack) != panelWidth)
+    return std::nullopt;
+  for (unsigned axis = 0; axis < 3; ++axis)
+    if (!isConstantIntValue(getAsOpFoldResult(origin.offsets[axis]), 0) ||
+        unpack.getDestType().getDimSize(axis) != filterType.getDimSize(axis))
+      return std::nullopt;
+  Value panel = b.createOrFold<arith::DivUIOp>(
+      loc, origin.offsets[3], arith::ConstantIndexOp::create(b, loc, panelWidth));
+  Value panels = tensor::CollapseShapeOp::create(
+      b, loc, unpack.getSource(),
+      ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3}, {4, 5}});
+  return FilterPanels{panels, panel};
+}
+
 std::optional<FilterPanels> traceFilterPanels(OpBuilder &b, Location loc, Value filter,
                                               int64_t panelWidth) {
   auto filterType = cast<RankedTensorType>(filter.getType());
@@ -191,7 +255,7 @@ std::optional<PaddedInput> tracePaddedInput(OpBuilder &b, Location loc, Value wi
 /// Emits the block computation for `block`, whose producer's output is one
 /// block [1, height, width, channels] (and its epilogue), in place of it.
 void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
-               int64_t panelWidth, int64_t width, bool &readsInit) {
+               int64_t panelWidth, int64_t width, DotProductKind dot, bool &readsInit) {
   linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
@@ -205,9 +269,17 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   SmallVector<int64_t> strides = windowAttribute(tile, "strides");
   SmallVector<int64_t> dilations = windowAttribute(tile, "dilations");
   SmallVector<int64_t> extents = tile.getStaticLoopRanges();
-  Type elementType = rewriter.getF32Type();
+  // Dot products accumulate i32 from bytes; the others compute in f32.
+  bool dotProduct = kind == WindowKind::DotConvolution;
+  Type elementType =
+      dotProduct ? Type(rewriter.getI32Type()) : Type(rewriter.getF32Type());
   auto vectorType = VectorType::get({width}, elementType);
   Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
+  auto quadType = VectorType::get({4}, rewriter.getI8Type());
+  auto weightType = VectorType::get({4 * width}, rewriter.getI8Type());
+  Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
+  // Input channels, read four at a time by dot products.
+  int64_t inputChannels = cast<RankedTensorType>(input.getType()).getDimSize(3);
   auto index = [&](OpBuilder &b, Location at, int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, at, value);
   };
@@ -238,18 +310,34 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   std::optional<FilterPanels> panels;
   if (kind == WindowKind::Convolution)
     panels = traceFilterPanels(rewriter, loc, filter, panelWidth);
+  if (dotProduct)
+    panels = traceFilterDotPanels(rewriter, loc, filter, panelWidth);
   std::optional<PaddedInput> padded = tracePaddedInput(rewriter, loc, input);
 
-  // Input element (conv) or vector (depthwise, pooling) at window position
-  // (h, w) and channel `c`. Read through padding, a position outside the
-  // source reads the padding value; `guarded` says the window may cross the
-  // border, which only then costs a bounds check and a select.
-  auto loadInput = [&](OpBuilder &b, Location at, Value h, Value w, Value c,
-                       std::optional<int64_t> vector, bool guarded) -> Value {
+  // What loadInput reads at a position: one element (convolution), one
+  // vector of channels (depthwise, pooling), or four channels' bytes (dot
+  // products; masked past the last channel).
+  struct Load {
+    enum { Element, Vector, Quad } shape;
+    int64_t vector = 0;
+  };
+  // Input element, vector or quad at window position (h, w) and channel
+  // `c`. Read through padding, a position outside the source reads the
+  // padding value; `guarded` says the window may cross the border, which
+  // only then costs a bounds check and a select.
+  auto loadInput = [&](OpBuilder &b, Location at, Value h, Value w, Value c, Load shape,
+                       bool guarded) -> Value {
     auto load = [&](Value source, ValueRange indices) -> Value {
-      if (vector)
-        return read(b, at, source, indices, *vector);
-      return tensor::ExtractOp::create(b, at, source, indices);
+      switch (shape.shape) {
+      case Load::Vector:
+        return read(b, at, source, indices, shape.vector);
+      case Load::Quad:
+        return vector::TransferReadOp::create(b, at, quadType, source, indices, zeroByte,
+                                              ArrayRef<bool>{inputChannels % 4 == 0});
+      case Load::Element:
+        return tensor::ExtractOp::create(b, at, source, indices);
+      }
+      llvm_unreachable("load shape");
     };
     if (!padded)
       return load(input, {zero, h, w, c});
@@ -270,8 +358,10 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     indices[2] = arith::SelectOp::create(b, at, valid, column, zero);
     Value loaded = load(padded->source, indices);
     Value fill = padded->padding;
-    if (vector)
+    if (shape.shape == Load::Vector)
       fill = vector::BroadcastOp::create(b, at, vectorType, fill);
+    if (shape.shape == Load::Quad)
+      fill = vector::BroadcastOp::create(b, at, quadType, fill);
     return arith::SelectOp::create(b, at, valid, loaded, fill);
   };
 
@@ -304,11 +394,38 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
       for (int64_t row = 0; row < height; ++row)
         for (int64_t column = 0; column < columns; ++column) {
           auto [h, w] = inputPosition(b, at, row, column, kh, kw);
-          Value scalar = loadInput(b, at, h, w, c, std::nullopt, guarded);
+          Value scalar = loadInput(b, at, h, w, c, {Load::Element}, guarded);
           Value broadcast = vector::BroadcastOp::create(b, at, vectorType, scalar);
           for (int64_t vector = 0; vector < vectors; ++vector)
             updated.push_back(vector::FMAOp::create(b, at, broadcast, filterVectors[vector],
                                                     sums[updated.size()]));
+        }
+      return updated;
+    }
+    if (dotProduct) {
+      // ivs[2] steps four input channels at a time.
+      Value quad = ivs[2];
+      SmallVector<DotOperand> weights;
+      for (int64_t vector = 0; vector < vectors; ++vector) {
+        Value bytes = vector::TransferReadOp::create(
+            b, at, weightType, panels->panels,
+            ValueRange{panels->panel, kh, kw, quad, index(b, at, vector * width * 4)},
+            zeroByte, ArrayRef<bool>{true});
+        weights.push_back(prepareWeights(b, at, dot, bytes));
+      }
+      Value c = arith::MulIOp::create(b, at, quad, index(b, at, 4));
+      for (int64_t row = 0; row < height; ++row)
+        for (int64_t column = 0; column < columns; ++column) {
+          auto [h, w] = inputPosition(b, at, row, column, kh, kw);
+          Value bytes = loadInput(b, at, h, w, c, {Load::Quad}, guarded);
+          Value word =
+              vector::BitCastOp::create(b, at, VectorType::get({1}, b.getI32Type()), bytes);
+          Value broadcast = vector::BroadcastOp::create(
+              b, at, vectorType, vector::ExtractOp::create(b, at, word, int64_t(0)));
+          DotOperand activations = prepareActivations(b, at, dot, broadcast);
+          for (int64_t vector = 0; vector < vectors; ++vector)
+            updated.push_back(accumulateDot(b, at, dot, sums[updated.size()], activations,
+                                            weights[vector]));
         }
       return updated;
     }
@@ -319,7 +436,8 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
       for (int64_t column = 0; column < columns; ++column) {
         auto [h, w] = inputPosition(b, at, row, column, kh, kw);
         for (int64_t vector = 0; vector < vectors; ++vector) {
-          Value in = loadInput(b, at, h, w, channelIndex[vector], vector, guarded);
+          Value in =
+              loadInput(b, at, h, w, channelIndex[vector], {Load::Vector, vector}, guarded);
           Value sum = sums[updated.size()];
           switch (kind) {
           case WindowKind::Depthwise:
@@ -332,6 +450,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
             updated.push_back(arith::AddFOp::create(b, at, sum, in));
             break;
           case WindowKind::Convolution:
+          case WindowKind::DotConvolution:
             llvm_unreachable("handled above");
           }
         }
@@ -341,8 +460,13 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
 
   SmallVector<Value> upperBounds{index(rewriter, loc, extents[kKernelRow]),
                                  index(rewriter, loc, extents[kKernelColumn])};
-  if (kind == WindowKind::Convolution)
-    upperBounds.push_back(index(rewriter, loc, extents[kInputChannel]));
+  // Convolutions also step their input channels, dot products four at a
+  // time.
+  bool channelLoop = kind == WindowKind::Convolution || dotProduct;
+  if (channelLoop)
+    upperBounds.push_back(index(
+        rewriter, loc,
+        dotProduct ? llvm::divideCeil(extents[kInputChannel], 4) : extents[kInputChannel]));
   SmallVector<Value> lowerBounds(upperBounds.size(), zero);
   SmallVector<Value> steps(upperBounds.size(), index(rewriter, loc, 1));
   // Small windows are unrolled: the window positions become constants, so
@@ -362,7 +486,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     for (int64_t kh = 0; kh < kernelRows; ++kh)
       for (int64_t kw = 0; kw < kernelColumns; ++kw) {
         Value khValue = index(b, loc, kh), kwValue = index(b, loc, kw);
-        if (kind != WindowKind::Convolution) {
+        if (!channelLoop) {
           sums = step(b, loc, {khValue, kwValue}, sums, guarded);
           continue;
         }
@@ -416,26 +540,42 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
 
 } // namespace
 
-bool isBlockableChannelsLast(linalg::LinalgOp op) {
-  if (!windowKind(op) || !op.hasPureTensorSemantics())
+bool matchChannelsLastWindow(linalg::LinalgOp op) {
+  std::optional<WindowKind> kind = windowKind(op);
+  if (!kind || !op.hasPureTensorSemantics())
     return false;
+  // Static f32 tensors, or the bytes and i32 sums of dot products.
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+    if (!type || !type.hasStaticShape() ||
+        (*kind != WindowKind::DotConvolution && !type.getElementType().isF32()))
       return false;
   }
   return true;
 }
 
-PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width) {
+/// The panel width of `op`'s packed filter, if it is read from panels (dot
+/// panels for dot products).
+std::optional<int64_t> filterPanelWidth(linalg::LinalgOp op) {
+  auto unpack = sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>();
+  if (!unpack)
+    return std::nullopt;
+  if (isDotConvolution(op))
+    return packedFilterDotPanelWidth(unpack);
+  return packedFilterPanelWidth(unpack);
+}
+
+bool isBlockableChannelsLast(linalg::LinalgOp op) {
+  // Dot products read their filter from dot panels only.
+  return matchChannelsLastWindow(op) && (!isDotConvolution(op) || filterPanelWidth(op));
+}
+
+PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind dot) {
   WindowKind kind = *windowKind(op);
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
   int64_t rows = extents[kRow], columns = extents[kColumn], channels = extents[kChannel];
   // A packed filter fixes the block's channels: its panels.
-  std::optional<int64_t> panel;
-  if (auto unpack =
-          sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>())
-    panel = packedFilterPanelWidth(unpack);
+  std::optional<int64_t> panel = filterPanelWidth(op);
   PixelBlock best{1, 1, panel.value_or(width)};
   int64_t bestCost = -1, bestBlocks = 0;
   for (int64_t vectors = 1; vectors <= kMaxChannelVectors; ++vectors) {
@@ -445,14 +585,15 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width) {
     if (blockChannels > static_cast<int64_t>(llvm::alignTo(channels, width)))
       break;
     int64_t maxPixels =
-        std::min(kMaxPixels, accumulatorBudget(kind, vectors, width) / vectors);
+        std::min(kMaxPixels, accumulatorBudget(kind, vectors, width, dot) / vectors);
     auto [channelBlocks, channelTail] = blocksAlong(channels, blockChannels);
     for (int64_t blockColumns = 1; blockColumns <= std::min(columns, maxPixels);
          ++blockColumns) {
       // Whole rows of pixels may be stacked into one block.
       int64_t maxRows = blockColumns == columns ? maxPixels / blockColumns : 1;
       for (int64_t blockRows = 1; blockRows <= std::min(rows, maxRows); ++blockRows) {
-        if (kind == WindowKind::Convolution && blockRows * blockColumns > 1 &&
+        if ((kind == WindowKind::Convolution || kind == WindowKind::DotConvolution) &&
+            blockRows * blockColumns > 1 &&
             !pixelRunsFitL1(op, blockRows, blockColumns))
           continue;
         auto [rowBlocks, rowTail] = blocksAlong(rows, blockRows);
@@ -467,7 +608,7 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width) {
               int64_t count = rowCount * columnCount * channelCount;
               if (!height || !blockWidth || !blockVectors || !count)
                 continue;
-              cost += count * pixelStepCost(kind, height * blockWidth, blockVectors);
+              cost += count * pixelStepCost(kind, height * blockWidth, blockVectors, dot);
               blocks += count;
             }
         if (bestCost < 0 || cost < bestCost || (cost == bestCost && blocks < bestBlocks)) {
@@ -481,13 +622,20 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width) {
   return best;
 }
 
-bool padsChannelsLastWindow(tensor::PadOp pad) {
-  if (pad->use_empty() || !pad.getConstantPaddingValue())
-    return false;
-  return llvm::all_of(pad->getUses(), [](OpOperand &use) {
+/// Whether every use of `value` is the input of an NHWC window op that
+/// register blocking handles, directly or through slices (the workgroups'
+/// tiles of the op, while tiling fuses producers into them).
+static bool readByBlockedWindows(Value value) {
+  return !value.use_empty() && llvm::all_of(value.getUses(), [](OpOperand &use) {
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(use.getOwner()))
+      return readByBlockedWindows(slice.getResult());
     auto op = dyn_cast<linalg::LinalgOp>(use.getOwner());
     return op && isBlockableChannelsLast(op) && use.getOperandNumber() == 0;
   });
+}
+
+bool padsChannelsLastWindow(tensor::PadOp pad) {
+  return pad.getConstantPaddingValue() && readByBlockedWindows(pad.getResult());
 }
 
 std::optional<int64_t> packedFilterPanelWidth(linalg::UnPackOp unpack) {
@@ -504,11 +652,27 @@ std::optional<int64_t> packedFilterPanelWidth(linalg::UnPackOp unpack) {
   return tiles[0];
 }
 
+std::optional<int64_t> packedFilterDotPanelWidth(linalg::UnPackOp unpack) {
+  RankedTensorType source = unpack.getSourceType(), dest = unpack.getDestType();
+  if (source.getRank() != 6 || dest.getRank() != 4 || !source.hasStaticShape() ||
+      !dest.hasStaticShape() || !source.getElementType().isInteger(8) ||
+      unpack.getInnerDimsPos() != ArrayRef<int64_t>{3, 2} ||
+      unpack.getOuterDimsPerm() != ArrayRef<int64_t>{3, 0, 1, 2})
+    return std::nullopt;
+  ArrayRef<int64_t> tiles = unpack.getStaticInnerTiles();
+  if (tiles.size() != 2 || ShapedType::isDynamic(tiles[0]) || tiles[1] != 4 ||
+      static_cast<int64_t>(llvm::divideCeil(dest.getDimSize(3), tiles[0])) !=
+          source.getDimSize(0))
+    return std::nullopt;
+  return tiles[0];
+}
+
 LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp op,
-                                        int64_t width) {
+                                        int64_t width, DotProductKind dot) {
   if (!isBlockableChannelsLast(op))
     return failure();
-  PixelBlock block = choosePixelBlock(op, width);
+  dot = dotProductOf(op, dot);
+  PixelBlock block = choosePixelBlock(op, width, dot);
   WindowKind kind = *windowKind(op);
   BlockedOp blocked(op);
   Operation *init = initComputation(op);
@@ -518,7 +682,8 @@ LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp
                          {1, block.height, block.width, block.channels},
                          {kRow, kColumn, kChannel}, {kBatch, kChannel, kRow, kColumn},
                          [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                           emitBlock(rewriter, tile, kind, block.channels, width, readsInit);
+                           emitBlock(rewriter, tile, kind, block.channels, width, dot,
+                                     readsInit);
                          })))
     return failure();
   if (!readsInit)

@@ -3,6 +3,8 @@
 #ifndef TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
 #define TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
 
+#include "targets/x86/DotProduct.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -21,15 +23,25 @@ struct PixelBlock {
 
 /// The window ops blocked here: linalg.conv_2d_nhwc_hwcf,
 /// linalg.depthwise_conv_2d_nhwc_hwc, linalg.pooling_nhwc_max and
-/// linalg.pooling_nhwc_sum on static f32 tensors.
+/// linalg.pooling_nhwc_sum on static f32 tensors, and the quantized
+/// lowering's NHWC convolution of u8 inputs and s8 filters into i32.
+bool matchChannelsLastWindow(mlir::linalg::LinalgOp op);
+
+/// matchChannelsLastWindow, where an INT8 convolution must also read its
+/// filter from dot panels: the window ops register blocking handles.
 bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
 
-/// The block for `op` (isBlockableChannelsLast) with `width`-lane vectors.
-PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width);
+/// The block for `op` (matchChannelsLastWindow) with `width`-lane vectors
+/// (and `dot` products for an INT8 convolution).
+PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot);
 
 /// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that
 /// was packed into panels [F / P, KH, KW, C, P]; returns P.
 std::optional<int64_t> packedFilterPanelWidth(mlir::linalg::UnPackOp unpack);
+
+/// Whether `unpack` restores an 8-bit HWCF filter packed into dot panels
+/// [F / P, KH, KW, C / 4, P, 4]; returns P.
+std::optional<int64_t> packedFilterDotPanelWidth(mlir::linalg::UnPackOp unpack);
 
 /// Whether every user of `pad` is an NHWC window op that register blocking
 /// handles: blocks read the unpadded image in place, so the pad need not be
@@ -45,10 +57,14 @@ bool padsChannelsLastWindow(mlir::tensor::PadOp pad);
 ///                 acc[p][j] = fma(in[pixel p, kh, kw, c + j * width ...], w[j], acc[p][j])
 ///   pooling:    for kh, kw:     acc[p][j] = max/add(acc[p][j], in[pixel p, kh, kw, c ...])
 ///
+///   INT8:       for kh, kw, c step 4:  w[j] = the next 4 * width filter bytes
+///                 acc[p][j] = dot(broadcast(in[pixel p, kh, kw, c .. c + 3]), w[j], acc[p][j])
+///
 /// A regular convolution's filter unpacked from panels (PackWeights) is read
-/// from the panels.
+/// from the panels; an INT8 one's from dot panels.
 mlir::LogicalResult registerBlockChannelsLast(mlir::RewriterBase &rewriter,
-                                              mlir::linalg::LinalgOp op, int64_t width);
+                                              mlir::linalg::LinalgOp op, int64_t width,
+                                              DotProductKind dot);
 
 } // namespace tessel::x86
 

@@ -14,6 +14,11 @@
 // contiguous panel instead of rows that lie a multiple of 4 KiB apart and
 // share cache sets.
 //
+// The INT8 products of quantized models step four k at a time: each column
+// of a panel holds its next four weights side by side, and each row
+// broadcasts its next four activation bytes, which dot-product instructions
+// multiply and sum into the i32 accumulators (DotProduct.h).
+//
 //===----------------------------------------------------------------------===//
 
 #include "targets/x86/ContractionBlocking.h"
@@ -42,10 +47,15 @@ constexpr int64_t kMaxRows = 8;
 /// right-operand segment besides its accumulators.
 constexpr int64_t kMaxRowVectors = 4;
 
-/// Issue slots of one k step of a `rows` x `vectors` block: one FMA per
-/// accumulator, one load per vector and one broadcast per row.
-int64_t blockStepCost(int64_t rows, int64_t vectors) {
-  return stepCost(rows * vectors, rows + vectors);
+/// Issue slots of one k step of a `rows` x `vectors` block: one FMA (or
+/// dot product) per accumulator, one load per vector and one broadcast per
+/// row, and the preparation of each.
+int64_t blockStepCost(int64_t rows, int64_t vectors, std::optional<DotProductKind> dot) {
+  if (!dot)
+    return stepCost(rows * vectors, rows + vectors);
+  return stepCost(rows * vectors * dotInstructions(*dot) +
+                      (rows + vectors) * preparationInstructions(*dot),
+                  rows + vectors);
 }
 
 /// The panels and the panel index that a block's right operand `right`
@@ -72,6 +82,124 @@ std::optional<PanelRead> tracePanels(OpBuilder &b, Location loc, Value right,
   Value panel = b.createOrFold<arith::DivUIOp>(
       loc, origin.offsets[1], arith::ConstantIndexOp::create(b, loc, panelWidth));
   return PanelRead{unpack.getSource(), panel};
+}
+
+/// The dot panels [N / P, K / 4, P * 4] (bytes) and the panel that a
+/// block's right operand `right` ([K, columns]) reads.
+std::optional<PanelRead> traceDotPanels(OpBuilder &b, Location loc, Value right,
+                                        int64_t panelWidth) {
+  auto rightType = cast<RankedTensorType>(right.getType());
+  if (rightType.getRank() != 2)
+    return std::nullopt;
+  SliceOrigin origin = traceSlices(b, loc, right);
+  auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
+  if (!unpack || packedDotPanelWidth(unpack) != panelWidth ||
+      unpack.getDestType().getDimSize(0) != rightType.getDimSize(0) ||
+      !isConstantIntValue(getAsOpFoldResult(origin.offsets[0]), 0))
+    return std::nullopt;
+  Value panel = b.createOrFold<arith::DivUIOp>(
+      loc, origin.offsets[1], arith::ConstantIndexOp::create(b, loc, panelWidth));
+  Value rows = tensor::CollapseShapeOp::create(
+      b, loc, unpack.getSource(), ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+  return PanelRead{rows, panel};
+}
+
+/// Emits the INT8 microkernel for `block` (see emitBlock): per step of four
+/// k, each vector of columns loads its 4 * width weight bytes from the
+/// panel, each row broadcasts its four activation bytes as an i32, and the
+/// accumulators gain their dot products. A last step of fewer than four k
+/// reads the activations masked (the panels hold zero weights there).
+void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
+                  const ContractionLoops &loops, int64_t panelWidth, int64_t width,
+                  DotProductKind dot, bool &readsInit) {
+  linalg::LinalgOp tile = block.producer;
+  Location loc = tile.getLoc();
+  rewriter.setInsertionPoint(tile);
+  SmallVector<int64_t> extents = tile.getStaticLoopRanges();
+  int64_t rows = extents[loops.m], columns = extents[loops.n], depth = extents[loops.k];
+  int64_t vectors = llvm::divideCeil(columns, width);
+  OpOperand *left = tile.getDpsInputOperand(0);
+  OpOperand *result = tile.getDpsInitOperand(0);
+  auto accumulatorType = VectorType::get({width}, rewriter.getI32Type());
+  auto weightType = VectorType::get({4 * width}, rewriter.getI8Type());
+  auto quadType = VectorType::get({4}, rewriter.getI8Type());
+  Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
+
+  auto index = [&](OpBuilder &b, int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  SmallVector<Value> position(tile.getNumLoops(), index(rewriter, 0));
+  auto indicesOf = [&](OpOperand *operand) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : tile.getMatchingIndexingMap(operand).getResults())
+      indices.push_back(position[cast<AffineDimExpr>(expr).getPosition()]);
+    return indices;
+  };
+  SmallVector<Value> rowIndex, columnIndex;
+  for (int64_t row = 0; row < rows; ++row)
+    rowIndex.push_back(index(rewriter, row));
+  for (int64_t vector = 0; vector < vectors; ++vector)
+    columnIndex.push_back(index(rewriter, vector * width));
+  auto inBounds = [&](int64_t vector) { return (vector + 1) * width <= columns; };
+
+  SmallVector<Value> accumulators;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t vector = 0; vector < vectors; ++vector) {
+      position[loops.m] = rowIndex[row];
+      position[loops.n] = columnIndex[vector];
+      accumulators.push_back(initialAccumulator(rewriter, loc, result->get(),
+                                                indicesOf(result), inBounds(vector),
+                                                accumulatorType, readsInit));
+    }
+
+  PanelRead panels = *traceDotPanels(rewriter, loc, tile.getDpsInputOperand(1)->get(),
+                                     panelWidth);
+  // One step of four k at `quad`; `partial` when fewer than four remain.
+  auto step = [&](OpBuilder &b, Location at, Value quad, ValueRange sums, bool partial) {
+    SmallVector<DotOperand> weights;
+    for (int64_t vector = 0; vector < vectors; ++vector) {
+      Value bytes = vector::TransferReadOp::create(
+          b, at, weightType, panels.panels,
+          ValueRange{panels.panel, quad, index(b, vector * width * 4)}, zeroByte,
+          ArrayRef<bool>{true});
+      weights.push_back(prepareWeights(b, at, dot, bytes));
+    }
+    position[loops.k] = b.createOrFold<arith::MulIOp>(at, quad, index(b, 4));
+    SmallVector<Value> updated;
+    for (int64_t row = 0; row < rows; ++row) {
+      position[loops.m] = rowIndex[row];
+      Value bytes = vector::TransferReadOp::create(b, at, quadType, left->get(),
+                                                   indicesOf(left), zeroByte,
+                                                   ArrayRef<bool>{!partial});
+      Value word = vector::BitCastOp::create(
+          b, at, VectorType::get({1}, b.getI32Type()), bytes);
+      Value broadcast = vector::BroadcastOp::create(
+          b, at, accumulatorType, vector::ExtractOp::create(b, at, word, int64_t(0)));
+      DotOperand activations = prepareActivations(b, at, dot, broadcast);
+      for (int64_t vector = 0; vector < vectors; ++vector)
+        updated.push_back(accumulateDot(b, at, dot, sums[updated.size()], activations,
+                                        weights[vector]));
+    }
+    return updated;
+  };
+  int64_t quads = depth / 4;
+  auto loop = scf::ForOp::create(
+      rewriter, loc, index(rewriter, 0), index(rewriter, quads), index(rewriter, 1),
+      accumulators, [&](OpBuilder &b, Location at, Value quad, ValueRange sums) {
+        scf::YieldOp::create(b, at, step(b, at, quad, sums, /*partial=*/false));
+      });
+  SmallVector<Value> results(loop.getResults());
+  if (depth % 4)
+    results = step(rewriter, loc, index(rewriter, quads), results, /*partial=*/true);
+
+  SmallVector<BlockValue> values;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t vector = 0; vector < vectors; ++vector) {
+      position[loops.m] = rowIndex[row];
+      position[loops.n] = columnIndex[vector];
+      values.push_back({results[values.size()], indicesOf(result), inBounds(vector)});
+    }
+  storeBlock(rewriter, loc, block, values);
 }
 
 /// Emits the microkernel for `block`, a contraction tile whose row and
@@ -174,16 +302,25 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block,
 
 } // namespace
 
+
 std::optional<ContractionLoops> matchBlockableContraction(linalg::LinalgOp op) {
+  std::optional<ContractionLoops> loops = matchContraction(op);
+  if (loops && loops->integer && !rightPanelWidth(op))
+    return std::nullopt;
+  return loops;
+}
+
+std::optional<ContractionLoops> matchContraction(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp>(op.getOperation()) || !op.hasPureTensorSemantics() ||
       op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
+  bool integer = isDotProductBody(op);
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+    if (!type || !type.hasStaticShape() || (!integer && !type.getElementType().isF32()))
       return std::nullopt;
   }
-  if (!linalg::isaContractionOpInterface(op))
+  if (!integer && !linalg::isaContractionOpInterface(op))
     return std::nullopt;
   FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
   if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 || dims->k.size() != 1)
@@ -200,20 +337,39 @@ std::optional<ContractionLoops> matchBlockableContraction(linalg::LinalgOp op) {
   if (!columnsInnermost(op.getDpsInputOperand(1)) ||
       !columnsInnermost(op.getDpsInitOperand(0)))
     return std::nullopt;
-  return ContractionLoops{dims->m.front(), n, dims->k.front(),
-                          SmallVector<unsigned>(dims->batch.begin(), dims->batch.end())};
+  // A dot-product block reads four consecutive k of a left row at once.
+  unsigned k = dims->k.front();
+  AffineMap leftMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  if (integer && (leftMap.getNumResults() == 0 ||
+                  leftMap.getResults().back() != getAffineDimExpr(k, op.getContext())))
+    return std::nullopt;
+  return ContractionLoops{dims->m.front(), n, k,
+                          SmallVector<unsigned>(dims->batch.begin(), dims->batch.end()),
+                          integer};
 }
 
 std::optional<int64_t> rightPanelWidth(linalg::LinalgOp op) {
   auto unpack = sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>();
   if (!unpack)
     return std::nullopt;
+  if (isDotProductBody(op))
+    return packedDotPanelWidth(unpack);
   return packedPanelWidth(unpack);
+}
+
+std::optional<ContractionBlock> contractionBlockFor(linalg::LinalgOp op,
+                                                    const ContractionLoops &loops,
+                                                    int64_t width, DotProductKind dot) {
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  return chooseContractionBlock(extents[loops.m], extents[loops.n], width,
+                                rightPanelWidth(op),
+                                loops.integer ? std::optional(dot) : std::nullopt);
 }
 
 std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
                                                        int64_t columnExtent, int64_t width,
-                                                       std::optional<int64_t> columns) {
+                                                       std::optional<int64_t> columns,
+                                                       std::optional<DotProductKind> dot) {
   // Narrower products waste most lanes of every vector.
   if (columnExtent < width)
     return std::nullopt;
@@ -229,14 +385,18 @@ std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
     int64_t panels = columnExtent / blockColumns;
     int64_t tailColumns = columnExtent % blockColumns;
     // Besides the accumulators: the loaded right-operand vectors and one
-    // broadcast.
-    int64_t maxRows = std::min({kMaxRows, rowExtent, (registers - vectors - 1) / vectors});
+    // broadcast (prepared for dot products: two of each for the pairwise
+    // form).
+    int64_t operandRegisters = dot ? vectors * weightRegisters(*dot) + activationRegisters(*dot)
+                                   : vectors + 1;
+    int64_t maxRows =
+        std::min({kMaxRows, rowExtent, (registers - operandRegisters) / vectors});
     for (int64_t rows = 1; rows <= maxRows; ++rows) {
       int64_t tailRows = rowExtent % rows;
       // A column of blocks `blockVectors` wide, its last block shorter.
       auto columnCost = [&](int64_t blockVectors) {
-        return (rowExtent / rows) * blockStepCost(rows, blockVectors) +
-               (tailRows ? blockStepCost(tailRows, blockVectors) : 0);
+        return (rowExtent / rows) * blockStepCost(rows, blockVectors, dot) +
+               (tailRows ? blockStepCost(tailRows, blockVectors, dot) : 0);
       };
       int64_t cost = panels * columnCost(vectors) +
                      (tailColumns ? columnCost(llvm::divideCeil(tailColumns, width)) : 0);
@@ -249,6 +409,21 @@ std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
     }
   }
   return best;
+}
+
+std::optional<int64_t> packedDotPanelWidth(linalg::UnPackOp unpack) {
+  RankedTensorType source = unpack.getSourceType(), dest = unpack.getDestType();
+  if (source.getRank() != 4 || dest.getRank() != 2 || !source.hasStaticShape() ||
+      !dest.hasStaticShape() || !source.getElementType().isInteger(8) ||
+      unpack.getInnerDimsPos() != ArrayRef<int64_t>{1, 0} ||
+      unpack.getOuterDimsPerm() != ArrayRef<int64_t>{1, 0})
+    return std::nullopt;
+  ArrayRef<int64_t> tiles = unpack.getStaticInnerTiles();
+  if (tiles.size() != 2 || ShapedType::isDynamic(tiles[0]) || tiles[1] != 4 ||
+      static_cast<int64_t>(llvm::divideCeil(dest.getDimSize(1), tiles[0])) !=
+          source.getDimSize(0))
+    return std::nullopt;
+  return tiles[0];
 }
 
 std::optional<int64_t> packedPanelWidth(linalg::UnPackOp unpack) {
@@ -266,14 +441,13 @@ std::optional<int64_t> packedPanelWidth(linalg::UnPackOp unpack) {
 }
 
 LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                       int64_t width) {
+                                       int64_t width, DotProductKind dot) {
   std::optional<ContractionLoops> loops = matchBlockableContraction(op);
   if (!loops)
     return failure();
-  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  dot = dotProductOf(op, dot);
   // A packed right operand fixes the block's columns: its panels.
-  std::optional<ContractionBlock> block = chooseContractionBlock(
-      extents[loops->m], extents[loops->n], width, rightPanelWidth(op));
+  std::optional<ContractionBlock> block = contractionBlockFor(op, *loops, width, dot);
   if (!block)
     return failure();
 
@@ -304,7 +478,12 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   bool readsInit = false;
   if (failed(blockPieces(rewriter, blocked, blocked.root(), sizes, {columnAxis, rowAxis},
                          order, [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                           emitBlock(rewriter, tile, *loops, block->columns, width, readsInit);
+                           if (loops->integer)
+                             emitDotBlock(rewriter, tile, *loops, block->columns, width, dot,
+                                          readsInit);
+                           else
+                             emitBlock(rewriter, tile, *loops, block->columns, width,
+                                       readsInit);
                          })))
     return failure();
   if (!readsInit)

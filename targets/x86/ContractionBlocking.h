@@ -3,6 +3,8 @@
 #ifndef TESSEL_TARGETS_X86_CONTRACTIONBLOCKING_H
 #define TESSEL_TARGETS_X86_CONTRACTIONBLOCKING_H
 
+#include "targets/x86/DotProduct.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -16,12 +18,22 @@ namespace tessel::x86 {
 struct ContractionLoops {
   unsigned m, n, k;
   llvm::SmallVector<unsigned> batch;
+  /// u8 x s8 products accumulated in i32 (a dot-product block) rather
+  /// than f32 multiply-adds.
+  bool integer = false;
 };
 
 /// The loops of `op` when it is a static f32 multiply-accumulate
 /// contraction that reads its right operand and writes its result along
-/// contiguous columns; nullopt otherwise.
+/// contiguous columns, or the integer contraction of the quantized
+/// lowering (sum + zext(u8) * sext(s8) into i32) whose left operand is
+/// contiguous along k; nullopt otherwise.
+std::optional<ContractionLoops> matchContraction(mlir::linalg::LinalgOp op);
+
+/// matchContraction, where an integer contraction must also read its right
+/// operand from dot panels: the contractions register blocking handles.
 std::optional<ContractionLoops> matchBlockableContraction(mlir::linalg::LinalgOp op);
+
 
 /// An accumulator block of `rows` x `columns` f32, `columns` a multiple of
 /// the vector width.
@@ -32,11 +44,19 @@ struct ContractionBlock {
 
 /// The register block for a product of `rowExtent` x `columnExtent` results
 /// with `width`-lane vectors, `columns` wide when given (the panel width of
-/// a packed right operand). The last block of rows or columns may be
-/// smaller. Nullopt for products narrower than a vector.
+/// a packed right operand), of f32 FMAs or, with `dot`, of integer dot
+/// products. The last block of rows or columns may be smaller. Nullopt for
+/// products narrower than a vector.
 std::optional<ContractionBlock>
 chooseContractionBlock(int64_t rowExtent, int64_t columnExtent, int64_t width,
-                       std::optional<int64_t> columns = std::nullopt);
+                       std::optional<int64_t> columns = std::nullopt,
+                       std::optional<DotProductKind> dot = std::nullopt);
+
+/// The block registerBlockContraction gives `op` (matchBlockableContraction),
+/// an INT8 one computing `dot` products.
+std::optional<ContractionBlock> contractionBlockFor(mlir::linalg::LinalgOp op,
+                                                    const ContractionLoops &loops,
+                                                    int64_t width, DotProductKind dot);
 
 /// The panel width of `op`'s right operand when it is (a slice of) a
 /// constant packed into panels.
@@ -45,6 +65,11 @@ std::optional<int64_t> rightPanelWidth(mlir::linalg::LinalgOp op);
 /// Whether `unpack` restores a right operand [K, N] that was packed into
 /// panels [N / P, K, P] of P contiguous columns; returns P.
 std::optional<int64_t> packedPanelWidth(mlir::linalg::UnPackOp unpack);
+
+/// Whether `unpack` restores an 8-bit right operand [K, N] packed for dot
+/// products, [N / P, K / 4, P, 4]: per panel and step of four k, the four
+/// weights of each of the P columns side by side; returns P.
+std::optional<int64_t> packedDotPanelWidth(mlir::linalg::UnPackOp unpack);
 
 /// Rewrites a contraction that matchBlockableContraction accepts into loops
 /// over register blocks:
@@ -57,9 +82,13 @@ std::optional<int64_t> packedPanelWidth(mlir::linalg::UnPackOp unpack);
 /// A right operand restored by linalg.unpack from panels (packedPanelWidth)
 /// whose width is the block's is read from the panels instead, so that the
 /// unpack is never materialized.
+///
+/// An integer contraction steps four k at a time: it reads its right operand
+/// from dot panels (packedDotPanelWidth), broadcasts four bytes of a left
+/// row, and accumulates `dot` products (DotProduct.h).
 mlir::LogicalResult registerBlockContraction(mlir::RewriterBase &rewriter,
                                              mlir::linalg::LinalgOp op,
-                                             int64_t width);
+                                             int64_t width, DotProductKind dot);
 
 } // namespace tessel::x86
 

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/Passes.h"
@@ -40,6 +41,31 @@ namespace tessel::x86 {
 namespace {
 
 constexpr llvm::StringLiteral kKernelAttr = "tessel.kernel";
+
+/// An 8-bit weight [..., K, N] (B [K, N], or an HWCF filter [KH, KW, C, F])
+/// as dot panels [ceil(N / panel), ..., ceil(K / 4), panel, 4]: per panel
+/// and step of four k, each column's four weights side by side. Columns and
+/// k past the weight's are zeros.
+DenseElementsAttr packDotPanels(DenseElementsAttr weight, int64_t panel) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t columns = shape.back(), depth = shape[shape.size() - 2];
+  int64_t lead = type.getNumElements() / (columns * depth);
+  int64_t panels = llvm::divideCeil(columns, panel), quads = llvm::divideCeil(depth, 4);
+  SmallVector<int64_t> packedShape{panels};
+  llvm::append_range(packedShape, shape.drop_back(2));
+  packedShape.append({quads, panel, 4});
+  auto values = llvm::to_vector(weight.getValues<int8_t>());
+  SmallVector<int8_t> packed(panels * lead * quads * panel * 4, 0);
+  for (int64_t block = 0; block < panels; ++block)
+    for (int64_t outer = 0; outer < lead; ++outer)
+      for (int64_t k = 0; k < depth; ++k)
+        for (int64_t j = 0; j < std::min(panel, columns - block * panel); ++j)
+          packed[(((block * lead + outer) * quads + k / 4) * panel + j) * 4 + k % 4] =
+              values[(outer * depth + k) * columns + block * panel + j];
+  return DenseElementsAttr::get(RankedTensorType::get(packedShape, type.getElementType()),
+                                ArrayRef<int8_t>(packed));
+}
 
 /// A weight [..., N] (B [K, N], or an HWCF filter [KH, KW, C, F]) as panels
 /// [ceil(N / panel), ..., panel] of its last axis, the last panel padded with
@@ -73,49 +99,87 @@ std::optional<unsigned> soleArgument(OpOperand &operand, func::FuncOp kernel) {
   return argument.getArgNumber();
 }
 
-/// The panel width for the right operand of `op`, when it is an argument of
-/// `kernel` that only `op` reads, indexed [k, n].
-std::optional<int64_t> panelWidthFor(linalg::LinalgOp op, func::FuncOp kernel,
-                                     int64_t vectorWidth) {
-  std::optional<ContractionLoops> loops = matchBlockableContraction(op);
+/// A kernel argument to pack, its weight, the width of its panels, whether
+/// they are dot panels of 8-bit weights, and whether those weights' byte
+/// pairs fit VPMADDUBSW (bytePairsFitI16).
+struct Packing {
+  unsigned argument;
+  DenseElementsAttr weight;
+  int64_t panel;
+  bool dot = false;
+  bool bytePairsFit = false;
+};
+
+/// The constant that `call` passes to argument `index`, when no other op
+/// reads it: a weight that other kernels read too would be stored twice.
+DenseElementsAttr soleConstant(func::CallOp call, unsigned index) {
+  DenseElementsAttr weight;
+  Value operand = call.getOperand(index);
+  if (!matchPattern(operand, m_Constant(&weight)) || !operand.hasOneUse())
+    return {};
+  return weight;
+}
+
+bool bytePairsFit(DenseElementsAttr weight) {
+  auto values = llvm::to_vector(weight.getValues<int8_t>());
+  return bytePairsFitI16(values, cast<ShapedType>(weight.getType()).getShape());
+}
+
+/// The packing of the right operand of `op`, when it is an argument of
+/// `kernel` that only `op` reads, indexed [k, n], and a constant of `call`.
+std::optional<Packing> contractionPacking(linalg::LinalgOp op, func::FuncOp kernel,
+                                          func::CallOp call, int64_t vectorWidth,
+                                          DotProductKind dot) {
+  std::optional<ContractionLoops> loops = matchContraction(op);
   if (!loops || !loops->batch.empty())
     return std::nullopt;
   OpOperand *right = op.getDpsInputOperand(1);
-  if (!soleArgument(*right, kernel))
+  std::optional<unsigned> argument = soleArgument(*right, kernel);
+  DenseElementsAttr weight = argument ? soleConstant(call, *argument) : DenseElementsAttr();
+  if (!weight)
     return std::nullopt;
   AffineMap map = op.getMatchingIndexingMap(right);
   if (map.getNumResults() != 2 || map.getDimPosition(0) != loops->k ||
       map.getDimPosition(1) != loops->n)
     return std::nullopt;
+  bool fits = loops->integer && bytePairsFit(weight);
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  std::optional<ContractionBlock> block =
-      chooseContractionBlock(extents[loops->m], extents[loops->n], vectorWidth);
+  std::optional<ContractionBlock> block = chooseContractionBlock(
+      extents[loops->m], extents[loops->n], vectorWidth, std::nullopt,
+      loops->integer ? std::optional(dotProductFor(dot, fits)) : std::nullopt);
   if (!block)
     return std::nullopt;
-  return block->columns;
+  return Packing{*argument, weight, block->columns, loops->integer, fits};
 }
 
-/// A kernel argument to pack, and the width of its panels.
-struct Packing {
-  unsigned argument;
-  int64_t panel;
-};
-
-/// The kernel argument holding the filter of `op`, an NHWC convolution that
-/// register blocking handles, when only `op` reads it.
-std::optional<unsigned> convolutionFilter(linalg::LinalgOp op, func::FuncOp kernel) {
-  if (!isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()) || !isBlockableChannelsLast(op))
+/// The packing of the filter of `op`, an NHWC convolution that register
+/// blocking handles (an INT8 one from dot panels), when it is an argument
+/// of `kernel` that only `op` reads and a constant of `call`.
+std::optional<Packing> convolutionPacking(linalg::LinalgOp op, func::FuncOp kernel,
+                                          func::CallOp call, int64_t vectorWidth,
+                                          DotProductKind dot) {
+  bool integer = isDotProductBody(op);
+  if ((!isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()) && !integer) ||
+      !matchChannelsLastWindow(op))
     return std::nullopt;
-  return soleArgument(*op.getDpsInputOperand(1), kernel);
+  std::optional<unsigned> filter = soleArgument(*op.getDpsInputOperand(1), kernel);
+  DenseElementsAttr weight = filter ? soleConstant(call, *filter) : DenseElementsAttr();
+  if (!weight)
+    return std::nullopt;
+  bool fits = integer && bytePairsFit(weight);
+  return Packing{*filter, weight,
+                 choosePixelBlock(op, vectorWidth, dotProductFor(dot, fits)).channels, integer,
+                 fits};
 }
 
 /// Gives argument `packing.argument` of `kernel` (called only by `call`) the
 /// packed `weight` and unpacks it at the kernel's entry.
 void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call,
-                  const Packing &packing, DenseElementsAttr weight) {
+                  const Packing &packing) {
   unsigned index = packing.argument;
   int64_t panel = packing.panel;
-  DenseElementsAttr packed = packPanels(weight, panel);
+  DenseElementsAttr packed = packing.dot ? packDotPanels(packing.weight, panel)
+                                         : packPanels(packing.weight, panel);
   Operation *original = call.getOperand(index).getDefiningOp();
   rewriter.setInsertionPoint(call);
   Value packedWeight = arith::ConstantOp::create(rewriter, original->getLoc(), packed);
@@ -135,13 +199,21 @@ void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call
   Value empty = tensor::EmptyOp::create(rewriter, loc, unpackedType.getShape(),
                                         unpackedType.getElementType());
   // [N / P, K, P] -> [K, N], or [F / P, KH, KW, C, P] -> [KH, KW, C, F]:
-  // the last axis is tiled, and its tiles are the outermost axis.
+  // the last axis is tiled, and its tiles are the outermost axis. Dot
+  // panels tile the axis before it by 4 too: [N / P, K / 4, P, 4] -> [K, N].
   int64_t last = unpackedType.getRank() - 1;
   SmallVector<int64_t> innerDims{last};
+  SmallVector<OpFoldResult> tiles{rewriter.getIndexAttr(panel)};
+  if (packing.dot) {
+    innerDims.push_back(last - 1);
+    tiles.push_back(rewriter.getIndexAttr(4));
+  }
   SmallVector<int64_t> outerPerm{last};
   llvm::append_range(outerPerm, llvm::seq<int64_t>(0, last));
-  auto unpack = linalg::UnPackOp::create(rewriter, loc, argument, empty, innerDims,
-                                         {rewriter.getIndexAttr(panel)}, outerPerm);
+  auto unpack =
+      linalg::UnPackOp::create(rewriter, loc, argument, empty, innerDims, tiles, outerPerm);
+  if (packing.bytePairsFit)
+    unpack->setAttr(kBytePairsFitAttr, rewriter.getUnitAttr());
   rewriter.replaceAllUsesExcept(argument, unpack.getResult(), unpack);
 }
 
@@ -151,6 +223,11 @@ struct TesselX86PackWeightsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    std::optional<DotProductKind> dot = parseDotProduct(dotProduct);
+    if (!dot) {
+      module.emitError("unknown dot-product kind '") << dotProduct << "'";
+      return signalPassFailure();
+    }
     SymbolTable symbols(module);
     IRRewriter rewriter(&getContext());
     SmallVector<func::CallOp> calls;
@@ -165,20 +242,15 @@ struct TesselX86PackWeightsPass
         continue;
       SmallVector<Packing> packable;
       kernel.walk([&](linalg::LinalgOp op) {
-        if (std::optional<int64_t> panel = panelWidthFor(op, kernel, vectorWidth))
-          packable.push_back(
-              {cast<BlockArgument>(op.getDpsInputOperand(1)->get()).getArgNumber(), *panel});
-        else if (std::optional<unsigned> filter = convolutionFilter(op, kernel))
-          packable.push_back({*filter, choosePixelBlock(op, vectorWidth).channels});
+        if (std::optional<Packing> packing =
+                contractionPacking(op, kernel, call, vectorWidth, *dot))
+          packable.push_back(*packing);
+        else if (std::optional<Packing> packing =
+                     convolutionPacking(op, kernel, call, vectorWidth, *dot))
+          packable.push_back(*packing);
       });
-      for (const Packing &packing : packable) {
-        DenseElementsAttr weight;
-        Value operand = call.getOperand(packing.argument);
-        // A weight that other kernels read too would be stored twice.
-        if (!matchPattern(operand, m_Constant(&weight)) || !operand.hasOneUse())
-          continue;
-        packArgument(rewriter, kernel, call, packing, weight);
-      }
+      for (const Packing &packing : packable)
+        packArgument(rewriter, kernel, call, packing);
     }
   }
 };

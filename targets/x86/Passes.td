@@ -39,6 +39,9 @@ def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::Fun
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of the widest vector register: contractions are split "
            "into whole register blocks">,
+    Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
+           "How INT8 blocks compute 4-way u8 x s8 dot products: vnni (VPDPBUSD) "
+           "or pmaddwd (two VPMADDWD)">,
   ];
 }
 
@@ -53,12 +56,18 @@ def TesselX86PackWeightsPass : Pass<"tessel-x86-pack-weights", "mlir::ModuleOp">
     that register blocking reads through. Without it the rows of a block's
     B segment, N * 4 bytes apart, share cache sets for power-of-two N. NHWC
     convolution filters [KH, KW, C, F] become [F / P, KH, KW, C, P] alike.
+    The 8-bit weights of integer contractions become dot panels, [N / P,
+    K / 4, P, 4] and [F / P, KH, KW, C / 4, P, 4]: four consecutive k of a
+    column side by side, as dot-product instructions read them.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of the widest vector register: panels are a register block wide">,
+    Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
+           "How INT8 blocks compute 4-way u8 x s8 dot products: vnni (VPDPBUSD) "
+           "or pmaddwd (two VPMADDWD)">,
   ];
 }
 
@@ -75,10 +84,13 @@ def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> 
     Ops it cannot vectorize (windowed reductions) stay as loops.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
-                           "mlir::tensor::TensorDialect"];
+                           "mlir::tensor::TensorDialect", "mlir::LLVM::LLVMDialect"];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of the widest vector register (16 for AVX-512, 8 for AVX2)">,
+    Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
+           "How INT8 blocks compute 4-way u8 x s8 dot products: vnni (VPDPBUSD) "
+           "or pmaddwd (two VPMADDWD)">,
   ];
 }
 

@@ -30,11 +30,12 @@ void buildX86CodegenPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createTesselX86FuseElementwisePass());
   TesselX86TileAndFusePassOptions workgroups;
   workgroups.vectorWidth = options.vectorWidth;
+  workgroups.dotProduct = options.dotProduct;
   pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass(workgroups));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(
-      createTesselX86VectorizePass({options.vectorWidth}));
+      createTesselX86VectorizePass({options.vectorWidth, options.dotProduct}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

@@ -1,5 +1,6 @@
 //===- TileAndFuse.cpp - Workgroup tiling with producer fusion ------------===//
 
+#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/Passes.h"
@@ -90,7 +91,8 @@ std::optional<SmallVector<unsigned>> resultAxesOfRoot(TilingInterface root,
     auto epilogue = dyn_cast<linalg::LinalgOp>(root.getOperation());
     if (!epilogue || epilogue.getNumLoops() != rank ||
         epilogue.getNumParallelLoops() != epilogue.getNumLoops() ||
-        epilogue->getResult(0).getType() != result.getType() ||
+        cast<ShapedType>(epilogue->getResult(0).getType()).getShape() !=
+            cast<ShapedType>(result.getType()).getShape() ||
         !epilogue.getIndexingMapMatchingResult(cast<OpResult>(epilogue->getResult(0)))
              .isIdentity())
       return std::nullopt;
@@ -111,14 +113,15 @@ constexpr int64_t kScoreTileBytes = 32 * 1024;
 /// query rows as have their scores fit kScoreTileBytes, if a number that
 /// large divides them.
 TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp product,
-                                     TileConstraints constraints, int64_t vectorWidth) {
+                                     TileConstraints constraints, int64_t vectorWidth,
+                                     DotProductKind dot) {
   std::optional<ContractionLoops> loops = matchBlockableContraction(product);
   std::optional<ContractionLoops> scoreLoops = matchBlockableContraction(scores);
   if (!loops || !scoreLoops)
     return constraints;
   SmallVector<int64_t> extents = product.getStaticLoopRanges();
   std::optional<ContractionBlock> block =
-      chooseContractionBlock(extents[loops->m], extents[loops->n], vectorWidth);
+      contractionBlockFor(product, *loops, vectorWidth, dotProductOf(product, dot));
   if (!block)
     return constraints;
   int64_t keys = scores.getStaticLoopRanges()[scoreLoops->n];
@@ -148,7 +151,7 @@ TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp p
 /// all rows or pixels. Any number of whole blocks, or of whole batch
 /// entries, is worth a workgroup.
 TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
-                               int64_t vectorWidth) {
+                               int64_t vectorWidth, DotProductKind dot) {
   TileConstraints constraints;
   size_t rootLoops = root.getLoopIteratorTypes().size();
   constraints.granules.assign(rootLoops, 1);
@@ -187,7 +190,7 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
   // Two products in one kernel: attention (see tessel-form-kernels).
   if (blockedOps.size() == 2)
     return attentionConstraints(blockedOps.front(), blocked, std::move(constraints),
-                                vectorWidth);
+                                vectorWidth, dot);
 
   // Per result axis of the blocked op: its extent, its block and whether it
   // is split first.
@@ -195,8 +198,8 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
   SmallVector<int64_t> axisExtents, axisBlocks;
   std::optional<unsigned> firstAxis;
   if (std::optional<ContractionLoops> loops = matchBlockableContraction(blocked)) {
-    std::optional<ContractionBlock> block = chooseContractionBlock(
-        extents[loops->m], extents[loops->n], vectorWidth, rightPanelWidth(blocked));
+    std::optional<ContractionBlock> block =
+        contractionBlockFor(blocked, *loops, vectorWidth, dotProductOf(blocked, dot));
     if (!block)
       return constraints;
     AffineMap resultMap =
@@ -213,7 +216,7 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
   } else {
     // (n, oh, ow, channel) are the window op's first loops and its result's
     // axes.
-    PixelBlock block = choosePixelBlock(blocked, vectorWidth);
+    PixelBlock block = choosePixelBlock(blocked, vectorWidth, dotProductOf(blocked, dot));
     axisExtents.assign(extents.begin(), extents.begin() + 4);
     axisBlocks = {1, block.height, block.width, block.channels};
     firstAxis = 3;
@@ -305,9 +308,14 @@ struct TesselX86TileAndFusePass
     TilingInterface root = findRoot(function);
     if (!root)
       return;
+    std::optional<DotProductKind> dot = parseDotProduct(dotProduct);
+    if (!dot) {
+      function.emitError("unknown dot-product kind '") << dotProduct << "'";
+      return signalPassFailure();
+    }
     SmallVector<int64_t> tiles =
         chooseWorkgroupTiles(root, kernelWork(function), maxWorkgroups, minWorkPerWorkgroup,
-                             constraintsFor(function, root, vectorWidth));
+                             constraintsFor(function, root, vectorWidth, *dot));
     if (llvm::all_of(tiles, [](int64_t t) { return t == 0; }))
       return;
 

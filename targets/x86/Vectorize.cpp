@@ -9,6 +9,7 @@
 #include "targets/x86/RegisterBudget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -190,10 +191,15 @@ struct TesselX86VectorizePass
           isa<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op.getOperation()))
         blockable.push_back(op);
     });
+    std::optional<DotProductKind> dot = parseDotProduct(dotProduct);
+    if (!dot) {
+      function.emitError("unknown dot-product kind '") << dotProduct << "'";
+      return signalPassFailure();
+    }
     for (linalg::LinalgOp op : blockable)
-      if (failed(registerBlockChannelsLast(rewriter, op, vectorWidth)) &&
+      if (failed(registerBlockChannelsLast(rewriter, op, vectorWidth, *dot)) &&
           failed(registerBlockConvolution(rewriter, op, vectorWidth)))
-        (void)registerBlockContraction(rewriter, op, vectorWidth);
+        (void)registerBlockContraction(rewriter, op, vectorWidth, *dot);
 
     SmallVector<linalg::LinalgOp> ops;
     function.walk([&](linalg::LinalgOp op) {

@@ -2,6 +2,7 @@
 
 #include "targets/x86/X86Target.h"
 #include "runtime/schema/CpuFeatures.h"
+#include "targets/x86/DotProduct.h"
 #include "targets/x86/Linker.h"
 #include "targets/x86/Passes.h"
 
@@ -42,6 +43,17 @@ std::string hostFeatures() {
 /// f32 lanes of the widest vector register the machine has.
 int64_t vectorWidth(const llvm::TargetMachine &machine) {
   return machine.getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
+}
+
+/// The dot-product instruction INT8 blocks use on the machine's widest
+/// vectors: VPDPBUSD where VNNI exists for them, else VPMADDWD pairs.
+std::string dotProduct(const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo &features = *machine.getMCSubtargetInfo();
+  bool vnni = vectorWidth(machine) == 16 ? features.checkFeatures("+avx512vnni")
+                                         : features.checkFeatures("+avxvnni");
+  return x86::dotProductName(vnni ? x86::DotProductKind::Vnni
+                                  : x86::DotProductKind::PairwiseMultiplyAdd)
+      .str();
 }
 
 llvm::OptimizationLevel optimizationLevel(int level) {
@@ -99,7 +111,8 @@ public:
     if (failed(machine))
       return failure();
     PassManager pm(module.getContext());
-    pm.addPass(x86::createTesselX86PackWeightsPass({vectorWidth(**machine)}));
+    pm.addPass(
+        x86::createTesselX86PackWeightsPass({vectorWidth(**machine), dotProduct(**machine)}));
     return pm.run(module);
   }
 
@@ -113,6 +126,7 @@ public:
 
     x86::X86CodegenOptions codegen;
     codegen.vectorWidth = vectorWidth(**machine);
+    codegen.dotProduct = dotProduct(**machine);
     PassManager pm(context);
     x86::buildX86CodegenPipeline(pm, codegen);
     if (failed(pm.run(kernels)))

@@ -11,20 +11,35 @@ output zero point, rounded half to even and saturated to the 8-bit output
 type. Each model is compiled with tessel-compile and checked with tessel-run
 at rtol 0, atol 0.
 
+About 60% are QLinearConv: batch 1-2, 1-16 channels, plain, grouped or
+depthwise (1 or 2 filters per channel), 2-D (3 in 4), 1-D or small 3-D,
+kernels 1-4, strides 1-3, dilations 1-2, pads 0-2 per side; x u8 or i8,
+w i8 with zero point 0 or random or u8, w_scale per tensor or per output
+channel, an int32 bias in half of them. The rest are QLinearMatMul: M 1-12,
+K 1-48, N 1-24, 2-D or a batched (up to 3) with b 2-D, batched or of batch 1,
+b_scale per tensor or per column. Every zero point but w's is random and
+every tensor uniform over its type; x and w scales are log-uniform in
+[1e-3, 1e-1].
+
 Two limits of onnx.reference shape the convolutions drawn: its Conv fails
 on a pad wider than the dilated kernel, and it broadcasts a per-channel
 w_scale correctly only for 2-D convolutions (it expands the scale to
 [1, F, 1, 1]), so per-channel scales are drawn for 2-D convolutions only.
-A per-channel scale comes with a per-channel zero point, as quantizers
-write them: Tessel's integer path wants one zero point per scale.
+A per-channel (or per-column) scale comes with a zero point per channel
+(column), as quantizers write them, or with one zero point for all.
 
 The output scale aims the spread of the outputs at U(20, 120) quantization
 steps around a random zero point, so that most outputs are in range and
-some saturate.
+some saturate. In one configuration of five all scales are powers of two:
+the multiplier x_scale * w_scale / y_scale is then a power of two 2^-k, and
+one output in 2^k falls exactly halfway between two integers, which tests
+the rounding of ties to even.
 
-Prints every configuration that differs with the line of tessel-run that
-shows it, then one summary line "N configurations: P bit-exact, F differ";
-exits 1 if a configuration differs or a tool fails.
+Prints every configuration that is not bit-exact with what shows it: the
+lines of tessel-run, or the failure of a tool (a model whose tools fail is
+tested again one configuration at a time, to find those that make it fail).
+Then one summary line "N configurations: P bit-exact, F differ"; exits 1 if
+a configuration differs or a tool fails.
 """
 
 import argparse
@@ -85,9 +100,9 @@ def random_int8_type(rng):
     return np.dtype(np.uint8) if rng.random() < 0.5 else np.dtype(np.int8)
 
 
-def random_zero_point(rng, dtype):
-    """A per-tensor zero point anywhere in the range of `dtype`."""
-    return np.array(random_integers(rng, dtype, ()), dtype=dtype)
+def random_zero_point(rng, dtype, count=None):
+    """A zero point anywhere in the range of `dtype`, or `count` of them."""
+    return random_integers(rng, dtype, () if count is None else (count,))
 
 
 def short_type(array):
@@ -115,29 +130,35 @@ def accumulator_rms(x_dtype, x_zero_point, rows):
     return np.sqrt((mean * rows.sum(axis=1)) ** 2 + variance * (rows**2).sum(axis=1))
 
 
-def output_quantization(rng, x_scale, row_scales, row_rms):
+def power_of_two(scale):
+    """The power of two nearest `scale` in log scale."""
+    return (2.0 ** np.round(np.log2(scale))).astype(np.float32)
+
+
+def output_quantization(rng, x_scale, row_scales, row_rms, powers_of_two):
     """Output type, zero point and scale that spread the outputs over
     U(20, 120) steps: the typical real output is the median over rows of
-    x_scale * row scale * accumulator rms."""
+    x_scale * row scale * accumulator rms. A power of two if `powers_of_two`."""
     y_dtype = random_int8_type(rng)
     typical = float(x_scale) * float(np.median(row_scales * np.maximum(row_rms, 1.0)))
     y_scale = np.array(typical / rng.uniform(20, 120), dtype=np.float32)
+    if powers_of_two:
+        y_scale = power_of_two(y_scale)
     return y_dtype, random_zero_point(rng, y_dtype), y_scale
 
 
-def weight_quantization(rng, count):
-    """Weight type and zero point: int8 with zero point 0 (most), int8 with a
-    random one, or uint8 with 128 or a random one. A scalar zero point, or
-    `count` of them (one per channel) when `count` is not None."""
-    shape = () if count is None else (count,)
+def weight_zero_point(rng, count):
+    """A convolution weight's zero point, whose type is the weight's: int8 0
+    (most), int8 random, or uint8 128 or random; `count` of them (one per
+    output channel) unless `count` is None."""
     draw = rng.random()
     if draw < 0.6:
-        return np.dtype(np.int8), np.zeros(shape, np.int8)
+        return np.zeros(() if count is None else (count,), np.int8)
     if draw < 0.8:
-        return np.dtype(np.int8), random_integers(rng, np.int8, shape)
+        return random_zero_point(rng, np.int8, count)
     if rng.random() < 0.5:
-        return np.dtype(np.uint8), np.full(shape, 128, np.uint8)
-    return np.dtype(np.uint8), random_integers(rng, np.uint8, shape)
+        return np.full(() if count is None else (count,), 128, np.uint8)
+    return random_zero_point(rng, np.uint8, count)
 
 
 def weight_scale(rng, count):
@@ -162,18 +183,18 @@ def conv_grouping(rng, channels):
 
 
 def conv_axis(rng, size):
-    """Kernel, stride, dilation and the two pads of one spatial axis of
-    `size`: the dilated kernel fits the padded input, and no pad is wider
-    than the dilated kernel (onnx.reference fails on those)."""
+    """Kernel, stride, dilation, begin and end pads, and output size of one
+    spatial axis of `size`: the dilated kernel fits the padded input, and no
+    pad is wider than the dilated kernel (onnx.reference fails on those)."""
     while True:
         kernel = int(rng.integers(1, 5))
         dilation = 2 if rng.random() < 0.3 else 1
-        pads = [int(p) for p in rng.integers(0, 3, size=2)]
+        begin, end = (int(p) for p in rng.integers(0, 3, size=2))
         extent = (kernel - 1) * dilation + 1
-        if extent <= size + sum(pads) and max(pads) <= extent:
+        if extent <= size + begin + end and max(begin, end) <= extent:
             stride = int(rng.choice([1, 2, 3], p=[0.5, 0.3, 0.2]))
-            output = (size + sum(pads) - extent) // stride + 1
-            return kernel, stride, dilation, pads, output
+            output = (size + begin + end - extent) // stride + 1
+            return kernel, stride, dilation, begin, end, output
 
 
 def conv_config(rng, index):
@@ -183,15 +204,8 @@ def conv_config(rng, index):
     channels = int(rng.integers(1, 17 if rank < 3 else 9))
     group, filters = conv_grouping(rng, channels)
     sizes = [int(s) for s in rng.integers(1, {1: 17, 2: 11, 3: 6}[rank] + 1, size=rank)]
-    kernels, strides, dilations, begins, ends, outputs = [], [], [], [], [], []
-    for size in sizes:
-        kernel, stride, dilation, pads, output = conv_axis(rng, size)
-        kernels.append(kernel)
-        strides.append(stride)
-        dilations.append(dilation)
-        begins.append(pads[0])
-        ends.append(pads[1])
-        outputs.append(output)
+    kernels, strides, dilations, begins, ends, outputs = (
+        list(values) for values in zip(*(conv_axis(rng, size) for size in sizes)))
 
     x_dtype = random_int8_type(rng)
     x = random_integers(rng, x_dtype, [batch, channels] + sizes)
@@ -199,16 +213,18 @@ def conv_config(rng, index):
     x_scale = log_uniform(rng, 1e-3, 1e-1)
 
     per_channel = rank == 2 and rng.random() < 0.5
-    count = filters if per_channel else None
-    w_dtype, w_zero_point = weight_quantization(rng, count)
-    w_scale = weight_scale(rng, count)
-    w = random_integers(rng, w_dtype, [filters, channels // group] + kernels)
+    w_zero_point = weight_zero_point(rng, filters if per_channel and rng.random() < 0.5 else None)
+    w_scale = weight_scale(rng, filters if per_channel else None)
+    w = random_integers(rng, w_zero_point.dtype, [filters, channels // group] + kernels)
+    powers_of_two = rng.random() < 0.2
+    if powers_of_two:
+        x_scale, w_scale = power_of_two(x_scale), power_of_two(w_scale)
 
-    rows = w.reshape(filters, -1).astype(np.int64) - (
-        w_zero_point.reshape(-1, 1) if per_channel else int(w_zero_point))
+    rows = w.reshape(filters, -1).astype(np.int64) - w_zero_point.reshape(-1, 1)
     row_scales = np.broadcast_to(w_scale, (filters,))
     y_dtype, y_zero_point, y_scale = output_quantization(
-        rng, x_scale, row_scales, accumulator_rms(x_dtype, x_zero_point, rows))
+        rng, x_scale, row_scales, accumulator_rms(x_dtype, x_zero_point, rows),
+        powers_of_two)
 
     constants = [("x_scale", x_scale), ("x_zero_point", x_zero_point), ("w", w),
                  ("w_scale", w_scale), ("w_zero_point", w_zero_point),
@@ -226,6 +242,7 @@ def conv_config(rng, index):
         "dilations": dilations, "pads": begins + ends, "bias": "yes" if bias else "no",
         "y": f"{SHORT_NAMES[y_dtype]}{list(y_shape)}",
         "y_zp": show_zero_point(y_zero_point), "y_scale": show_scale(y_scale),
+        "scales": "powers-of-two" if powers_of_two else "any",
     }
     attributes = {"group": group, "kernel_shape": kernels, "strides": strides,
                   "dilations": dilations, "pads": begins + ends}
@@ -254,17 +271,20 @@ def matmul_config(rng, index):
 
     columns = b_shape[-1]
     per_column = rng.random() < 0.5
-    count = columns if per_column else None
     b_dtype = random_int8_type(rng)
-    b_zero_point = (random_integers(rng, b_dtype, count) if per_column
-                    else random_zero_point(rng, b_dtype))
-    b_scale = weight_scale(rng, count)
+    b_zero_point = random_zero_point(
+        rng, b_dtype, columns if per_column and rng.random() < 0.5 else None)
+    b_scale = weight_scale(rng, columns if per_column else None)
     b = random_integers(rng, b_dtype, b_shape)
+    powers_of_two = rng.random() < 0.2
+    if powers_of_two:
+        a_scale, b_scale = power_of_two(a_scale), power_of_two(b_scale)
 
     rows = (b.astype(np.int64) - b_zero_point).swapaxes(-1, -2).reshape(-1, b_shape[-2])
     row_scales = np.resize(np.broadcast_to(b_scale, (columns,)), rows.shape[0])
     y_dtype, y_zero_point, y_scale = output_quantization(
-        rng, a_scale, row_scales, accumulator_rms(a_dtype, a_zero_point, rows))
+        rng, a_scale, row_scales, accumulator_rms(a_dtype, a_zero_point, rows),
+        powers_of_two)
 
     constants = [("a_scale", a_scale), ("a_zero_point", a_zero_point), ("b", b),
                  ("b_scale", b_scale), ("b_zero_point", b_zero_point),
@@ -276,6 +296,7 @@ def matmul_config(rng, index):
         "b_scale": show_scale(b_scale),
         "y": f"{SHORT_NAMES[y_dtype]}{list(y_shape)}",
         "y_zp": show_zero_point(y_zero_point), "y_scale": show_scale(y_scale),
+        "scales": "powers-of-two" if powers_of_two else "any",
     }
     return Config(index, "QLinearMatMul", params, {}, a, constants, y_dtype, y_shape)
 
@@ -350,19 +371,58 @@ def run_group(directory, tools, compile_args):
 
 
 def differing(configs, process):
-    """(configuration, tessel-run line) for each configuration that the run
-    does not show bit-exact; the line is a note when there is none."""
-    lines = {}
+    """(configuration, report) for each configuration that tessel-run does
+    not show bit-exact: its result line and the detail lines after it."""
+    reports, current = {}, None
     for line in process.stdout.splitlines():
         match = RESULT_LINE.match(line)
         if match:
-            lines[match["name"]] = (line, int(match["bad"]))
+            current = reports[match["name"]] = [int(match["bad"]), line]
+        elif current and line.startswith(" "):
+            current.append(line.strip())
+        else:
+            current = None
     found = []
     for config in configs:
-        line, bad = lines.get(f"y{config.index}", ("(no result from the tools)", 1))
-        if bad:
-            found.append((config, line))
+        report = reports.get(f"y{config.index}")
+        if not report:
+            found.append((config, "no result line from tessel-run"))
+        elif report[0]:
+            found.append((config, "\n  ".join(report[1:])))
     return found
+
+
+def tool_failed(process):
+    """Whether a tool failed, as opposed to tessel-run reporting outputs
+    that differ (exit 1 with FAIL)."""
+    return process.returncode != 0 and not (
+        os.path.basename(process.args[0]) == "tessel-run" and process.returncode == 1
+        and process.stdout.rstrip().endswith("FAIL"))
+
+
+def failure_text(process):
+    """What a failed tool said, for a report."""
+    text = f"{os.path.basename(process.args[0])} exited with {process.returncode}"
+    return "\n  ".join([text] + process.stderr.strip().splitlines())
+
+
+def check(configs, directory, tools, compile_args):
+    """Tests `configs` in one model in `directory`; when a tool fails, tests
+    each configuration alone so that the failure falls on those that cause
+    it. Returns the (configuration, report) pairs that are not bit-exact,
+    and whether a tool failed."""
+    write_group(configs, directory)
+    process = run_group(directory, tools, compile_args)
+    if not tool_failed(process):
+        return differing(configs, process), False
+    if len(configs) == 1:
+        return [(configs[0], failure_text(process))], True
+    print(f"{directory}: {failure_text(process)}\n  testing its configurations one by one")
+    found = []
+    for config in configs:
+        found += check([config], os.path.join(directory, f"c{config.index}"), tools,
+                       compile_args)[0]
+    return found, True
 
 
 def main():
@@ -373,28 +433,22 @@ def main():
     parser.add_argument("--batch", type=int, default=50, help="configurations per model")
     parser.add_argument("--work", required=True, help="folder for the models and data")
     parser.add_argument("--compile-arg", action="append", default=[],
-                        help="argument for tessel-compile (repeatable)")
+                        help="argument for tessel-compile, e.g. --compile-arg=-O3 (repeatable)")
     parser.add_argument("--tools", help="folder of tessel-compile and tessel-run (default: PATH)")
     args = parser.parse_args()
 
     configs = random_configs(args.seed, args.count)
-    differ, tool_failed = 0, False
+    differ, failed = 0, False
     for start in range(0, len(configs), args.batch):
-        group = configs[start:start + args.batch]
         directory = os.path.join(args.work, f"g{start // args.batch}")
-        write_group(group, directory)
-        process = run_group(directory, args.tools, args.compile_arg)
-        found = differing(group, process)
-        for config, line in found:
-            print(f"differs: {config.describe()}")
-            print(f"  {line}")
+        found, group_failed = check(configs[start:start + args.batch], directory, args.tools,
+                                    args.compile_arg)
+        failed |= group_failed
+        for config, report in found:
+            print(f"not bit-exact: {config.describe()}\n  {report}")
         differ += len(found)
-        if process.returncode != 0 and (not found or process.stderr):
-            tool_failed = True
-            print(f"{directory}: {process.args[0]} exited with {process.returncode}")
-            sys.stdout.write(process.stderr)
     print(f"{len(configs)} configurations: {len(configs) - differ} bit-exact, {differ} differ")
-    return 1 if differ or tool_failed else 0
+    return 1 if differ or failed else 0
 
 
 if __name__ == "__main__":

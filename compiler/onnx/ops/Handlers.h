@@ -26,9 +26,12 @@ void registerTensorHandlers(OpRegistry &registry);
 mlir::Value logSoftmax(NodeImporter &node, mlir::Value x, int64_t axis);
 
 /// A convolution of `input` and `weight` (+ `bias`) with the node's Conv
-/// attributes (NeuralNetwork.cpp); null after recording why not.
+/// attributes (NeuralNetwork.cpp), of element type `resultElement` when
+/// given (a quantized product's), else the inferred one; null after
+/// recording why not.
 mlir::Value convolutionFromAttributes(NodeImporter &node, mlir::Value input,
-                                      mlir::Value weight, mlir::Value bias);
+                                      mlir::Value weight, mlir::Value bias,
+                                      mlir::Type resultElement = {});
 
 /// Resolves a possibly negative axis against `rank` (ONNX's convention);
 /// nullopt when it is out of range. `inclusive` allows axis == rank.

@@ -89,11 +89,23 @@ Value insertUnitAxis(NodeImporter &node, Value value) {
   return ReshapeOp::create(node.builder(), node.loc(), type.clone(shape), value);
 }
 
-/// A 3-D convolution as a sum over the kernel's depth of 2-D ones: depth
-/// tap kd reads input depths kd * dilation + od * stride, for each output
-/// depth od, folded into the batch, against the weight's depth slice kd.
+/// `conv`, a convolution just created with its inferred element type, with
+/// the element type `resultElement` when one is given (a quantized
+/// product's result type cannot be inferred from its operands).
+Value withResultElement(Value conv, Type resultElement) {
+  if (conv && resultElement)
+    conv.setType(cast<RankedTensorType>(conv.getType()).clone(resultElement));
+  return conv;
+}
+
+/// A 3-D convolution as one 2-D convolution whose channels are the input's
+/// channels times the kernel's depth taps: for each output depth od (folded
+/// into the batch), channel c * KD + kd holds input depth kd * dilation +
+/// od * stride of channel c, which is the order of the weight reshaped from
+/// [M, C/G, KD, KH, KW] to [M, C/G * KD, KH, KW], group by group. One
+/// product keeps a quantized convolution's sum in its integer accumulator.
 Value convolve3D(NodeImporter &node, Value input, Value weight, Value bias,
-                 const Window &window, int64_t group) {
+                 const Window &window, int64_t group, Type resultElement) {
   OpBuilder &b = node.builder();
   Location loc = node.loc();
   auto inputType = cast<RankedTensorType>(input.getType());
@@ -102,7 +114,7 @@ Value convolve3D(NodeImporter &node, Value input, Value weight, Value bias,
     (void)node.unsupported("3-D convolution needs static shapes");
     return {};
   }
-  // The depth is padded here; the 2-D convolutions pad height and width.
+  // The depth is padded here; the 2-D convolution pads height and width.
   if (window.pads[0] != 0 || window.pads[3] != 0) {
     SmallVector<int64_t> pads(10, 0);
     pads[2] = window.pads[0];
@@ -123,51 +135,61 @@ Value convolve3D(NodeImporter &node, Value input, Value weight, Value bias,
     (void)node.unsupported("the kernel is deeper than the padded input");
     return {};
   }
-  SmallVector<int64_t> planeStrides(window.strides.begin() + 1, window.strides.end());
-  SmallVector<int64_t> planeDilations(window.dilations.begin() + 1, window.dilations.end());
-  SmallVector<int64_t> planePads{window.pads[1], window.pads[2], window.pads[4], window.pads[5]};
   SmallVector<int64_t> depthFirst{0, 2, 1, 3, 4};
-  SmallVector<int64_t> weightShape(weightType.getShape());
-  weightShape[2] = 1;
-  SmallVector<int64_t> planeWeightShape(weightShape);
-  planeWeightShape.erase(planeWeightShape.begin() + 2);
-
-  Value sum;
+  SmallVector<Value> taps;
   for (int64_t kd = 0; kd < kernelDepth; ++kd) {
-    Value taps = SliceOp::create(
+    // [N, C, OD, H, W] -> [N, OD, C, H, W] -> [N * OD, C, 1, H * W]
+    Value tap = SliceOp::create(
         b, loc, inputType.clone({batch, channels, outDepth, height, width}), input,
         b.getDenseI64ArrayAttr({0, 0, kd * dilation, 0, 0}),
         b.getDenseI64ArrayAttr({1, 1, stride, 1, 1}));
-    taps = node.createInferred<TransposeOp>(taps, b.getDenseI64ArrayAttr(depthFirst));
-    taps = ReshapeOp::create(b, loc, inputType.clone({batch * outDepth, channels, height, width}),
-                             taps);
-    Value kernel = SliceOp::create(b, loc, weightType.clone(weightShape), weight,
-                                   b.getDenseI64ArrayAttr({0, 0, kd, 0, 0}),
-                                   b.getDenseI64ArrayAttr({1, 1, 1, 1, 1}));
-    kernel = ReshapeOp::create(b, loc, weightType.clone(planeWeightShape), kernel);
-    Value plane = node.createInferred<ConvOp>(
-        taps, kernel, kd == 0 ? bias : Value(), b.getDenseI64ArrayAttr(planeStrides),
-        b.getDenseI64ArrayAttr(planePads), b.getDenseI64ArrayAttr(planeDilations),
-        b.getI64IntegerAttr(group));
-    if (!plane)
+    tap = node.createInferred<TransposeOp>(tap, b.getDenseI64ArrayAttr(depthFirst));
+    if (!tap)
       return {};
-    sum = sum ? node.createInferred<AddOp>(sum, plane) : plane;
+    taps.push_back(ReshapeOp::create(
+        b, loc, inputType.clone({batch * outDepth, channels, 1, height * width}), tap));
   }
+  Value stacked = taps.front();
+  if (taps.size() > 1)
+    stacked = node.createInferred<ConcatOp>(taps, b.getI64IntegerAttr(2));
+  if (!stacked)
+    return {};
+  stacked = ReshapeOp::create(
+      b, loc, inputType.clone({batch * outDepth, channels * kernelDepth, height, width}),
+      stacked);
+  ArrayRef<int64_t> weightShape = weightType.getShape();
+  Value planeWeight = ReshapeOp::create(
+      b, loc,
+      weightType.clone({weightShape[0], weightShape[1] * kernelDepth, weightShape[3],
+                        weightShape[4]}),
+      weight);
+  SmallVector<int64_t> planeStrides(window.strides.begin() + 1, window.strides.end());
+  SmallVector<int64_t> planeDilations(window.dilations.begin() + 1, window.dilations.end());
+  SmallVector<int64_t> planePads{window.pads[1], window.pads[2], window.pads[4], window.pads[5]};
+  Value plane = withResultElement(
+      node.createInferred<ConvOp>(stacked, planeWeight, bias,
+                                  b.getDenseI64ArrayAttr(planeStrides),
+                                  b.getDenseI64ArrayAttr(planePads),
+                                  b.getDenseI64ArrayAttr(planeDilations),
+                                  b.getI64IntegerAttr(group)),
+      resultElement);
+  if (!plane)
+    return {};
   // [N * OD, M, OH, OW] -> [N, OD, M, OH, OW] -> [N, M, OD, OH, OW]
-  auto planeType = cast<RankedTensorType>(sum.getType());
-  sum = ReshapeOp::create(b, loc,
-                          planeType.clone({batch, outDepth, planeType.getDimSize(1),
-                                           planeType.getDimSize(2), planeType.getDimSize(3)}),
-                          sum);
-  return node.createInferred<TransposeOp>(sum, b.getDenseI64ArrayAttr(depthFirst));
+  auto planeType = cast<RankedTensorType>(plane.getType());
+  plane = ReshapeOp::create(b, loc,
+                            planeType.clone({batch, outDepth, planeType.getDimSize(1),
+                                             planeType.getDimSize(2), planeType.getDimSize(3)}),
+                            plane);
+  return node.createInferred<TransposeOp>(plane, b.getDenseI64ArrayAttr(depthFirst));
 }
 
 /// A 2-D convolution; 1-D ones are lifted to [1, W] and dropped back, 3-D
-/// ones are sums of 2-D ones.
+/// ones fold the kernel's depth into the channels.
 Value convolve(NodeImporter &node, Value input, Value weight, Value bias,
-               const Window &window, int64_t group) {
+               const Window &window, int64_t group, Type resultElement) {
   if (window.kernel.size() == 3)
-    return convolve3D(node, input, weight, bias, window, group);
+    return convolve3D(node, input, weight, bias, window, group, resultElement);
   OpBuilder &b = node.builder();
   bool oneDimensional = window.kernel.size() == 1;
   Window window2D = oneDimensional ? liftTo2D(window) : window;
@@ -175,10 +197,12 @@ Value convolve(NodeImporter &node, Value input, Value weight, Value bias,
     input = insertUnitAxis(node, input);
     weight = insertUnitAxis(node, weight);
   }
-  Value result = node.createInferred<ConvOp>(
-      input, weight, bias, b.getDenseI64ArrayAttr(window2D.strides),
-      b.getDenseI64ArrayAttr(window2D.pads), b.getDenseI64ArrayAttr(window2D.dilations),
-      b.getI64IntegerAttr(group));
+  Value result = withResultElement(
+      node.createInferred<ConvOp>(
+          input, weight, bias, b.getDenseI64ArrayAttr(window2D.strides),
+          b.getDenseI64ArrayAttr(window2D.pads), b.getDenseI64ArrayAttr(window2D.dilations),
+          b.getI64IntegerAttr(group)),
+      resultElement);
   if (!result || !oneDimensional)
     return result;
   auto type = cast<RankedTensorType>(result.getType());
@@ -204,7 +228,7 @@ bool checkConvRank(NodeImporter &node, RankedTensorType inputType,
 } // namespace
 
 Value convolutionFromAttributes(NodeImporter &node, Value input, Value weight,
-                                Value bias) {
+                                Value bias, Type resultElement) {
   auto inputType = cast<RankedTensorType>(input.getType());
   auto weightType = cast<RankedTensorType>(weight.getType());
   if (!checkConvRank(node, inputType, weightType))
@@ -218,7 +242,8 @@ Value convolutionFromAttributes(NodeImporter &node, Value input, Value weight,
     (void)node.unsupported("kernel_shape disagrees with the weight's shape");
     return {};
   }
-  return convolve(node, input, weight, bias, *window, node.intAttr("group", 1));
+  return convolve(node, input, weight, bias, *window, node.intAttr("group", 1),
+                  resultElement);
 }
 
 namespace {
@@ -343,7 +368,7 @@ LogicalResult importConvTranspose(NodeImporter &node) {
   window.strides.assign(rank, 1);
   window.dilations = dilations;
   window.pads.assign(2 * rank, 0);
-  return node.setInferredOutput(0, convolve(node, x, w, node.input(2), window, group));
+  return node.setInferredOutput(0, convolve(node, x, w, node.input(2), window, group, Type()));
 }
 
 LogicalResult importMaxPool(NodeImporter &node) {

@@ -61,13 +61,16 @@ quant::QuantizedType constantQuantization(NodeImporter &node, size_t scaleIndex,
   }
   SmallVector<int64_t> zeroPoints(scales.size(), 0);
   if (node.input(zeroIndex)) {
+    // One zero point for every scale, or one for all of them.
     ElementsAttr zero = node.constantInput(zeroIndex);
     if (!zero || zero.getElementType() != storage ||
-        zero.getNumElements() != static_cast<int64_t>(scales.size()))
+        (zero.getNumElements() != static_cast<int64_t>(scales.size()) &&
+         zero.getNumElements() != 1))
       return {};
-    zeroPoints.clear();
-    for (const APInt &value : zero.getValues<APInt>())
-      zeroPoints.push_back(isSigned ? value.getSExtValue() : value.getZExtValue());
+    for (auto [index, value] : llvm::enumerate(zero.getValues<APInt>()))
+      zeroPoints[index] = isSigned ? value.getSExtValue() : value.getZExtValue();
+    if (zero.getNumElements() == 1)
+      llvm::fill(zeroPoints, zeroPoints.front());
   }
   auto scaleType = cast<ShapedType>(scale.getType());
   if (scales.size() == 1 && scaleType.getRank() <= 1)
@@ -89,9 +92,11 @@ Value asStorage(NodeImporter &node, Value value) {
   return BitCastOp::create(node.builder(), node.loc(), storageType(value.getType()), value);
 }
 
-/// Gives `product`, a matmul or convolution just created with its inferred
+/// Gives `product`, a matmul just created with its inferred
 /// (expressed) element type, the quantized result type `type`.
 Value withResultType(Value product, quant::QuantizedType type) {
+  if (!product)
+    return {};
   product.setType(cast<RankedTensorType>(product.getType()).clone(type));
   return product;
 }
@@ -194,10 +199,10 @@ Value typedQLinearConv(NodeImporter &node) {
   }
   Value result = convolutionFromAttributes(node, asQuantized(node, node.input(0), types->input),
                                            asQuantized(node, node.input(3), types->weight),
-                                           bias);
+                                           bias, types->result);
   if (!result)
     return {};
-  return asStorage(node, withResultType(result, types->result));
+  return asStorage(node, result);
 }
 
 /// MatMulInteger and ConvInteger: (x, w, x_zp, w_zp) of scale 1, the
@@ -232,11 +237,13 @@ Value typedIntegerProduct(NodeImporter &node, int64_t weightAxis, bool convoluti
     return {};
   Value x = asQuantized(node, node.input(0), inputType);
   Value w = asQuantized(node, node.input(1), weightType);
-  Value product = convolution ? convolutionFromAttributes(node, x, w, Value())
-                              : node.createInferred<MatMulOp>(x, w);
+  quant::QuantizedType accumulator = perTensorType(f32, true, 32, 1.0, 0);
+  Value product = convolution
+                      ? convolutionFromAttributes(node, x, w, Value(), accumulator)
+                      : withResultType(node.createInferred<MatMulOp>(x, w), accumulator);
   if (!product)
     return {};
-  return asStorage(node, withResultType(product, perTensorType(f32, true, 32, 1.0, 0)));
+  return asStorage(node, product);
 }
 
 /// Imports `node` by `typed`, or by `fallback` when `typed` declines.
