@@ -2,8 +2,10 @@
 
 #include "compiler/Compiler.h"
 #include "compiler/HostPlan.h"
+#include "compiler/Locations.h"
 #include "compiler/Registration.h"
 #include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/quantize/PostTraining.h"
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
@@ -38,21 +40,9 @@ llvm::Error compileError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// "node 'conv1'" or "kernel of nodes 'conv1', 'relu1'" for a location.
-void describeLocation(Location loc, SmallVectorImpl<std::string> &names) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    names.push_back(name.getName().str());
-  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location inner : fused.getLocations())
-      describeLocation(inner, names);
-  } else if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
-    describeLocation(callSite.getCallee(), names);
-  }
-}
-
 std::string formatDiagnostic(Diagnostic &diagnostic) {
   SmallVector<std::string> names;
-  describeLocation(diagnostic.getLocation(), names);
+  nodeNamesOf(diagnostic.getLocation(), names);
   std::string where;
   for (const std::string &name : names)
     where += (where.empty() ? "'" : ", '") + name + "'";
@@ -158,6 +148,14 @@ std::string describeOptions(const CompileOptions &options) {
     os << " --shape " << name << "=";
     llvm::interleave(dims, os, "x");
   }
+  if (const std::optional<QuantizeOptions> &quantize = options.quantize) {
+    os << " --quantize int8 --calibration-method "
+       << quantize::calibrationMethodName(quantize->method);
+    if (quantize->method == quantize::CalibrationMethod::Percentile)
+      os << " --calibration-percentile " << quantize->percentile;
+    os << " --activations " << (quantize->signedActivations ? "s8" : "u8")
+       << " --min-sqnr " << quantize->minSqnrDb;
+  }
   return text;
 }
 
@@ -171,6 +169,137 @@ llvm::Expected<SupportReport> checkModel(llvm::StringRef modelPath,
   context.loadAllAvailableDialects();
   return checkOnnxModel(context, modelPath, options.import);
 }
+
+namespace {
+
+/// Compiles an imported module the rest of the way, to `emit`.
+class ModuleCompiler {
+public:
+  ModuleCompiler(Target &target, const CompileOptions &options, llvm::StringRef modelPath,
+                 DiagnosticCollector &diagnostics)
+      : target(target), options(options), modelPath(modelPath), diagnostics(diagnostics) {}
+
+  llvm::Error compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,
+                      const std::function<void(const llvm::Twine &)> &progress);
+
+  /// The artifact of `module`, with no progress shown (calibration's).
+  llvm::Expected<std::vector<uint8_t>> artifactOf(ModuleOp module) {
+    std::string bytes;
+    llvm::raw_string_ostream stream(bytes);
+    if (llvm::Error error = compile(module, EmitKind::Artifact, stream, [](const llvm::Twine &) {}))
+      return std::move(error);
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  }
+
+private:
+  Target &target;
+  const CompileOptions &options;
+  llvm::StringRef modelPath;
+  DiagnosticCollector &diagnostics;
+};
+
+llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,
+                                    const std::function<void(const llvm::Twine &)> &progress) {
+  MLIRContext &context = *module.getContext();
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  llvm::Expected<std::vector<TensorSignature>> inputs = signatureOf(main, false);
+  if (!inputs)
+    return inputs.takeError();
+  llvm::Expected<std::vector<TensorSignature>> outputs = signatureOf(main, true);
+  if (!outputs)
+    return outputs.takeError();
+
+  progress("optimizing the graph");
+  PassManager graph(&context);
+  GraphPipelineOptions graphOptions;
+  graphOptions.optLevel = options.optLevel;
+  graphOptions.channelsLast = target.prefersChannelsLast();
+  graphOptions.fuseAttention = target.fusesAttention();
+  buildGraphPipeline(graph, graphOptions);
+  if (failed(graph.run(module)))
+    return diagnostics.error("graph optimization failed:");
+  auto printModule = [&] {
+    module.print(out, OpPrintingFlags().elideLargeElementsAttrs(16));
+    return llvm::Error::success();
+  };
+  if (emit == EmitKind::Tessel)
+    return printModule();
+
+  PassManager lowering(&context);
+  buildLinalgPipeline(lowering);
+  if (failed(lowering.run(module)))
+    return diagnostics.error("lowering to linalg failed:");
+  TargetOptions targetOptions;
+  targetOptions.optLevel = options.optLevel;
+  targetOptions.cpu = options.cpu;
+  if (failed(target.chooseDataLayouts(module, targetOptions)))
+    return diagnostics.error("code generation for " + target.name() + " failed:");
+  if (emit == EmitKind::Linalg)
+    return printModule();
+
+  FailureOr<HostPlan> plan = planHost(main);
+  if (failed(plan))
+    return diagnostics.error("planning the host schedule failed:");
+
+  // The kernels go to the target in a module of their own.
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  OpBuilder builder(kernels->getBodyRegion());
+  size_t kernelCount = 0;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (function->hasAttr(kKernelAttrName)) {
+      builder.clone(*function);
+      ++kernelCount;
+    }
+  progress("generating " + target.name() + " code for " + Twine(kernelCount) + " kernels");
+  std::string text;
+  llvm::raw_string_ostream textStream(text);
+  if (emit == EmitKind::LLVMIR)
+    targetOptions.llvmIR = &textStream;
+  if (emit == EmitKind::Assembly)
+    targetOptions.assembly = &textStream;
+  FailureOr<Executable> executable = target.compile(*kernels, targetOptions);
+  if (failed(executable))
+    return diagnostics.error("code generation for " + target.name() + " failed:");
+  if (emit != EmitKind::Artifact) {
+    out << text;
+    return llvm::Error::success();
+  }
+
+  progress("writing the artifact");
+  ArtifactContents contents;
+  contents.inputs = std::move(*inputs);
+  contents.outputs = std::move(*outputs);
+  contents.plan = &*plan;
+  contents.executables.push_back(std::move(*executable));
+  contents.provenance = {compilerVersion().str(), modelHash(modelPath),
+                         describeOptions(options),
+                         llvm::sys::path::stem(modelPath).str()};
+  llvm::Expected<std::vector<uint8_t>> bytes = serializeArtifact(contents);
+  if (!bytes)
+    return bytes.takeError();
+  out.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
+  return llvm::Error::success();
+}
+
+/// Post-training quantization of the imported float model in `module`.
+llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options, ModuleCompiler &compiler,
+                     DiagnosticCollector &diagnostics,
+                     const std::function<void(const llvm::Twine &)> &progress) {
+  PassManager preparation(module.getContext());
+  buildGraphPreparationPipeline(preparation);
+  if (failed(preparation.run(module)))
+    return diagnostics.error("graph optimization failed:");
+  llvm::Expected<QuantizationReport> report = quantizeModel(
+      module, *options.quantize,
+      [&](ModuleOp copy) { return compiler.artifactOf(copy); }, progress);
+  if (!report)
+    return report.takeError();
+  if (options.quantizationReport)
+    options.quantizationReport(*report);
+  return llvm::Error::success();
+}
+
+} // namespace
 
 llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
                          EmitKind emit, llvm::raw_ostream &out) {
@@ -195,85 +324,11 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   if (!imported)
     return imported.takeError();
   ModuleOp module = imported->get();
-  auto main = module.lookupSymbol<func::FuncOp>("main");
-  llvm::Expected<std::vector<TensorSignature>> inputs = signatureOf(main, false);
-  if (!inputs)
-    return inputs.takeError();
-  llvm::Expected<std::vector<TensorSignature>> outputs = signatureOf(main, true);
-  if (!outputs)
-    return outputs.takeError();
-
-  progress("optimizing the graph");
-  PassManager graph(&context);
-  GraphPipelineOptions graphOptions;
-  graphOptions.optLevel = options.optLevel;
-  graphOptions.channelsLast = target->prefersChannelsLast();
-  graphOptions.fuseAttention = target->fusesAttention();
-  buildGraphPipeline(graph, graphOptions);
-  if (failed(graph.run(module)))
-    return diagnostics.error("graph optimization failed:");
-  auto printModule = [&] {
-    module.print(out, OpPrintingFlags().elideLargeElementsAttrs(16));
-    return llvm::Error::success();
-  };
-  if (emit == EmitKind::Tessel)
-    return printModule();
-
-  PassManager lowering(&context);
-  buildLinalgPipeline(lowering);
-  if (failed(lowering.run(module)))
-    return diagnostics.error("lowering to linalg failed:");
-  TargetOptions targetOptions;
-  targetOptions.optLevel = options.optLevel;
-  targetOptions.cpu = options.cpu;
-  if (failed(target->chooseDataLayouts(module, targetOptions)))
-    return diagnostics.error("code generation for " + target->name() + " failed:");
-  if (emit == EmitKind::Linalg)
-    return printModule();
-
-  FailureOr<HostPlan> plan = planHost(main);
-  if (failed(plan))
-    return diagnostics.error("planning the host schedule failed:");
-
-  // The kernels go to the target in a module of their own.
-  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
-  OpBuilder builder(kernels->getBodyRegion());
-  size_t kernelCount = 0;
-  for (auto function : module.getOps<func::FuncOp>())
-    if (function->hasAttr(kKernelAttrName)) {
-      builder.clone(*function);
-      ++kernelCount;
-    }
-  progress("generating " + target->name() + " code for " + Twine(kernelCount) +
-           " kernels");
-  std::string text;
-  llvm::raw_string_ostream textStream(text);
-  if (emit == EmitKind::LLVMIR)
-    targetOptions.llvmIR = &textStream;
-  if (emit == EmitKind::Assembly)
-    targetOptions.assembly = &textStream;
-  FailureOr<Executable> executable = target->compile(*kernels, targetOptions);
-  if (failed(executable))
-    return diagnostics.error("code generation for " + target->name() + " failed:");
-  if (emit != EmitKind::Artifact) {
-    out << text;
-    return llvm::Error::success();
-  }
-
-  progress("writing the artifact");
-  ArtifactContents contents;
-  contents.inputs = std::move(*inputs);
-  contents.outputs = std::move(*outputs);
-  contents.plan = &*plan;
-  contents.executables.push_back(std::move(*executable));
-  contents.provenance = {compilerVersion().str(), modelHash(modelPath),
-                         describeOptions(options),
-                         llvm::sys::path::stem(modelPath).str()};
-  llvm::Expected<std::vector<uint8_t>> bytes = serializeArtifact(contents);
-  if (!bytes)
-    return bytes.takeError();
-  out.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
-  return llvm::Error::success();
+  ModuleCompiler compiler(*target, options, modelPath, diagnostics);
+  if (options.quantize)
+    if (llvm::Error error = quantizeAfterTraining(module, options, compiler, diagnostics, progress))
+      return error;
+  return compiler.compile(module, emit, out, progress);
 }
 
 } // namespace tessel

@@ -9,11 +9,13 @@
 #define TESSEL_COMPILER_COMPILER_H
 
 #include "compiler/onnx/OnnxImporter.h"
+#include "compiler/quantize/PostTraining.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace tessel {
@@ -35,6 +37,10 @@ struct CompileOptions {
   ImportOptions import;
   /// Called at the start of each stage with a one-line description.
   std::function<void(llvm::StringRef)> progress;
+  /// Quantize the float model after training (--quantize int8).
+  std::optional<QuantizeOptions> quantize;
+  /// Receives what quantization did, per layer.
+  std::function<void(const QuantizationReport &)> quantizationReport;
 };
 
 /// The names of the targets compileModel accepts.

@@ -98,7 +98,11 @@ struct ConvChannelsLast : OpRewritePattern<ConvOp> {
     Value input = transpose(rewriter, loc, op.getInput(), kToChannelsLast);
     Value weight = transpose(rewriter, loc, op.getWeight(), kWeightToChannelsLast);
     RankedTensorType type = op.getType();
-    auto conv = ConvOp::create(rewriter, loc, type.clone(permuted(type.getShape(), kToChannelsLast)),
+    // A per-channel accumulator's channels move with the axis.
+    Type element = transposeQuantizedType(type.getElementType(), kToChannelsLast);
+    auto conv = ConvOp::create(rewriter, loc,
+                               RankedTensorType::get(permuted(type.getShape(), kToChannelsLast),
+                                                     element),
                                input, weight, op.getBias(),
                                op.getStridesAttr(), op.getPadsAttr(),
                                op.getDilationsAttr(), op.getGroupAttr(),

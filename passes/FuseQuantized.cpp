@@ -26,6 +26,7 @@
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/EvaluateElementwise.h"
 #include "passes/Passes.h"
+#include "passes/QuantizedGraph.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -62,26 +63,6 @@ Value dequantizedSource(Value value) {
   return {};
 }
 
-/// The storage value that quantizing `real` to `type` gives.
-int64_t quantizeScalar(double real, quant::QuantizedType type) {
-  QuantParams params = quantParams(type);
-  double scaled = std::nearbyint(static_cast<float>(real) / static_cast<float>(params.scale));
-  return std::clamp<int64_t>(static_cast<int64_t>(scaled) + params.zeroPoint,
-                             type.getStorageTypeMin(), type.getStorageTypeMax());
-}
-
-/// A constant of quantized `type` holding storage `values` in `shape`.
-Value quantizedConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                        quant::QuantizedType type, ArrayRef<int64_t> values) {
-  IntegerType storage = storageElementType(type);
-  SmallVector<APInt> elements;
-  for (int64_t value : values)
-    elements.push_back(APInt(storage.getWidth(), value, type.isSigned()));
-  auto storageTensor = RankedTensorType::get(shape, storage);
-  return ConstantOp::create(b, loc, RankedTensorType::get(shape, type),
-                            DenseElementsAttr::get(storageTensor, elements));
-}
-
 /// The value of a constant with one float element.
 std::optional<double> scalarConstant(Value value) {
   DenseElementsAttr attr;
@@ -102,20 +83,6 @@ struct ProductOperands {
   Value input, weight, bias;
   int64_t resultAxis;
 };
-
-/// The axis of `op`'s weight that its output channels run along, and the
-/// result's.
-std::pair<int64_t, int64_t> channelAxes(Operation *op) {
-  if (auto conv = dyn_cast<ConvOp>(op))
-    return conv.getChannelsLast()
-               ? std::pair<int64_t, int64_t>{conv.getType().getRank() - 1,
-                                             conv.getType().getRank() - 1}
-               : std::pair<int64_t, int64_t>{0, 1};
-  if (auto gemm = dyn_cast<GemmOp>(op))
-    return {gemm.getTransB() ? 0 : 1, 1};
-  auto matmul = cast<MatMulOp>(op);
-  return {matmul.getRhs().getType().getRank() - 1, matmul.getType().getRank() - 1};
-}
 
 /// The bias of a quantized product: an i32 tensor quantized at
 /// `accumulator`'s scales. A dequantized i32 constant of other scales, or a
@@ -205,30 +172,37 @@ Value quantizedProduct(OpBuilder &b, Operation *product, const ProductOperands &
   return MatMulOp::create(b, loc, type, operands.input, operands.weight);
 }
 
-bool isProduct(Operation *op) { return isa_and_present<ConvOp, MatMulOp, GemmOp>(op); }
+/// The relu and clip ops (with constant bounds) that `value` comes through,
+/// each read only by the next, outermost first; `value` becomes what the
+/// innermost reads.
+SmallVector<Operation *> peelActivations(Value &value) {
+  SmallVector<Operation *> activations;
+  while (Operation *op = value.getDefiningOp()) {
+    if (!op->hasOneUse())
+      break;
+    if (auto clip = dyn_cast<ClipOp>(op)) {
+      if ((clip.getMin() && !scalarConstant(clip.getMin())) ||
+          (clip.getMax() && !scalarConstant(clip.getMax())))
+        break;
+    } else if (!isa<ReluOp>(op)) {
+      break;
+    }
+    activations.push_back(op);
+    value = op->getOperand(0);
+  }
+  return activations;
+}
 
-/// quantize([relu | clip](product(dequantize...))) -> [relu | clip](product),
-/// the product quantized to the result's type (exact for the activation:
-/// quantization is monotone, so clamping commutes with it).
+/// quantize(activations(product(dequantize...))) -> activations(product),
+/// the product quantized to the result's type and each relu or clip
+/// applied to it (exact: quantization is monotone, so clamping commutes
+/// with it).
 LogicalResult fuseProduct(RewriterBase &rewriter, QuantizeOp quantize) {
   quant::QuantizedType result = eightBitPerTensor(quantize.getType());
   if (!result)
     return failure();
   Value value = quantize.getInput();
-  Operation *activation = value.getDefiningOp();
-  std::optional<double> low, high;
-  if (auto relu = dyn_cast_if_present<ReluOp>(activation)) {
-    value = relu.getInput();
-  } else if (auto clip = dyn_cast_if_present<ClipOp>(activation)) {
-    low = scalarConstant(clip.getMin()), high = scalarConstant(clip.getMax());
-    if ((clip.getMin() && !low) || (clip.getMax() && !high))
-      return failure();
-    value = clip.getInput();
-  } else {
-    activation = nullptr;
-  }
-  if (activation && !activation->hasOneUse())
-    return failure();
+  SmallVector<Operation *> activations = peelActivations(value);
   Operation *product = value.getDefiningOp();
   if (!isProduct(product) || !product->hasOneUse())
     return failure();
@@ -238,27 +212,30 @@ LogicalResult fuseProduct(RewriterBase &rewriter, QuantizeOp quantize) {
     return failure();
   Value fused = quantizedProduct(rewriter, product, *operands, result);
   Location loc = quantize.getLoc();
-  if (isa_and_present<ReluOp>(activation)) {
-    fused = ReluOp::create(rewriter, loc, fused);
-  } else if (activation) {
-    auto bound = [&](std::optional<double> real) -> Value {
-      if (!real)
-        return {};
-      return quantizedConstant(rewriter, loc, {}, result, quantizeScalar(*real, result));
-    };
-    fused = ClipOp::create(rewriter, loc, fused.getType(), fused, bound(low), bound(high));
+  auto bound = [&](Value real) -> Value {
+    if (!real)
+      return {};
+    return quantizedConstant(rewriter, loc, {}, result,
+                             quantizeScalar(*scalarConstant(real), result));
+  };
+  for (Operation *activation : llvm::reverse(activations)) {
+    if (auto clip = dyn_cast<ClipOp>(activation))
+      fused = ClipOp::create(rewriter, loc, fused.getType(), fused, bound(clip.getMin()),
+                             bound(clip.getMax()));
+    else
+      fused = ReluOp::create(rewriter, loc, fused);
   }
   rewriter.replaceOp(quantize, fused);
   return success();
 }
 
-/// Whether `product`'s result is quantized after it (perhaps through an
-/// activation), which fuseProduct handles.
+/// Whether `product`'s result is quantized after it (perhaps through
+/// activations), which fuseProduct handles.
 bool isQuantizedAfter(Operation *product) {
   if (!product->hasOneUse())
     return false;
   Operation *user = *product->user_begin();
-  if (isa<ReluOp, ClipOp>(user)) {
+  while (isa<ReluOp, ClipOp>(user)) {
     if (!user->hasOneUse())
       return false;
     user = *user->user_begin();

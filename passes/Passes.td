@@ -73,6 +73,28 @@ def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
   ];
 }
 
+def TesselInsertQuantizationPass
+    : Pass<"tessel-insert-quantization", "mlir::func::FuncOp"> {
+  let summary = "Quantize a calibrated float graph (post-training quantization)";
+  let description = [{
+    Each value that calibration gave a range (`tessel.calibrated_range`,
+    on its op or function argument) is quantized to 8 bits over that range
+    and dequantized for its readers: u8 with a zero point by default (the
+    range widened to hold 0), s8 symmetric with `signed-activations`.
+    Each quantizable product's constant weight becomes a per-output-channel
+    symmetric s8 constant, dequantized; its float bias is left for
+    tessel-fuse-quantized-ops, which quantizes it to i32 at the product's
+    scales. Products marked `tessel.precision = "f32"` keep their float
+    weight and read their float input. What is left is the QDQ form that
+    tessel-fuse-quantized-ops turns into integer ops.
+  }];
+  let options = [
+    Option<"signedActivations", "signed-activations", "bool", "false",
+           "Quantize activations to s8 symmetric instead of u8">,
+  ];
+  let dependentDialects = ["tessel::TesselDialect"];
+}
+
 def TesselFuseQuantizedOpsPass : Pass<"tessel-fuse-quantized-ops", "mlir::func::FuncOp"> {
   let summary = "Turn float islands between dequantize and quantize into quantized ops";
   let description = [{

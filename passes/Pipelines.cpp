@@ -10,12 +10,16 @@ using namespace mlir;
 
 namespace tessel {
 
+void buildGraphPreparationPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createTesselFoldBatchNormPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) {
   if (options.optLevel > 0) {
-    pm.addPass(createCanonicalizerPass());
-    pm.addNestedPass<func::FuncOp>(createTesselFoldBatchNormPass());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    buildGraphPreparationPipeline(pm);
     pm.addNestedPass<func::FuncOp>(createTesselFuseQuantizedOpsPass());
     pm.addPass(createCanonicalizerPass());
     if (options.channelsLast) {

@@ -28,6 +28,11 @@ struct GraphPipelineOptions
 /// Graph-level optimization on the tessel dialect: canonicalization and
 /// constant folding, batch-norm folding and kernel formation. At -O0 only
 /// kernel formation runs (each op its own kernel).
+/// The float graph as post-training quantization calibrates it: canonical,
+/// batch norms folded into the convolutions before them, common
+/// subexpressions shared. The graph pipeline begins with it.
+void buildGraphPreparationPipeline(mlir::OpPassManager &pm);
+
 void buildGraphPipeline(mlir::OpPassManager &pm,
                         const GraphPipelineOptions &options);
 

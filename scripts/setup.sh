@@ -19,7 +19,8 @@ debian_packages=(
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev
   cmake ninja-build ccache python3-venv python3-torch python3-torchvision
 )
-python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.32.0)
+# scikit-learn ships the handwritten digits that the PTQ accuracy test trains on.
+python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.32.0 scikit-learn==1.9.1)
 
 missing=()
 for package in "${debian_packages[@]}"; do

@@ -11,8 +11,6 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 
-#include <algorithm>
-#include <cmath>
 
 using namespace mlir;
 
@@ -276,16 +274,13 @@ Value NodeImporter::splatConstant(Type elementType, double value,
                                   ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, elementType);
   if (auto quantized = dyn_cast<quant::UniformQuantizedType>(elementType)) {
-    // The storage integer nearest `value`, held as the quantized constant.
-    double level = std::nearbyint(value / quantized.getScale()) + quantized.getZeroPoint();
-    level = std::clamp<double>(level, quantized.getStorageTypeMin(),
-                               quantized.getStorageTypeMax());
+    // The storage integer `value` quantizes to, held as the quantized constant.
     auto storage = cast<RankedTensorType>(storageType(type));
+    APInt level(quantized.getStorageTypeIntegralWidth(), quantizeScalar(value, quantized),
+                /*isSigned=*/true);
     return ConstantOp::create(
         b, location, type,
-        DenseElementsAttr::get(storage, b.getIntegerAttr(storage.getElementType(),
-                                                         APInt(quantized.getStorageTypeIntegralWidth(),
-                                                               int64_t(level), true))));
+        DenseElementsAttr::get(storage, b.getIntegerAttr(storage.getElementType(), level)));
   }
   Attribute element;
   if (auto floatType = dyn_cast<FloatType>(elementType))

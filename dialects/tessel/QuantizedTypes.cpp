@@ -6,6 +6,9 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/APFloat.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace mlir;
 
 namespace tessel {
@@ -266,5 +269,12 @@ bool hasPerAxisQuantization(Operation *op) {
 }
 
 Type inferredElementType(Type operand) { return expressedType(operand); }
+
+int64_t quantizeScalar(double real, quant::QuantizedType type) {
+  QuantParams params = quantParams(type);
+  double scaled = std::nearbyint(static_cast<float>(real) / static_cast<float>(params.scale));
+  return std::clamp<int64_t>(static_cast<int64_t>(scaled) + params.zeroPoint,
+                             type.getStorageTypeMin(), type.getStorageTypeMax());
+}
 
 } // namespace tessel

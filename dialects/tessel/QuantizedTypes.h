@@ -78,6 +78,10 @@ mlir::quant::QuantizedType accumulatorType(mlir::quant::QuantizedType input,
 /// by a transpose (result axis i is operand axis perm[i]).
 mlir::Type transposeQuantizedType(mlir::Type elementType, llvm::ArrayRef<int64_t> perm);
 
+/// The storage value that quantizing `real` to the per-tensor `type` gives
+/// (ONNX QuantizeLinear: divided in f32, rounded half to even, saturated).
+int64_t quantizeScalar(double real, mlir::quant::QuantizedType type);
+
 /// `value` rounded to the expressed type `type` (f32 or f16), as a double:
 /// ONNX computes quantization parameters in the scales' type.
 double roundToExpressed(mlir::Type type, double value);

@@ -148,3 +148,34 @@ func.func @float_island(%x: tensor<2x!quant.uniform<u8:f32, 0.5:128>>) -> tensor
   %q = tessel.quantize %s : tensor<2xf32> -> tensor<2x!quant.uniform<u8:f32, 0.00390625>>
   return %q : tensor<2x!quant.uniform<u8:f32, 0.00390625>>
 }
+
+// -----
+
+!x = !quant.uniform<u8:f32, 0.5:128>
+!w = !quant.uniform<i8:f32:0, {0.25, 0.125}>
+!y = !quant.uniform<u8:f32, 0.05:0>
+
+// ReLU6 as ONNX exporters write it, a relu then a clip to [0, 6], fuses as
+// both activations on the quantized conv; the clip's bounds become storage
+// values of the result's type (0 and 6 / 0.05 = 120).
+// CHECK-LABEL: @conv_relu_clip
+// CHECK-DAG: %[[LO:.+]] = tessel.constant dense<0> : tensor<ui8> -> tensor<!quant.uniform<u8:f32, 5.000000e-02>>
+// CHECK-DAG: %[[HI:.+]] = tessel.constant dense<120> : tensor<ui8> -> tensor<!quant.uniform<u8:f32, 5.000000e-02>>
+// CHECK: %[[C:.+]] = tessel.conv {{.+}} -> tensor<1x2x4x4x!quant.uniform<u8:f32, 5.000000e-02>>
+// CHECK-NEXT: %[[R:.+]] = tessel.relu %[[C]]
+// CHECK-NEXT: %[[K:.+]] = tessel.clip %[[R]] min(%[[LO]] {{.+}} max(%[[HI]]
+// CHECK-NEXT: return %[[K]]
+func.func @conv_relu_clip(%x: tensor<1x2x4x4x!x>) -> tensor<1x2x4x4x!y> {
+  %w = tessel.constant dense<[[[[1]], [[-2]]], [[[3]], [[-4]]]]> : tensor<2x2x1x1xi8> -> tensor<2x2x1x1x!w>
+  %xd = tessel.dequantize %x : tensor<1x2x4x4x!x> -> tensor<1x2x4x4xf32>
+  %wd = tessel.dequantize %w : tensor<2x2x1x1x!w> -> tensor<2x2x1x1xf32>
+  %c = tessel.conv %xd, %wd {dilations = array<i64: 1, 1>, group = 1 : i64,
+                              pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %r = tessel.relu %c : tensor<1x2x4x4xf32>
+  %lo = tessel.constant dense<0.0> : tensor<f32>
+  %hi = tessel.constant dense<6.0> : tensor<f32>
+  %k = tessel.clip %r min(%lo : tensor<f32>) max(%hi : tensor<f32>) : tensor<1x2x4x4xf32>
+  %q = tessel.quantize %k : tensor<1x2x4x4xf32> -> tensor<1x2x4x4x!y>
+  return %q : tensor<1x2x4x4x!y>
+}

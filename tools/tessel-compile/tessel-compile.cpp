@@ -93,6 +93,10 @@ int main(int argc, char **argv) {
   int optLevel = 3;
   std::vector<std::string> shapes, frozen;
   bool quiet = false, check = false;
+  std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8";
+  std::string quantizeReport;
+  double percentile = 99.999, minSqnr = tessel::QuantizeOptions().minSqnrDb;
+  size_t calibrationSamples = 0;
   app.add_option("model", model, "ONNX model file")->required();
   app.add_option("-o,--output", output,
                  "Output file (required for artifacts; '-' or absent prints "
@@ -115,6 +119,29 @@ int main(int argc, char **argv) {
                "Only report every node that cannot be compiled, with a summary per "
                "op; exit 1 if there is any");
   app.add_flag("-q,--quiet", quiet, "Print no progress");
+  app.add_option("--quantize", quantize,
+                 "Quantize the float model after training (needs --calibration)")
+      ->check(CLI::IsMember({"int8"}));
+  app.add_option("--calibration", calibration,
+                 "Calibration inputs: a folder of test_data_set_*/input_N.pb folders, "
+                 "or of one .npy file per input (samples stacked on a leading axis)")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--calibration-method", calibrationMethod,
+                 "How each tensor's range is chosen from its histogram")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}));
+  app.add_option("--calibration-percentile", percentile,
+                 "Percentile kept by --calibration-method percentile")
+      ->check(CLI::Range(50.0, 100.0));
+  app.add_option("--calibration-samples", calibrationSamples,
+                 "Use at most this many calibration samples (default: all)");
+  app.add_option("--activations", activations,
+                 "Activation type: u8 with a zero point, or s8 symmetric")
+      ->check(CLI::IsMember({"u8", "s8"}));
+  app.add_option("--min-sqnr", minSqnr,
+                 "Keep in float a layer whose own quantization error leaves its output "
+                 "below this SQNR (dB)");
+  app.add_option("--quantize-report", quantizeReport,
+                 "Write what quantization did per layer (precision, scales, SQNR) as JSON");
   CLI11_PARSE(app, argc, argv);
 
   tessel::CompileOptions options;
@@ -142,6 +169,29 @@ int main(int argc, char **argv) {
   }
   if (check)
     return checkSupport(model, options);
+  if (!quantize.empty() && calibration.empty()) {
+    llvm::errs() << "tessel-compile: --quantize int8 needs --calibration DIR\n";
+    return 2;
+  }
+  if (quantize.empty() && (!calibration.empty() || !quantizeReport.empty())) {
+    llvm::errs() << "tessel-compile: --calibration and --quantize-report need --quantize int8\n";
+    return 2;
+  }
+  std::string reportJson;
+  if (!quantize.empty()) {
+    tessel::QuantizeOptions &quantizeOptions = options.quantize.emplace();
+    quantizeOptions.calibrationDirectory = calibration;
+    quantizeOptions.sampleLimit = calibrationSamples;
+    tessel::quantize::parseCalibrationMethod(calibrationMethod, quantizeOptions.method);
+    quantizeOptions.percentile = percentile;
+    quantizeOptions.signedActivations = activations == "s8";
+    quantizeOptions.minSqnrDb = minSqnr;
+    bool textToStdout = emit != "artifact" && (output.empty() || output == "-");
+    options.quantizationReport = [&, textToStdout](const tessel::QuantizationReport &report) {
+      (textToStdout ? llvm::errs() : llvm::outs()) << report.table();
+      reportJson = report.json();
+    };
+  }
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -171,6 +221,11 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
+  if (!quantizeReport.empty())
+    if (llvm::Error error = writeAtomically(quantizeReport, reportJson)) {
+      llvm::errs() << "tessel-compile: error: " << llvm::toString(std::move(error)) << "\n";
+      return 1;
+    }
   if (output.empty() || output == "-") {
     llvm::outs() << result;
     return 0;

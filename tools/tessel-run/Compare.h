@@ -3,12 +3,14 @@
 #ifndef TESSEL_TOOLS_TESSEL_RUN_COMPARE_H
 #define TESSEL_TOOLS_TESSEL_RUN_COMPARE_H
 
-#include "tools/tessel-run/TensorFiles.h"
+#include "compiler/data/TensorFiles.h"
 
 #include <string>
 #include <vector>
 
 namespace tessel::run {
+
+using data::HostTensor;
 
 /// One element outside the tolerance.
 struct Mismatch {

@@ -1,7 +1,7 @@
 //===- tessel-run.cpp - Run a Tessel artifact, check it, time it ----------===//
 
 #include "tools/tessel-run/Compare.h"
-#include "tools/tessel-run/TensorFiles.h"
+#include "compiler/data/TensorFiles.h"
 
 #include "tessel/runtime.hpp"
 
@@ -14,7 +14,7 @@
 #include <map>
 #include <random>
 
-using tessel::run::HostTensor;
+using tessel::data::HostTensor;
 
 namespace {
 
@@ -102,7 +102,7 @@ std::vector<HostTensor> readTestInputs(const std::string &folder,
     fs::path path = fs::path(folder) / ("input_" + std::to_string(i) + ".pb");
     if (!fs::exists(path))
       break;
-    found.push_back(tessel::run::readTensorProto(path.string()));
+    found.push_back(tessel::data::readTensorProto(path.string()));
   }
   if (found.size() <= infos.size())
     return found;
@@ -192,11 +192,11 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < outputInfos.size(); ++i) {
         fs::path path = fs::path(testData) / ("output_" + std::to_string(i) + ".pb");
         if (fs::exists(path))
-          expected.push_back(tessel::run::readTensorProto(path.string()));
+          expected.push_back(tessel::data::readTensorProto(path.string()));
       }
     }
     for (const std::string &file : inputFiles)
-      inputs.push_back(tessel::run::readTensorFile(file));
+      inputs.push_back(tessel::data::readTensorFile(file));
     if (inputs.empty() && bench > 0)
       for (size_t i = 0; i < inputInfos.size(); ++i)
         inputs.push_back(randomInput(inputInfos[i], 1234 + i));
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
     if (!outputDir.empty()) {
       fs::create_directories(outputDir);
       for (size_t i = 0; i < results.size(); ++i)
-        tessel::run::writeNpy(
+        tessel::data::writeNpy(
             (fs::path(outputDir) / ("output_" + std::to_string(i) + ".npy")).string(),
             results[i]);
     }

@@ -1,6 +1,6 @@
 //===- TensorFiles.cpp - Tensors from and to .pb and .npy files -----------===//
 
-#include "tools/tessel-run/TensorFiles.h"
+#include "compiler/data/TensorFiles.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace tessel::run {
+namespace tessel::data {
 
 size_t HostTensor::elementCount() const {
   size_t count = 1;
@@ -249,4 +249,4 @@ HostTensor readTensorFile(const std::string &path) {
   return readTensorProto(path);
 }
 
-} // namespace tessel::run
+} // namespace tessel::data

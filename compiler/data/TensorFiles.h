@@ -1,7 +1,7 @@
 //===- TensorFiles.h - Tensors from and to .pb and .npy files ---*- C++ -*-===//
 
-#ifndef TESSEL_TOOLS_TESSEL_RUN_TENSORFILES_H
-#define TESSEL_TOOLS_TESSEL_RUN_TENSORFILES_H
+#ifndef TESSEL_COMPILER_DATA_TENSORFILES_H
+#define TESSEL_COMPILER_DATA_TENSORFILES_H
 
 #include "tessel/runtime.h"
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace tessel::run {
+namespace tessel::data {
 
 /// A tensor in host memory, as files hold it.
 struct HostTensor {
@@ -34,6 +34,6 @@ void writeNpy(const std::string &path, const HostTensor &tensor);
 /// Reads .npy or .pb by extension.
 HostTensor readTensorFile(const std::string &path);
 
-} // namespace tessel::run
+} // namespace tessel::data
 
-#endif // TESSEL_TOOLS_TESSEL_RUN_TENSORFILES_H
+#endif // TESSEL_COMPILER_DATA_TENSORFILES_H

@@ -1,0 +1,209 @@
+//===- Histogram.cpp - Activation statistics for calibration --------------===//
+
+#include "compiler/quantize/Histogram.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tessel::quantize {
+
+Histogram::Histogram(size_t binCount) : counts(binCount + binCount % 2, 0) {}
+
+double Histogram::binCentre(size_t i) const {
+  double width = 2.0 * range / counts.size();
+  return -range + (i + 0.5) * width;
+}
+
+void Histogram::growTo(double magnitude) {
+  if (range == 0.0) {
+    // The first limit is the first magnitude seen, rounded up to a power of
+    // two so that later doublings keep bin edges on round values.
+    range = std::exp2(std::ceil(std::log2(magnitude)));
+    return;
+  }
+  size_t half = counts.size() / 2;
+  while (range < magnitude) {
+    // Doubling the limit merges each pair of bins; the merged pairs of each
+    // half move towards zero, and the outer half of each side empties.
+    std::vector<uint64_t> merged(counts.size(), 0);
+    for (size_t i = 0; i < counts.size(); ++i) {
+      // Bin i covers offset i - half (in bins from zero); after doubling it
+      // lies in bin half + floor((i - half) / 2).
+      int64_t offset = static_cast<int64_t>(i) - static_cast<int64_t>(half);
+      int64_t target = static_cast<int64_t>(half) +
+                       (offset >= 0 ? offset / 2 : -((-offset + 1) / 2));
+      merged[target] += counts[i];
+    }
+    counts = std::move(merged);
+    range *= 2.0;
+  }
+}
+
+void Histogram::add(const float *values, size_t count) {
+  double magnitude = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    double value = values[i];
+    if (!std::isfinite(value))
+      continue;
+    lowest = std::min(lowest, value);
+    highest = std::max(highest, value);
+    magnitude = std::max(magnitude, std::fabs(value));
+  }
+  if (magnitude > range)
+    growTo(magnitude);
+  if (range == 0.0) {
+    // All zeros so far: they fall in the bins either side of zero.
+    counts[counts.size() / 2] += count;
+    total += count;
+    return;
+  }
+  double binsPerUnit = counts.size() / (2.0 * range);
+  int64_t last = static_cast<int64_t>(counts.size()) - 1;
+  for (size_t i = 0; i < count; ++i) {
+    float value = values[i];
+    if (!std::isfinite(value))
+      continue;
+    int64_t bin = static_cast<int64_t>(std::floor((value + range) * binsPerUnit));
+    ++counts[std::clamp<int64_t>(bin, 0, last)];
+    ++total;
+  }
+}
+
+bool parseCalibrationMethod(const std::string &text, CalibrationMethod &method) {
+  if (text == "minmax")
+    method = CalibrationMethod::MinMax;
+  else if (text == "percentile")
+    method = CalibrationMethod::Percentile;
+  else if (text == "entropy")
+    method = CalibrationMethod::Entropy;
+  else
+    return false;
+  return true;
+}
+
+const char *calibrationMethodName(CalibrationMethod method) {
+  switch (method) {
+  case CalibrationMethod::MinMax:
+    return "minmax";
+  case CalibrationMethod::Percentile:
+    return "percentile";
+  case CalibrationMethod::Entropy:
+    return "entropy";
+  }
+  return "";
+}
+
+namespace {
+
+/// The value below which `fraction` of the histogram's samples lie.
+double quantile(const Histogram &histogram, double fraction) {
+  const std::vector<uint64_t> &bins = histogram.bins();
+  double wanted = fraction * histogram.count();
+  double width = 2.0 * histogram.limit() / bins.size();
+  double seen = 0.0;
+  for (size_t i = 0; i < bins.size(); ++i) {
+    if (seen + bins[i] >= wanted && bins[i] > 0)
+      return -histogram.limit() + (i + (wanted - seen) / bins[i]) * width;
+    seen += bins[i];
+  }
+  return histogram.limit();
+}
+
+/// KL(p || q) of two unnormalized distributions over the same bins. Where q
+/// is empty but p is not (the clipped values), q is taken as a small
+/// probability instead of zero, as onnxruntime and TensorRT smooth it: a
+/// few outliers must cost a little, not rule the threshold out.
+double klDivergence(const std::vector<double> &p, const std::vector<double> &q) {
+  constexpr double kEmptyProbability = 1e-4;
+  double pSum = 0.0, qSum = 0.0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    pSum += p[i];
+    qSum += q[i];
+  }
+  if (pSum == 0.0 || qSum == 0.0)
+    return std::numeric_limits<double>::infinity();
+  double divergence = 0.0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0.0)
+      continue;
+    double pi = p[i] / pSum, qi = q[i] > 0.0 ? q[i] / qSum : kEmptyProbability;
+    divergence += pi * std::log(pi / qi);
+  }
+  return divergence;
+}
+
+/// The threshold on |x| that minimizes the information lost by clipping
+/// there and quantizing [0, threshold] to `levels` levels.
+double entropyThreshold(const Histogram &histogram, int levels) {
+  const std::vector<uint64_t> &bins = histogram.bins();
+  size_t half = bins.size() / 2;
+  std::vector<double> magnitude(half, 0.0);
+  for (size_t i = 0; i < half; ++i)
+    magnitude[i] = static_cast<double>(bins[half + i]) + bins[half - 1 - i];
+  size_t used = half;
+  while (used > 0 && magnitude[used - 1] == 0.0)
+    --used;
+  double width = histogram.limit() / half;
+  if (used <= static_cast<size_t>(levels))
+    return used * width;
+  double bestDivergence = std::numeric_limits<double>::infinity();
+  size_t best = used;
+  std::vector<double> clipped, expanded;
+  for (size_t threshold = levels; threshold <= used; ++threshold) {
+    // p: the bins below the threshold, the values above it clipped into the
+    // last one.
+    clipped.assign(magnitude.begin(), magnitude.begin() + threshold);
+    for (size_t i = threshold; i < used; ++i)
+      clipped.back() += magnitude[i];
+    // q: the bins below the threshold (without the clipped values: their
+    // loss is what p against q measures) merged into `levels` groups, each
+    // group's mass spread evenly over its bins that are not empty.
+    expanded.assign(threshold, 0.0);
+    for (int level = 0; level < levels; ++level) {
+      size_t begin = level * threshold / levels;
+      size_t end = (level + 1) * threshold / levels;
+      double mass = 0.0;
+      size_t occupied = 0;
+      for (size_t i = begin; i < end; ++i) {
+        mass += magnitude[i];
+        occupied += magnitude[i] != 0.0;
+      }
+      for (size_t i = begin; i < end; ++i)
+        if (magnitude[i] != 0.0)
+          expanded[i] = mass / occupied;
+    }
+    double divergence = klDivergence(clipped, expanded);
+    if (divergence < bestDivergence) {
+      bestDivergence = divergence;
+      best = threshold;
+    }
+  }
+  return best * width;
+}
+
+} // namespace
+
+std::pair<double, double> chooseRange(const Histogram &histogram, CalibrationMethod method,
+                                      double percentile, int levels) {
+  double lo = histogram.min(), hi = histogram.max();
+  if (histogram.count() == 0 || histogram.limit() == 0.0)
+    return {lo, hi};
+  switch (method) {
+  case CalibrationMethod::MinMax:
+    break;
+  case CalibrationMethod::Percentile:
+    lo = std::max(lo, quantile(histogram, 1.0 - percentile / 100.0));
+    hi = std::min(hi, quantile(histogram, percentile / 100.0));
+    break;
+  case CalibrationMethod::Entropy: {
+    double threshold = entropyThreshold(histogram, levels);
+    lo = std::max(lo, -threshold);
+    hi = std::min(hi, threshold);
+    break;
+  }
+  }
+  return {std::min(lo, hi), hi};
+}
+
+} // namespace tessel::quantize

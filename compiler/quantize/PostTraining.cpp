@@ -1,0 +1,397 @@
+//===- PostTraining.cpp - Calibrated post-training quantization -----------===//
+
+#include "compiler/quantize/PostTraining.h"
+
+#include "compiler/Locations.h"
+#include "compiler/quantize/Observation.h"
+#include "dialects/tessel/QuantizedTypes.h"
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/Passes.h"
+#include "passes/QuantizedGraph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <exception>
+
+using namespace mlir;
+
+namespace tessel {
+
+namespace {
+
+llvm::Error quantizeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+func::FuncOp mainOf(ModuleOp module) { return module.lookupSymbol<func::FuncOp>("main"); }
+
+/// Appends `values` to `function`'s results.
+void appendResults(func::FuncOp function, ArrayRef<Value> values) {
+  Operation *terminator = function.front().getTerminator();
+  SmallVector<Value> results(terminator->getOperands());
+  results.append(values.begin(), values.end());
+  terminator->setOperands(results);
+  function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
+                                     ValueRange(results).getTypes()));
+}
+
+/// A copy of `module` whose main also returns its quantization points,
+/// quantized (and read back as float) when `quantized`.
+llvm::Expected<OwningOpRef<ModuleOp>> watchedCopy(ModuleOp module, bool quantized,
+                                                  bool signedActivations) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  func::FuncOp main = mainOf(*copy);
+  appendResults(main, quantizationPoints(main));
+  if (quantized) {
+    PassManager passes(module.getContext());
+    TesselInsertQuantizationPassOptions options;
+    options.signedActivations = signedActivations;
+    passes.addNestedPass<func::FuncOp>(createTesselInsertQuantizationPass(options));
+    if (failed(passes.run(*copy)))
+      return quantizeError("inserting quantization failed");
+  }
+  return copy;
+}
+
+std::string nodeName(Operation *op) {
+  SmallVector<std::string> names;
+  nodeNamesOf(op->getLoc(), names);
+  return names.empty() ? "(unnamed)" : names.front();
+}
+
+std::string formatDb(double db) {
+  return std::isinf(db) ? std::string("exact") : llvm::formatv("{0:f1}", db).str();
+}
+
+/// Relative error power of a watched tensor: noise / signal.
+double relativeNoise(const quantize::ErrorPower &power) {
+  return power.signal > 0.0 ? power.noise / power.signal : 0.0;
+}
+
+double toDb(double relative) {
+  return relative > 0.0 ? -10.0 * std::log10(relative) : INFINITY;
+}
+
+/// How many times the accuracy budget is applied to a new measurement.
+constexpr int kBudgetRounds = 3;
+
+/// One quantizable product: where its input and output are among the
+/// watched tensors.
+struct Layer {
+  Operation *op;
+  Value input, output;
+};
+
+/// Runs `fn`, turning the exceptions of the runtime and the data readers
+/// into an llvm::Error.
+template <typename Fn> llvm::Error guarded(const llvm::Twine &what, Fn fn) {
+  try {
+    fn();
+  } catch (const std::exception &error) {
+    return quantizeError(what + ": " + error.what());
+  }
+  return llvm::Error::success();
+}
+
+class PostTrainingQuantizer {
+public:
+  PostTrainingQuantizer(ModuleOp module, const QuantizeOptions &options,
+                        const ArtifactBuilder &build,
+                        const std::function<void(const llvm::Twine &)> &progress)
+      : module(module), main(mainOf(module)), options(options), build(build),
+        progress(progress) {}
+
+  llvm::Expected<QuantizationReport> run();
+
+private:
+  llvm::Error calibrate();
+  /// Compiles the quantized model with its points watched and measures
+  /// each point's and output's error against float.
+  llvm::Error evaluate(const char *stage);
+  /// Keeps in float the quantized layers whose own error breaks the
+  /// budget; true if any.
+  bool applyBudget();
+  QuantizationReport report() const;
+
+  quantize::SampleProgress sampleProgress(const char *stage) const {
+    return [this, stage](size_t done, size_t total) {
+      if (done == total || done % 8 == 0)
+        progress(llvm::Twine(stage) + ": " + llvm::Twine(done) + "/" + llvm::Twine(total) +
+                 " samples");
+    };
+  }
+
+  ModuleOp module;
+  func::FuncOp main;
+  const QuantizeOptions &options;
+  const ArtifactBuilder &build;
+  const std::function<void(const llvm::Twine &)> &progress;
+
+  size_t outputCount = 0;
+  std::vector<quantize::CalibrationSample> samples;
+  /// The float model with its points watched, and those points.
+  std::vector<uint8_t> floatArtifact;
+  SmallVector<Value> points;
+  llvm::DenseMap<Value, size_t> pointIndex;
+  std::vector<Layer> layers;
+  /// Error of each point (indexed like `points`) and model output, from
+  /// the latest evaluation.
+  std::vector<quantize::ErrorPower> pointError, outputError;
+  /// Each layer's SQNRs when it was last measured quantized.
+  llvm::DenseMap<Operation *, std::pair<double, double>> quantizedSqnr;
+};
+
+llvm::Error PostTrainingQuantizer::calibrate() {
+  outputCount = main.getNumResults();
+  points = quantizationPoints(main);
+  if (points.empty())
+    return quantizeError("nothing to quantize: the model has no convolution or matrix "
+                         "product with constant f32 weights");
+  for (auto [index, point] : llvm::enumerate(points))
+    pointIndex[point] = index;
+  main.walk([&](Operation *op) {
+    if (isQuantizableProduct(op))
+      layers.push_back({op, op->getOperand(0), activatedResult(op)});
+  });
+
+  progress("calibration: compiling the float model with " + llvm::Twine(points.size()) +
+           " watched tensors");
+  llvm::Expected<OwningOpRef<ModuleOp>> watched =
+      watchedCopy(module, /*quantized=*/false, options.signedActivations);
+  if (!watched)
+    return watched.takeError();
+  llvm::Expected<std::vector<uint8_t>> bytes = build(**watched);
+  if (!bytes)
+    return bytes.takeError();
+  floatArtifact = std::move(*bytes);
+
+  std::vector<quantize::Histogram> histograms;
+  if (llvm::Error error = guarded("calibration data", [&] {
+        samples = quantize::readCalibrationData(
+            options.calibrationDirectory, quantize::artifactInputs(floatArtifact),
+            options.sampleLimit);
+      }))
+    return error;
+  progress("calibration: " + llvm::Twine(samples.size()) + " samples from " +
+           options.calibrationDirectory + ", " +
+           quantize::calibrationMethodName(options.method));
+  if (llvm::Error error = guarded("calibration", [&] {
+        histograms = quantize::collectHistograms(floatArtifact, samples, outputCount,
+                                                 sampleProgress("calibration"));
+      }))
+    return error;
+  for (auto [point, histogram] : llvm::zip_equal(points, histograms)) {
+    auto [lo, hi] = quantize::chooseRange(histogram, options.method, options.percentile);
+    setCalibratedRange(point, lo, hi);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PostTrainingQuantizer::evaluate(const char *stage) {
+  SmallVector<Value> watchedPoints = quantizationPoints(main);
+  std::vector<size_t> referenceIndex;
+  for (size_t i = 0; i < outputCount; ++i)
+    referenceIndex.push_back(i);
+  for (Value point : watchedPoints)
+    referenceIndex.push_back(outputCount + pointIndex.lookup(point));
+
+  progress(llvm::Twine(stage) + ": compiling the quantized model");
+  llvm::Expected<OwningOpRef<ModuleOp>> watched =
+      watchedCopy(module, /*quantized=*/true, options.signedActivations);
+  if (!watched)
+    return watched.takeError();
+  llvm::Expected<std::vector<uint8_t>> bytes = build(**watched);
+  if (!bytes)
+    return bytes.takeError();
+  std::vector<quantize::ErrorPower> powers;
+  if (llvm::Error error = guarded(stage, [&] {
+        powers = quantize::measureError(floatArtifact, *bytes, referenceIndex, samples,
+                                        sampleProgress(stage));
+      }))
+    return error;
+  outputError.assign(powers.begin(), powers.begin() + outputCount);
+  // Points no longer quantized are exact.
+  pointError.assign(points.size(), quantize::ErrorPower{1.0, 0.0});
+  for (auto [i, point] : llvm::enumerate(watchedPoints))
+    pointError[pointIndex.lookup(point)] = powers[outputCount + i];
+  return llvm::Error::success();
+}
+
+bool PostTrainingQuantizer::applyBudget() {
+  bool changed = false;
+  for (const Layer &layer : layers) {
+    double in = relativeNoise(pointError[pointIndex.lookup(layer.input)]);
+    double out = relativeNoise(pointError[pointIndex.lookup(layer.output)]);
+    if (layer.op->hasAttr(kPrecisionAttr))
+      continue;
+    quantizedSqnr[layer.op] = {toDb(out), toDb(out - in)};
+    if (toDb(out - in) < options.minSqnrDb) {
+      layer.op->setAttr(kPrecisionAttr, StringAttr::get(layer.op->getContext(), "f32"));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+QuantizationReport PostTrainingQuantizer::report() const {
+  QuantizationReport report;
+  report.method = quantize::calibrationMethodName(options.method);
+  report.sampleCount = samples.size();
+  report.minSqnrDb = options.minSqnrDb;
+  for (const Layer &layer : layers) {
+    LayerQuantization entry;
+    entry.name = nodeName(layer.op);
+    entry.op = layer.op->getName().stripDialect().str();
+    bool inFloat = layer.op->hasAttr(kPrecisionAttr);
+    entry.precision = inFloat ? "f32" : "int8";
+    if (auto dequantize = layer.op->getOperand(0).getDefiningOp<DequantizeOp>()) {
+      QuantParams params = quantParams(getQuantizedType(dequantize.getInput().getType()));
+      entry.inputScale = params.scale;
+      entry.inputZeroPoint = params.zeroPoint;
+    }
+    for (Operation *user : layer.output.getUsers())
+      if (auto quantize = dyn_cast<QuantizeOp>(user)) {
+        QuantParams params = quantParams(getQuantizedType(quantize.getType()));
+        entry.outputScale = params.scale;
+        entry.outputZeroPoint = params.zeroPoint;
+      }
+    if (auto weight = layer.op->getOperand(1).getDefiningOp<DequantizeOp>()) {
+      quant::QuantizedType type = getQuantizedType(weight.getInput().getType());
+      entry.weightScaleMin = INFINITY;
+      for (int64_t c = 0; c < quantChannelCount(type); ++c) {
+        entry.weightScaleMin = std::min(entry.weightScaleMin, quantParams(type, c).scale);
+        entry.weightScaleMax = std::max(entry.weightScaleMax, quantParams(type, c).scale);
+      }
+    }
+    double in = relativeNoise(pointError[pointIndex.lookup(layer.input)]);
+    double out = relativeNoise(pointError[pointIndex.lookup(layer.output)]);
+    entry.sqnrDb = toDb(out);
+    entry.addedSqnrDb = toDb(out - in);
+    std::tie(entry.quantizedSqnrDb, entry.quantizedAddedSqnrDb) = quantizedSqnr.lookup(layer.op);
+    report.layers.push_back(std::move(entry));
+  }
+  for (auto [i, power] : llvm::enumerate(outputError)) {
+    func::FuncOp function = main; // the accessors are not const
+    auto name = function.getResultAttrOfType<StringAttr>(static_cast<unsigned>(i), "tessel.name");
+    report.outputs.push_back({name ? name.str() : std::to_string(i), power.sqnrDb()});
+  }
+  return report;
+}
+
+llvm::Expected<QuantizationReport> PostTrainingQuantizer::run() {
+  if (llvm::Error error = calibrate())
+    return std::move(error);
+  if (llvm::Error error = evaluate("measuring quantization error"))
+    return std::move(error);
+  // Keeping a layer in float changes the error of the layers after it, so
+  // the budget is applied again to the new measurement, a few times at most.
+  for (int round = 0; round < kBudgetRounds && applyBudget(); ++round) {
+    size_t kept = llvm::count_if(
+        layers, [](const Layer &layer) { return layer.op->hasAttr(kPrecisionAttr); });
+    progress(llvm::Twine(kept) + " of " + llvm::Twine(layers.size()) +
+             " layers stay in float (below " + formatDb(options.minSqnrDb) +
+             " dB); measuring again");
+    if (llvm::Error error = evaluate("measuring mixed-precision error"))
+      return std::move(error);
+  }
+  // The model itself, as it will be compiled.
+  PassManager passes(module.getContext());
+  TesselInsertQuantizationPassOptions insertOptions;
+  insertOptions.signedActivations = options.signedActivations;
+  passes.addNestedPass<func::FuncOp>(createTesselInsertQuantizationPass(insertOptions));
+  if (failed(passes.run(module)))
+    return quantizeError("inserting quantization failed");
+  return report();
+}
+
+} // namespace
+
+llvm::Expected<QuantizationReport>
+quantizeModel(ModuleOp module, const QuantizeOptions &options, const ArtifactBuilder &build,
+              const std::function<void(const llvm::Twine &)> &progress) {
+  if (!mainOf(module))
+    return quantizeError("the module has no main function");
+  return PostTrainingQuantizer(module, options, build, progress).run();
+}
+
+std::string QuantizationReport::table() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "quantization: " << method << " calibration on " << sampleCount
+     << " samples; layers whose own SQNR is below " << formatDb(minSqnrDb)
+     << " dB stay in float\n";
+  os << llvm::format("  %-36s %-7s %-9s %-16s %-16s %-10s %s\n", "layer", "op", "precision",
+                     "input scale:zp", "output scale:zp", "SQNR (dB)", "its own (dB)");
+  auto scale = [](std::optional<double> value, std::optional<int64_t> zero) {
+    if (!value)
+      return std::string("-");
+    return llvm::formatv("{0}:{1}", llvm::format("%.3g", *value), *zero).str();
+  };
+  for (const LayerQuantization &layer : layers) {
+    // A layer whose output is no noisier than its input adds nothing
+    // measurable.
+    std::string added = std::isinf(layer.addedSqnrDb) && !std::isinf(layer.sqnrDb)
+                            ? std::string("none")
+                            : formatDb(layer.addedSqnrDb);
+    if (layer.precision != "int8")
+      added += " (" + formatDb(layer.quantizedAddedSqnrDb) + " in int8)";
+    os << llvm::format("  %-36s %-7s %-9s %-16s %-16s %-10s %s\n",
+                       layer.name.substr(0, 36).c_str(), layer.op.c_str(),
+                       layer.precision.c_str(),
+                       scale(layer.inputScale, layer.inputZeroPoint).c_str(),
+                       scale(layer.outputScale, layer.outputZeroPoint).c_str(),
+                       formatDb(layer.sqnrDb).c_str(), added.c_str());
+  }
+  for (const auto &[name, db] : outputs)
+    os << "  model output '" << name << "': SQNR " << formatDb(db)
+       << (std::isinf(db) ? "\n" : " dB\n");
+  return text;
+}
+
+std::string QuantizationReport::json() const {
+  auto db = [](double value) -> llvm::json::Value {
+    if (std::isinf(value))
+      return nullptr; // exact
+    return value;
+  };
+  llvm::json::Array layerArray;
+  for (const LayerQuantization &layer : layers) {
+    llvm::json::Object entry{{"name", layer.name},
+                             {"op", layer.op},
+                             {"precision", layer.precision},
+                             {"sqnr_db", db(layer.sqnrDb)},
+                             {"added_sqnr_db", db(layer.addedSqnrDb)},
+                             {"int8_sqnr_db", db(layer.quantizedSqnrDb)},
+                             {"int8_added_sqnr_db", db(layer.quantizedAddedSqnrDb)}};
+    if (layer.inputScale)
+      entry["input"] = llvm::json::Object{{"scale", *layer.inputScale},
+                                          {"zero_point", *layer.inputZeroPoint}};
+    if (layer.outputScale)
+      entry["output"] = llvm::json::Object{{"scale", *layer.outputScale},
+                                           {"zero_point", *layer.outputZeroPoint}};
+    if (layer.weightScaleMax > 0.0)
+      entry["weight_scale"] = llvm::json::Object{{"min", layer.weightScaleMin},
+                                                 {"max", layer.weightScaleMax}};
+    layerArray.push_back(std::move(entry));
+  }
+  llvm::json::Array outputArray;
+  for (const auto &[name, value] : outputs)
+    outputArray.push_back(llvm::json::Object{{"name", name}, {"sqnr_db", db(value)}});
+  llvm::json::Object root{{"method", method},
+                          {"samples", static_cast<int64_t>(sampleCount)},
+                          {"min_sqnr_db", minSqnrDb},
+                          {"layers", std::move(layerArray)},
+                          {"outputs", std::move(outputArray)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return text;
+}
+
+} // namespace tessel

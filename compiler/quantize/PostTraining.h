@@ -1,0 +1,85 @@
+//===- PostTraining.h - Calibrated post-training quantization ---*- C++ -*-===//
+//
+// tessel-compile --quantize int8: calibrate the float model on the user's
+// inputs with Tessel's own compiled code, choose each quantized tensor's
+// range, quantize, measure what quantization costs each layer and the
+// model's outputs (SQNR against float on the same inputs), and keep in
+// float the layers that fall below the accuracy budget.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_COMPILER_QUANTIZE_POSTTRAINING_H
+#define TESSEL_COMPILER_QUANTIZE_POSTTRAINING_H
+
+#include "compiler/quantize/Histogram.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+struct QuantizeOptions {
+  /// Where the calibration inputs are (see CalibrationData.h).
+  std::string calibrationDirectory;
+  /// At most this many samples (0: all).
+  size_t sampleLimit = 0;
+  quantize::CalibrationMethod method = quantize::CalibrationMethod::MinMax;
+  double percentile = 99.999;
+  bool signedActivations = false;
+  /// A layer whose quantization alone leaves its output below this SQNR
+  /// stays in float.
+  double minSqnrDb = 15.0;
+};
+
+/// What post-training quantization did to one convolution or matrix product.
+struct LayerQuantization {
+  std::string name; // the ONNX node's
+  std::string op;   // "conv", "matmul", "gemm"
+  std::string precision; // "int8" or "f32"
+  std::optional<double> inputScale, outputScale;
+  std::optional<int64_t> inputZeroPoint, outputZeroPoint;
+  double weightScaleMin = 0.0, weightScaleMax = 0.0;
+  /// SQNR (dB) of the layer's output in the quantized model against float:
+  /// the error of every layer before it included.
+  double sqnrDb = 0.0;
+  /// The part of that error this layer adds (dB): its output's relative
+  /// error power less its input's.
+  double addedSqnrDb = 0.0;
+  /// The SQNRs when quantized, before the budget kept the layer in float.
+  double quantizedSqnrDb = 0.0, quantizedAddedSqnrDb = 0.0;
+};
+
+struct QuantizationReport {
+  std::string method;
+  size_t sampleCount = 0;
+  double minSqnrDb = 0.0;
+  std::vector<LayerQuantization> layers;
+  /// Each model output's SQNR (dB) against float.
+  std::vector<std::pair<std::string, double>> outputs;
+
+  std::string table() const;
+  std::string json() const;
+};
+
+/// Compiles a module of the tessel dialect (as the importer gives it) into
+/// artifact bytes: the rest of the compile pipeline.
+using ArtifactBuilder =
+    std::function<llvm::Expected<std::vector<uint8_t>>(mlir::ModuleOp module)>;
+
+/// Quantizes the float model in `module` (imported, batch norms folded):
+/// on return it holds the QDQ form that the graph pipeline fuses into
+/// integer ops. `progress` receives one line per stage and sample.
+llvm::Expected<QuantizationReport>
+quantizeModel(mlir::ModuleOp module, const QuantizeOptions &options,
+              const ArtifactBuilder &build,
+              const std::function<void(const llvm::Twine &)> &progress);
+
+} // namespace tessel
+
+#endif // TESSEL_COMPILER_QUANTIZE_POSTTRAINING_H

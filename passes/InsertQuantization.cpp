@@ -1,0 +1,135 @@
+//===- InsertQuantization.cpp - Quantize a calibrated float graph ---------===//
+//
+// Post-training quantization writes its decisions as the QDQ form that
+// quantized ONNX models import to, so that one fusion pass
+// (tessel-fuse-quantized-ops) turns both into integer ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tessel/QuantizedTypes.h"
+#include "dialects/tessel/TesselDialect.h"
+#include "passes/Passes.h"
+#include "passes/QuantizedGraph.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace tessel {
+#define GEN_PASS_DEF_TESSELINSERTQUANTIZATIONPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace tessel;
+
+namespace {
+
+/// The 8-bit type that represents [lo, hi]: u8 over the range widened to
+/// hold 0 (so that zero, and padding, is exact), or s8 symmetric. Scales
+/// are f32 values, as ONNX stores them.
+quant::QuantizedType activationType(MLIRContext *context, double lo, double hi,
+                                    bool isSigned) {
+  Type f32 = Float32Type::get(context);
+  lo = std::min(lo, 0.0);
+  hi = std::max(hi, 0.0);
+  if (isSigned) {
+    double scale = roundToExpressed(f32, std::max(-lo, hi) / 127.0);
+    return perTensorType(f32, true, 8, scale > 0.0 ? scale : 1.0, 0);
+  }
+  double scale = roundToExpressed(f32, (hi - lo) / 255.0);
+  if (!(scale > 0.0))
+    return perTensorType(f32, false, 8, 1.0, 0);
+  int64_t zeroPoint = std::clamp<int64_t>(std::llround(-lo / scale), 0, 255);
+  return perTensorType(f32, false, 8, scale, zeroPoint);
+}
+
+/// `weight` (an f32 constant) as symmetric s8 per output channel along
+/// `axis`, dequantized back to f32 for the product to read.
+Value quantizeWeight(OpBuilder &b, Location loc, DenseElementsAttr weight, int64_t axis) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  SmallVector<float> values(weight.getValues<float>());
+  int64_t channels = type.getDimSize(axis);
+  int64_t inner = 1;
+  for (int64_t i = axis + 1; i < type.getRank(); ++i)
+    inner *= type.getDimSize(i);
+  auto channelOf = [&](size_t index) { return (index / inner) % channels; };
+  SmallVector<double> absMax(channels, 0.0);
+  for (auto [index, value] : llvm::enumerate(values))
+    absMax[channelOf(index)] = std::max<double>(absMax[channelOf(index)], std::fabs(value));
+  Type f32 = b.getF32Type();
+  SmallVector<double> scales;
+  for (double magnitude : absMax) {
+    double scale = roundToExpressed(f32, magnitude / 127.0);
+    scales.push_back(scale > 0.0 ? scale : 1.0);
+  }
+  SmallVector<int64_t> storage;
+  for (auto [index, value] : llvm::enumerate(values)) {
+    double level = std::nearbyint(value / static_cast<float>(scales[channelOf(index)]));
+    storage.push_back(static_cast<int64_t>(std::clamp(level, -127.0, 127.0)));
+  }
+  quant::QuantizedType quantized =
+      perAxisType(f32, true, 8, scales, SmallVector<int64_t>(channels, 0), axis);
+  Value constant = quantizedConstant(b, loc, type.getShape(), quantized, storage);
+  return DequantizeOp::create(b, loc, type, constant);
+}
+
+/// Whether `use` reads its value in float on purpose: an operand of a
+/// product kept in float.
+bool readsFloat(OpOperand &use) {
+  Operation *user = use.getOwner();
+  return isProduct(user) && user->hasAttr(kPrecisionAttr);
+}
+
+/// Quantizes `value` to `type` and gives its readers the dequantized value.
+void quantizeValue(OpBuilder &b, Value value, quant::QuantizedType type) {
+  Location loc = value.getLoc();
+  auto tensor = cast<RankedTensorType>(value.getType());
+  b.setInsertionPointAfterValue(value);
+  Value quantized = QuantizeOp::create(b, loc, tensor.clone(type), value);
+  Value dequantized = DequantizeOp::create(b, loc, tensor, quantized);
+  value.replaceUsesWithIf(dequantized, [&](OpOperand &use) {
+    return use.getOwner() != quantized.getDefiningOp() && !readsFloat(use);
+  });
+}
+
+struct TesselInsertQuantizationPass
+    : tessel::impl::TesselInsertQuantizationPassBase<TesselInsertQuantizationPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    OpBuilder b(&getContext());
+    // The points are found before the weights change: a product whose
+    // weight is already dequantized is no longer a float product.
+    SmallVector<Value> points = quantizationPoints(function);
+    SmallVector<Operation *> products;
+    function.walk([&](Operation *op) {
+      if (isQuantizableProduct(op) && calibratedRange(op->getOperand(0)))
+        products.push_back(op);
+    });
+    for (Operation *product : products) {
+      DenseElementsAttr weight;
+      if (!matchPattern(product->getOperand(1), m_Constant(&weight)))
+        continue;
+      b.setInsertionPoint(product);
+      product->setOperand(1, quantizeWeight(b, product->getLoc(), weight,
+                                            channelAxes(product).first));
+    }
+    for (Value point : points) {
+      std::optional<std::pair<double, double>> range = calibratedRange(point);
+      if (!range)
+        continue;
+      quantizeValue(b, point,
+                    activationType(&getContext(), range->first, range->second,
+                                   signedActivations));
+    }
+    function.walk([](Operation *op) { op->removeAttr(kCalibratedRangeAttr); });
+    for (unsigned i = 0; i < function.getNumArguments(); ++i)
+      function.removeArgAttr(i, kCalibratedRangeAttr);
+  }
+};
+
+} // namespace

@@ -1,0 +1,120 @@
+//===- QuantizedGraph.cpp - Shared facts about quantized tessel graphs ----===//
+
+#include "passes/QuantizedGraph.h"
+
+#include "dialects/tessel/TesselDialect.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace tessel {
+
+bool isProduct(Operation *op) { return isa_and_present<ConvOp, MatMulOp, GemmOp>(op); }
+
+std::pair<int64_t, int64_t> channelAxes(Operation *op) {
+  if (auto conv = dyn_cast<ConvOp>(op))
+    return conv.getChannelsLast()
+               ? std::pair<int64_t, int64_t>{conv.getType().getRank() - 1,
+                                             conv.getType().getRank() - 1}
+               : std::pair<int64_t, int64_t>{0, 1};
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return {gemm.getTransB() ? 0 : 1, 1};
+  auto matmul = cast<MatMulOp>(op);
+  return {matmul.getRhs().getType().getRank() - 1, matmul.getType().getRank() - 1};
+}
+
+Value quantizedConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                        quant::QuantizedType type, ArrayRef<int64_t> values) {
+  IntegerType storage = storageElementType(type);
+  SmallVector<APInt> elements;
+  for (int64_t value : values)
+    elements.push_back(APInt(storage.getWidth(), value, type.isSigned()));
+  auto storageTensor = RankedTensorType::get(shape, storage);
+  return ConstantOp::create(b, loc, RankedTensorType::get(shape, type),
+                            DenseElementsAttr::get(storageTensor, elements));
+}
+
+namespace {
+
+bool isF32Tensor(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.hasStaticShape() && type.getElementType().isF32();
+}
+
+} // namespace
+
+bool isQuantizableProduct(Operation *op) {
+  if (!isProduct(op) || op->getNumResults() != 1 || op->hasAttr(kPrecisionAttr))
+    return false;
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    if (gemm.getTransA() || gemm.getAlpha().convertToDouble() != 1.0 ||
+        (gemm.getC() && gemm.getBeta().convertToDouble() != 1.0))
+      return false;
+  if (auto matmul = dyn_cast<MatMulOp>(op))
+    if (matmul.getRhs().getType().getRank() != 2)
+      return false;
+  Value input = op->getOperand(0), weight = op->getOperand(1);
+  return isF32Tensor(input) && isF32Tensor(op->getResult(0)) && isF32Tensor(weight) &&
+         matchPattern(weight, m_Constant());
+}
+
+Value activatedResult(Operation *op) {
+  Value result = op->getResult(0);
+  while (result.hasOneUse()) {
+    Operation *user = *result.user_begin();
+    if (auto clip = dyn_cast<ClipOp>(user)) {
+      if ((clip.getMin() && !matchPattern(clip.getMin(), m_Constant())) ||
+          (clip.getMax() && !matchPattern(clip.getMax(), m_Constant())))
+        break;
+    } else if (!isa<ReluOp>(user)) {
+      break;
+    }
+    result = user->getResult(0);
+  }
+  return result;
+}
+
+SmallVector<Value> quantizationPoints(func::FuncOp function) {
+  llvm::SetVector<Value> points;
+  function.walk([&](Operation *op) {
+    if (!isQuantizableProduct(op))
+      return;
+    points.insert(op->getOperand(0));
+    points.insert(activatedResult(op));
+  });
+  return points.takeVector();
+}
+
+bool setCalibratedRange(Value value, double lo, double hi) {
+  auto range = DenseF64ArrayAttr::get(value.getContext(), {lo, hi});
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    auto function = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+    if (!function)
+      return false;
+    function.setArgAttr(argument.getArgNumber(), kCalibratedRangeAttr, range);
+    return true;
+  }
+  Operation *op = value.getDefiningOp();
+  if (op->getNumResults() != 1)
+    return false;
+  op->setAttr(kCalibratedRangeAttr, range);
+  return true;
+}
+
+std::optional<std::pair<double, double>> calibratedRange(Value value) {
+  DenseF64ArrayAttr range;
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    if (auto function = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp()))
+      range = function.getArgAttrOfType<DenseF64ArrayAttr>(argument.getArgNumber(),
+                                                           kCalibratedRangeAttr);
+  } else {
+    range = value.getDefiningOp()->getAttrOfType<DenseF64ArrayAttr>(kCalibratedRangeAttr);
+  }
+  if (!range || range.size() != 2)
+    return std::nullopt;
+  return std::pair<double, double>{range[0], range[1]};
+}
+
+} // namespace tessel

@@ -1,0 +1,64 @@
+//===- QuantizedGraph.h - Shared facts about quantized tessel graphs -*- C++ -*-===//
+//
+// What post-training quantization (InsertQuantization.cpp, and the
+// compiler's calibration) and the fusion of quantized ops (FuseQuantized.cpp)
+// agree on: which ops are products, along which axes their channels run,
+// and which float values a calibrated model quantizes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PASSES_QUANTIZEDGRAPH_H
+#define TESSEL_PASSES_QUANTIZEDGRAPH_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Quant/IR/QuantTypes.h"
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+#include <utility>
+
+namespace tessel {
+
+/// The attribute on an op (or a function argument) that holds the range
+/// [lo, hi] calibration chose for its result: array<f64: lo, hi>.
+inline constexpr llvm::StringLiteral kCalibratedRangeAttr = "tessel.calibrated_range";
+/// The attribute that keeps a product in float ("f32") when the accuracy
+/// budget rejects its quantization.
+inline constexpr llvm::StringLiteral kPrecisionAttr = "tessel.precision";
+
+/// Convolution, matmul or gemm: operand 0 is the input, 1 the weight.
+bool isProduct(mlir::Operation *op);
+
+/// The axis of product `op`'s weight that its output channels run along,
+/// and the result's.
+std::pair<int64_t, int64_t> channelAxes(mlir::Operation *op);
+
+/// A constant of quantized `type` holding storage `values` in `shape`.
+mlir::Value quantizedConstant(mlir::OpBuilder &b, mlir::Location loc,
+                              llvm::ArrayRef<int64_t> shape, mlir::quant::QuantizedType type,
+                              llvm::ArrayRef<int64_t> values);
+
+/// Whether post-training quantization computes float product `op` in
+/// integers: its weight is an f32 constant, its input an f32 tensor, it is
+/// not kept in float, and the integer lowering takes its attributes.
+bool isQuantizableProduct(mlir::Operation *op);
+
+/// The value that holds product `op`'s output once its activation is
+/// applied: its result, or that of the relu or clip chain it alone feeds.
+mlir::Value activatedResult(mlir::Operation *op);
+
+/// The float values of `function` that post-training quantization
+/// quantizes, in program order: the input and the activated result of each
+/// quantizable product.
+llvm::SmallVector<mlir::Value> quantizationPoints(mlir::func::FuncOp function);
+
+/// Records on `value`'s defining op (or its function argument) the range
+/// calibration chose for it; false for a result of an op with several.
+bool setCalibratedRange(mlir::Value value, double lo, double hi);
+
+/// The range recorded by setCalibratedRange, if any.
+std::optional<std::pair<double, double>> calibratedRange(mlir::Value value);
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_QUANTIZEDGRAPH_H

@@ -1,0 +1,53 @@
+// RUN: tessel-opt %s --tessel-insert-quantization --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --tessel-insert-quantization=signed-activations --split-input-file | FileCheck %s --check-prefix=SIGNED
+
+// Calibrated ranges become 8-bit types: the input's [-1, 3] is u8 of scale
+// 4/255 and zero point round(1 / (4/255)) = 64 (s8: scale 3/127, zero point
+// 0); the relu's [0, 2] is u8 of scale 2/255. The weight is symmetric s8
+// per output channel: channel 0 (|max| 1) has scale 1/127 and holds
+// 1 -> 127, -0.25 -> -31.75 -> -32; channel 1 (|max| 0.5) scale 0.5/127,
+// 0.5 -> 127, -0.125 -> -32. The bias stays float for fusion to quantize.
+// CHECK-LABEL: @conv_relu
+// CHECK: %[[XQ:.+]] = tessel.quantize %arg0 : tensor<1x2x4x4xf32> -> tensor<1x2x4x4x!quant.uniform<u8:f32, 0.015686275{{[0-9]*}}:64>>
+// CHECK: %[[XD:.+]] = tessel.dequantize %[[XQ]]
+// CHECK: %[[W:.+]] = tessel.constant dense<{{\[\[\[\[}}127]], {{\[\[}}-32]]], {{\[\[\[}}127]], {{\[\[}}-32]]]]> : tensor<2x2x1x1xi8> -> tensor<2x2x1x1x!quant.uniform<i8:f32:0, {0.0078740157{{[0-9]*}},0.0039370078{{[0-9]*}}}>>
+// CHECK: %[[WD:.+]] = tessel.dequantize %[[W]]
+// CHECK: %[[C:.+]] = tessel.conv %[[XD]], %[[WD]], %{{.+}}
+// CHECK: %[[R:.+]] = tessel.relu %[[C]]
+// CHECK: %[[RQ:.+]] = tessel.quantize %[[R]] : tensor<1x2x4x4xf32> -> tensor<1x2x4x4x!quant.uniform<u8:f32, 0.0078431377{{[0-9]*}}>>
+// CHECK: %[[RD:.+]] = tessel.dequantize %[[RQ]]
+// CHECK: return %[[RD]]
+// CHECK-NOT: tessel.calibrated_range
+// SIGNED-LABEL: @conv_relu
+// SIGNED: tessel.quantize %arg0 : tensor<1x2x4x4xf32> -> tensor<1x2x4x4x!quant.uniform<i8:f32, 0.023622047{{[0-9]*}}>>
+// SIGNED: tessel.quantize %{{.+}} : tensor<1x2x4x4xf32> -> tensor<1x2x4x4x!quant.uniform<i8:f32, 0.015748031{{[0-9]*}}>>
+func.func @conv_relu(%x: tensor<1x2x4x4xf32> {tessel.calibrated_range = array<f64: -1.0, 3.0>})
+    -> tensor<1x2x4x4xf32> {
+  %w = tessel.constant dense<[[[[1.0]], [[-0.25]]], [[[0.5]], [[-0.125]]]]> : tensor<2x2x1x1xf32>
+  %b = tessel.constant dense<[0.5, -1.0]> : tensor<2xf32>
+  %c = tessel.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64,
+                                pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  %r = tessel.relu %c {tessel.calibrated_range = array<f64: 0.0, 2.0>} : tensor<1x2x4x4xf32>
+  return %r : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// A product the accuracy budget keeps in float keeps its float weight and
+// reads the float input, while the quantized product beside it reads the
+// dequantized one.
+// CHECK-LABEL: @kept_in_float
+// CHECK: %[[XQ:.+]] = tessel.quantize %arg0
+// CHECK: %[[XD:.+]] = tessel.dequantize %[[XQ]]
+// CHECK: tessel.matmul %[[XD]], %{{.+}} : (tensor<4x8xf32>, tensor<8x2xf32>)
+// CHECK: tessel.matmul %arg0, %[[F:.+]] {tessel.precision = "f32"}
+func.func @kept_in_float(%x: tensor<4x8xf32> {tessel.calibrated_range = array<f64: 0.0, 1.0>})
+    -> (tensor<4x2xf32>, tensor<4x2xf32>) {
+  %w = tessel.constant dense<0.5> : tensor<8x2xf32>
+  %a = tessel.matmul %x, %w {tessel.calibrated_range = array<f64: 0.0, 4.0>}
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %b = tessel.matmul %x, %w {tessel.precision = "f32"}
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  return %a, %b : tensor<4x2xf32>, tensor<4x2xf32>
+}
