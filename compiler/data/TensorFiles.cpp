@@ -19,6 +19,13 @@ size_t HostTensor::elementCount() const {
   return count;
 }
 
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 namespace {
 
 std::string readFile(const std::string &path) {

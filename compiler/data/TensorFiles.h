@@ -21,6 +21,9 @@ struct HostTensor {
   size_t elementCount() const;
 };
 
+/// "[1, 3, 224, 224]", for messages.
+std::string formatShape(const std::vector<int64_t> &shape);
+
 /// Reads a serialized onnx.TensorProto (the backend tests' input_N.pb and
 /// output_N.pb). Throws std::runtime_error naming the file on bad input.
 HostTensor readTensorProto(const std::string &path);

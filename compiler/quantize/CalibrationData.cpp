@@ -14,12 +14,7 @@ namespace tessel::quantize {
 
 namespace {
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
+using data::formatShape;
 
 std::vector<fs::path> sortedEntries(const fs::path &directory) {
   std::vector<fs::path> entries;

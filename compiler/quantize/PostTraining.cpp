@@ -41,22 +41,15 @@ void appendResults(func::FuncOp function, ArrayRef<Value> values) {
                                      ValueRange(results).getTypes()));
 }
 
-/// A copy of `module` whose main also returns its quantization points,
-/// quantized (and read back as float) when `quantized`.
-llvm::Expected<OwningOpRef<ModuleOp>> watchedCopy(ModuleOp module, bool quantized,
-                                                  bool signedActivations) {
-  OwningOpRef<ModuleOp> copy = module.clone();
-  func::FuncOp main = mainOf(*copy);
-  appendResults(main, quantizationPoints(main));
-  if (quantized) {
-    PassManager passes(module.getContext());
-    TesselInsertQuantizationPassOptions options;
-    options.signedActivations = signedActivations;
-    passes.addNestedPass<func::FuncOp>(createTesselInsertQuantizationPass(options));
-    if (failed(passes.run(*copy)))
-      return quantizeError("inserting quantization failed");
-  }
-  return copy;
+/// Runs tessel-insert-quantization on `module`.
+llvm::Error insertQuantization(ModuleOp module, bool signedActivations) {
+  PassManager passes(module.getContext());
+  TesselInsertQuantizationPassOptions options;
+  options.signedActivations = signedActivations;
+  passes.addNestedPass<func::FuncOp>(createTesselInsertQuantizationPass(options));
+  if (failed(passes.run(module)))
+    return quantizeError("inserting quantization failed");
+  return llvm::Error::success();
 }
 
 std::string nodeName(Operation *op) {
@@ -110,6 +103,12 @@ public:
   llvm::Expected<QuantizationReport> run();
 
 private:
+  /// The artifact of the model whose main also returns its quantization
+  /// points, quantized (and read back as float) when `quantized`.
+  llvm::Expected<std::vector<uint8_t>> watchedArtifact(bool quantized);
+  /// The SQNRs (dB) of `layer`'s output and of the error it adds itself,
+  /// from the latest evaluation.
+  std::pair<double, double> layerSqnr(const Layer &layer) const;
   llvm::Error calibrate();
   /// Compiles the quantized model with its points watched and measures
   /// each point's and output's error against float.
@@ -147,6 +146,22 @@ private:
   llvm::DenseMap<Operation *, std::pair<double, double>> quantizedSqnr;
 };
 
+llvm::Expected<std::vector<uint8_t>> PostTrainingQuantizer::watchedArtifact(bool quantized) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  func::FuncOp copyMain = mainOf(*copy);
+  appendResults(copyMain, quantizationPoints(copyMain));
+  if (quantized)
+    if (llvm::Error error = insertQuantization(*copy, options.signedActivations))
+      return std::move(error);
+  return build(*copy);
+}
+
+std::pair<double, double> PostTrainingQuantizer::layerSqnr(const Layer &layer) const {
+  double in = relativeNoise(pointError[pointIndex.lookup(layer.input)]);
+  double out = relativeNoise(pointError[pointIndex.lookup(layer.output)]);
+  return {toDb(out), toDb(out - in)};
+}
+
 llvm::Error PostTrainingQuantizer::calibrate() {
   outputCount = main.getNumResults();
   points = quantizationPoints(main);
@@ -162,11 +177,7 @@ llvm::Error PostTrainingQuantizer::calibrate() {
 
   progress("calibration: compiling the float model with " + llvm::Twine(points.size()) +
            " watched tensors");
-  llvm::Expected<OwningOpRef<ModuleOp>> watched =
-      watchedCopy(module, /*quantized=*/false, options.signedActivations);
-  if (!watched)
-    return watched.takeError();
-  llvm::Expected<std::vector<uint8_t>> bytes = build(**watched);
+  llvm::Expected<std::vector<uint8_t>> bytes = watchedArtifact(/*quantized=*/false);
   if (!bytes)
     return bytes.takeError();
   floatArtifact = std::move(*bytes);
@@ -202,11 +213,7 @@ llvm::Error PostTrainingQuantizer::evaluate(const char *stage) {
     referenceIndex.push_back(outputCount + pointIndex.lookup(point));
 
   progress(llvm::Twine(stage) + ": compiling the quantized model");
-  llvm::Expected<OwningOpRef<ModuleOp>> watched =
-      watchedCopy(module, /*quantized=*/true, options.signedActivations);
-  if (!watched)
-    return watched.takeError();
-  llvm::Expected<std::vector<uint8_t>> bytes = build(**watched);
+  llvm::Expected<std::vector<uint8_t>> bytes = watchedArtifact(/*quantized=*/true);
   if (!bytes)
     return bytes.takeError();
   std::vector<quantize::ErrorPower> powers;
@@ -226,12 +233,11 @@ llvm::Error PostTrainingQuantizer::evaluate(const char *stage) {
 bool PostTrainingQuantizer::applyBudget() {
   bool changed = false;
   for (const Layer &layer : layers) {
-    double in = relativeNoise(pointError[pointIndex.lookup(layer.input)]);
-    double out = relativeNoise(pointError[pointIndex.lookup(layer.output)]);
     if (layer.op->hasAttr(kPrecisionAttr))
       continue;
-    quantizedSqnr[layer.op] = {toDb(out), toDb(out - in)};
-    if (toDb(out - in) < options.minSqnrDb) {
+    std::pair<double, double> sqnr = layerSqnr(layer);
+    quantizedSqnr[layer.op] = sqnr;
+    if (sqnr.second < options.minSqnrDb) {
       layer.op->setAttr(kPrecisionAttr, StringAttr::get(layer.op->getContext(), "f32"));
       changed = true;
     }
@@ -269,10 +275,7 @@ QuantizationReport PostTrainingQuantizer::report() const {
         entry.weightScaleMax = std::max(entry.weightScaleMax, quantParams(type, c).scale);
       }
     }
-    double in = relativeNoise(pointError[pointIndex.lookup(layer.input)]);
-    double out = relativeNoise(pointError[pointIndex.lookup(layer.output)]);
-    entry.sqnrDb = toDb(out);
-    entry.addedSqnrDb = toDb(out - in);
+    std::tie(entry.sqnrDb, entry.addedSqnrDb) = layerSqnr(layer);
     std::tie(entry.quantizedSqnrDb, entry.quantizedAddedSqnrDb) = quantizedSqnr.lookup(layer.op);
     report.layers.push_back(std::move(entry));
   }
@@ -301,12 +304,8 @@ llvm::Expected<QuantizationReport> PostTrainingQuantizer::run() {
       return std::move(error);
   }
   // The model itself, as it will be compiled.
-  PassManager passes(module.getContext());
-  TesselInsertQuantizationPassOptions insertOptions;
-  insertOptions.signedActivations = options.signedActivations;
-  passes.addNestedPass<func::FuncOp>(createTesselInsertQuantizationPass(insertOptions));
-  if (failed(passes.run(module)))
-    return quantizeError("inserting quantization failed");
+  if (llvm::Error error = insertQuantization(module, options.signedActivations))
+    return std::move(error);
   return report();
 }
 

@@ -182,15 +182,17 @@ struct FilterPanels {
   Value panel;
 };
 
-/// Where an INT8 convolution block's filter [KH, KW, C, channels] lives: a
-/// slice of dot panels [F / P, KH, KW, C / 4, P, 4] (PackWeights), viewed as
+/// The panels `panelWidth` wide that `filter` is a slice of, and the panel
+/// the block reads. With `dot`, the filter of an INT8 convolution is a slice
+/// of dot panels [F / P, KH, KW, C / 4, P, 4], returned viewed as
 /// [F / P, KH, KW, C / 4, P * 4] bytes.
-std::optional<FilterPanels> traceFilterDotPanels(OpBuilder &b, Location loc, Value filter,
-                                                 int64_t panelWidth) {
+std::optional<FilterPanels> traceFilterPanels(OpBuilder &b, Location loc, Value filter,
+                                              int64_t panelWidth, bool dot) {
   auto filterType = cast<RankedTensorType>(filter.getType());
   SliceOrigin origin = traceSlices(b, loc, filter);
   auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
-  if (!unpack || packedFilterDotPanelWidth(unpack) != panelWidth)
+  if (!unpack || (dot ? packedFilterDotPanelWidth(unpack)
+                      : packedFilterPanelWidth(unpack)) != panelWidth)
     return std::nullopt;
   for (unsigned axis = 0; axis < 3; ++axis)
     if (!isConstantIntValue(getAsOpFoldResult(origin.offsets[axis]), 0) ||
@@ -198,26 +200,12 @@ std::optional<FilterPanels> traceFilterDotPanels(OpBuilder &b, Location loc, Val
       return std::nullopt;
   Value panel = b.createOrFold<arith::DivUIOp>(
       loc, origin.offsets[3], arith::ConstantIndexOp::create(b, loc, panelWidth));
-  Value panels = tensor::CollapseShapeOp::create(
+  if (!dot)
+    return FilterPanels{unpack.getSource(), panel};
+  Value bytes = tensor::CollapseShapeOp::create(
       b, loc, unpack.getSource(),
       ArrayRef<ReassociationIndices>{{0}, {1}, {2}, {3}, {4, 5}});
-  return FilterPanels{panels, panel};
-}
-
-std::optional<FilterPanels> traceFilterPanels(OpBuilder &b, Location loc, Value filter,
-                                              int64_t panelWidth) {
-  auto filterType = cast<RankedTensorType>(filter.getType());
-  SliceOrigin origin = traceSlices(b, loc, filter);
-  auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
-  if (!unpack || packedFilterPanelWidth(unpack) != panelWidth)
-    return std::nullopt;
-  for (unsigned axis = 0; axis < 3; ++axis)
-    if (!isConstantIntValue(getAsOpFoldResult(origin.offsets[axis]), 0) ||
-        unpack.getDestType().getDimSize(axis) != filterType.getDimSize(axis))
-      return std::nullopt;
-  Value panel = b.createOrFold<arith::DivUIOp>(
-      loc, origin.offsets[3], arith::ConstantIndexOp::create(b, loc, panelWidth));
-  return FilterPanels{unpack.getSource(), panel};
+  return FilterPanels{bytes, panel};
 }
 
 /// The unpadded source of a block's input window, when the window is a slice
@@ -308,10 +296,8 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
             inBounds(vector).front(), vectorType, readsInit));
 
   std::optional<FilterPanels> panels;
-  if (kind == WindowKind::Convolution)
-    panels = traceFilterPanels(rewriter, loc, filter, panelWidth);
-  if (dotProduct)
-    panels = traceFilterDotPanels(rewriter, loc, filter, panelWidth);
+  if (kind == WindowKind::Convolution || dotProduct)
+    panels = traceFilterPanels(rewriter, loc, filter, panelWidth, dotProduct);
   std::optional<PaddedInput> padded = tracePaddedInput(rewriter, loc, input);
 
   // What loadInput reads at a position: one element (convolution), one

@@ -66,14 +66,16 @@ struct PanelRead {
   Value panel;
 };
 
+/// With `dot`, the panels are dot panels [N / P, K / 4, P, 4], returned
+/// viewed as [N / P, K / 4, P * 4] bytes.
 std::optional<PanelRead> tracePanels(OpBuilder &b, Location loc, Value right,
-                                     int64_t panelWidth) {
+                                     int64_t panelWidth, bool dot) {
   auto rightType = cast<RankedTensorType>(right.getType());
   if (rightType.getRank() != 2)
     return std::nullopt;
   SliceOrigin origin = traceSlices(b, loc, right);
   auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
-  if (!unpack || packedPanelWidth(unpack) != panelWidth ||
+  if (!unpack || (dot ? packedDotPanelWidth(unpack) : packedPanelWidth(unpack)) != panelWidth ||
       unpack.getDestType().getDimSize(0) != rightType.getDimSize(0) ||
       !isConstantIntValue(getAsOpFoldResult(origin.offsets[0]), 0))
     return std::nullopt;
@@ -81,28 +83,84 @@ std::optional<PanelRead> tracePanels(OpBuilder &b, Location loc, Value right,
   // panel, or the first columns of the last one.
   Value panel = b.createOrFold<arith::DivUIOp>(
       loc, origin.offsets[1], arith::ConstantIndexOp::create(b, loc, panelWidth));
-  return PanelRead{unpack.getSource(), panel};
+  if (!dot)
+    return PanelRead{unpack.getSource(), panel};
+  Value bytes = tensor::CollapseShapeOp::create(
+      b, loc, unpack.getSource(), ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+  return PanelRead{bytes, panel};
 }
 
-/// The dot panels [N / P, K / 4, P * 4] (bytes) and the panel that a
-/// block's right operand `right` ([K, columns]) reads.
-std::optional<PanelRead> traceDotPanels(OpBuilder &b, Location loc, Value right,
-                                        int64_t panelWidth) {
-  auto rightType = cast<RankedTensorType>(right.getType());
-  if (rightType.getRank() != 2)
-    return std::nullopt;
-  SliceOrigin origin = traceSlices(b, loc, right);
-  auto unpack = origin.source.getDefiningOp<linalg::UnPackOp>();
-  if (!unpack || packedDotPanelWidth(unpack) != panelWidth ||
-      unpack.getDestType().getDimSize(0) != rightType.getDimSize(0) ||
-      !isConstantIntValue(getAsOpFoldResult(origin.offsets[0]), 0))
-    return std::nullopt;
-  Value panel = b.createOrFold<arith::DivUIOp>(
-      loc, origin.offsets[1], arith::ConstantIndexOp::create(b, loc, panelWidth));
-  Value rows = tensor::CollapseShapeOp::create(
-      b, loc, unpack.getSource(), ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
-  return PanelRead{rows, panel};
-}
+/// The indices of a block's accesses. Loop positions are set per access;
+/// operands are indexed through their indexing maps (projected
+/// permutations), so transposed and broadcast operands need nothing
+/// special. The block's columns are `vectors` vectors `width` wide; the last
+/// is masked past the block's last column.
+class BlockIndexing {
+public:
+  BlockIndexing(OpBuilder &b, Location loc, linalg::LinalgOp tile,
+                const ContractionLoops &loops, int64_t width)
+      : tile(tile), loops(loops), width(width) {
+    SmallVector<int64_t> extents = tile.getStaticLoopRanges();
+    rows = extents[loops.m];
+    columns = extents[loops.n];
+    vectors = llvm::divideCeil(columns, width);
+    position.assign(tile.getNumLoops(), arith::ConstantIndexOp::create(b, loc, 0));
+    for (int64_t row = 0; row < rows; ++row)
+      rowIndex.push_back(arith::ConstantIndexOp::create(b, loc, row));
+    for (int64_t vector = 0; vector < vectors; ++vector)
+      columnIndex.push_back(arith::ConstantIndexOp::create(b, loc, vector * width));
+  }
+
+  int64_t rowCount() const { return rows; }
+  int64_t vectorCount() const { return vectors; }
+  Value column(int64_t vector) const { return columnIndex[vector]; }
+  bool inBounds(int64_t vector) const { return (vector + 1) * width <= columns; }
+
+  void setRow(int64_t row) { position[loops.m] = rowIndex[row]; }
+  void setVector(int64_t vector) { position[loops.n] = columnIndex[vector]; }
+  void setK(Value k) { position[loops.k] = k; }
+
+  /// The indices of `operand` at the current positions.
+  SmallVector<Value> of(OpOperand *operand) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : tile.getMatchingIndexingMap(operand).getResults())
+      indices.push_back(position[cast<AffineDimExpr>(expr).getPosition()]);
+    return indices;
+  }
+
+  /// The block's accumulators read from `result` (or zero), row by row.
+  SmallVector<Value> initialAccumulators(OpBuilder &b, Location loc, OpOperand *result,
+                                         VectorType type, bool &readsInit) {
+    SmallVector<Value> accumulators;
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t vector = 0; vector < vectors; ++vector) {
+        setRow(row);
+        setVector(vector);
+        accumulators.push_back(initialAccumulator(b, loc, result->get(), of(result),
+                                                  inBounds(vector), type, readsInit));
+      }
+    return accumulators;
+  }
+
+  /// The final `sums` (ordered as initialAccumulators) with where they go in
+  /// `result`.
+  SmallVector<BlockValue> blockValues(ValueRange sums, OpOperand *result) {
+    SmallVector<BlockValue> values;
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t vector = 0; vector < vectors; ++vector) {
+        setRow(row);
+        setVector(vector);
+        values.push_back({sums[values.size()], of(result), inBounds(vector)});
+      }
+    return values;
+  }
+
+private:
+  linalg::LinalgOp tile;
+  const ContractionLoops &loops;
+  int64_t width, rows, columns, vectors;
+  SmallVector<Value> position, rowIndex, columnIndex;
+};
 
 /// Emits the INT8 microkernel for `block` (see emitBlock): per step of four
 /// k, each vector of columns loads its 4 * width weight bytes from the
@@ -115,68 +173,45 @@ void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
   linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
-  SmallVector<int64_t> extents = tile.getStaticLoopRanges();
-  int64_t rows = extents[loops.m], columns = extents[loops.n], depth = extents[loops.k];
-  int64_t vectors = llvm::divideCeil(columns, width);
+  int64_t depth = tile.getStaticLoopRanges()[loops.k];
+  BlockIndexing indexing(rewriter, loc, tile, loops, width);
   OpOperand *left = tile.getDpsInputOperand(0);
   OpOperand *result = tile.getDpsInitOperand(0);
   auto accumulatorType = VectorType::get({width}, rewriter.getI32Type());
   auto weightType = VectorType::get({4 * width}, rewriter.getI8Type());
   auto quadType = VectorType::get({4}, rewriter.getI8Type());
   Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
-
   auto index = [&](OpBuilder &b, int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, loc, value);
   };
-  SmallVector<Value> position(tile.getNumLoops(), index(rewriter, 0));
-  auto indicesOf = [&](OpOperand *operand) {
-    SmallVector<Value> indices;
-    for (AffineExpr expr : tile.getMatchingIndexingMap(operand).getResults())
-      indices.push_back(position[cast<AffineDimExpr>(expr).getPosition()]);
-    return indices;
-  };
-  SmallVector<Value> rowIndex, columnIndex;
-  for (int64_t row = 0; row < rows; ++row)
-    rowIndex.push_back(index(rewriter, row));
-  for (int64_t vector = 0; vector < vectors; ++vector)
-    columnIndex.push_back(index(rewriter, vector * width));
-  auto inBounds = [&](int64_t vector) { return (vector + 1) * width <= columns; };
+  SmallVector<Value> accumulators =
+      indexing.initialAccumulators(rewriter, loc, result, accumulatorType, readsInit);
 
-  SmallVector<Value> accumulators;
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t vector = 0; vector < vectors; ++vector) {
-      position[loops.m] = rowIndex[row];
-      position[loops.n] = columnIndex[vector];
-      accumulators.push_back(initialAccumulator(rewriter, loc, result->get(),
-                                                indicesOf(result), inBounds(vector),
-                                                accumulatorType, readsInit));
-    }
-
-  PanelRead panels = *traceDotPanels(rewriter, loc, tile.getDpsInputOperand(1)->get(),
-                                     panelWidth);
+  PanelRead panels = *tracePanels(rewriter, loc, tile.getDpsInputOperand(1)->get(),
+                                  panelWidth, /*dot=*/true);
   // One step of four k at `quad`; `partial` when fewer than four remain.
   auto step = [&](OpBuilder &b, Location at, Value quad, ValueRange sums, bool partial) {
     SmallVector<DotOperand> weights;
-    for (int64_t vector = 0; vector < vectors; ++vector) {
+    for (int64_t vector = 0; vector < indexing.vectorCount(); ++vector) {
       Value bytes = vector::TransferReadOp::create(
           b, at, weightType, panels.panels,
           ValueRange{panels.panel, quad, index(b, vector * width * 4)}, zeroByte,
           ArrayRef<bool>{true});
       weights.push_back(prepareWeights(b, at, dot, bytes));
     }
-    position[loops.k] = b.createOrFold<arith::MulIOp>(at, quad, index(b, 4));
+    indexing.setK(b.createOrFold<arith::MulIOp>(at, quad, index(b, 4)));
     SmallVector<Value> updated;
-    for (int64_t row = 0; row < rows; ++row) {
-      position[loops.m] = rowIndex[row];
+    for (int64_t row = 0; row < indexing.rowCount(); ++row) {
+      indexing.setRow(row);
       Value bytes = vector::TransferReadOp::create(b, at, quadType, left->get(),
-                                                   indicesOf(left), zeroByte,
+                                                   indexing.of(left), zeroByte,
                                                    ArrayRef<bool>{!partial});
       Value word = vector::BitCastOp::create(
           b, at, VectorType::get({1}, b.getI32Type()), bytes);
       Value broadcast = vector::BroadcastOp::create(
           b, at, accumulatorType, vector::ExtractOp::create(b, at, word, int64_t(0)));
       DotOperand activations = prepareActivations(b, at, dot, broadcast);
-      for (int64_t vector = 0; vector < vectors; ++vector)
+      for (int64_t vector = 0; vector < indexing.vectorCount(); ++vector)
         updated.push_back(accumulateDot(b, at, dot, sums[updated.size()], activations,
                                         weights[vector]));
     }
@@ -191,15 +226,7 @@ void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
   SmallVector<Value> results(loop.getResults());
   if (depth % 4)
     results = step(rewriter, loc, index(rewriter, quads), results, /*partial=*/true);
-
-  SmallVector<BlockValue> values;
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t vector = 0; vector < vectors; ++vector) {
-      position[loops.m] = rowIndex[row];
-      position[loops.n] = columnIndex[vector];
-      values.push_back({results[values.size()], indicesOf(result), inBounds(vector)});
-    }
-  storeBlock(rewriter, loc, block, values);
+  storeBlock(rewriter, loc, block, indexing.blockValues(results, result));
 }
 
 /// Emits the microkernel for `block`, a contraction tile whose row and
@@ -210,94 +237,58 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block,
   linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
-  SmallVector<int64_t> extents = tile.getStaticLoopRanges();
-  int64_t rows = extents[loops.m], columns = extents[loops.n];
+  int64_t depth = tile.getStaticLoopRanges()[loops.k];
   // A block narrower than whole vectors masks the lanes past its last
   // column in every access but the reads of padded panels.
-  int64_t vectors = llvm::divideCeil(columns, width);
+  BlockIndexing indexing(rewriter, loc, tile, loops, width);
   OpOperand *left = tile.getDpsInputOperand(0);
   OpOperand *right = tile.getDpsInputOperand(1);
   OpOperand *result = tile.getDpsInitOperand(0);
   Type elementType = rewriter.getF32Type();
   auto vectorType = VectorType::get({width}, elementType);
   Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
-
   auto index = [&](OpBuilder &b, int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, loc, value);
   };
-  // Loop positions are set per access; operands are indexed through their
-  // indexing maps (projected permutations), so transposed and broadcast
-  // operands need nothing special.
-  SmallVector<Value> position(tile.getNumLoops(), index(rewriter, 0));
-  auto indicesOf = [&](OpOperand *operand) {
-    SmallVector<Value> indices;
-    for (AffineExpr expr : tile.getMatchingIndexingMap(operand).getResults())
-      indices.push_back(position[cast<AffineDimExpr>(expr).getPosition()]);
-    return indices;
-  };
-  SmallVector<Value> rowIndex, columnIndex;
-  for (int64_t row = 0; row < rows; ++row)
-    rowIndex.push_back(index(rewriter, row));
-  for (int64_t vector = 0; vector < vectors; ++vector)
-    columnIndex.push_back(index(rewriter, vector * width));
-  auto inBounds = [&](int64_t vector) {
-    return SmallVector<bool>{(vector + 1) * width <= columns};
-  };
   SmallVector<bool> inPanel{true};
-
-  SmallVector<Value> accumulators;
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t vector = 0; vector < vectors; ++vector) {
-      position[loops.m] = rowIndex[row];
-      position[loops.n] = columnIndex[vector];
-      accumulators.push_back(initialAccumulator(rewriter, loc, result->get(),
-                                                indicesOf(result), inBounds(vector).front(),
-                                                vectorType, readsInit));
-    }
+  SmallVector<Value> accumulators =
+      indexing.initialAccumulators(rewriter, loc, result, vectorType, readsInit);
 
   std::optional<PanelRead> panels =
-      tracePanels(rewriter, loc, right->get(), panelWidth);
+      tracePanels(rewriter, loc, right->get(), panelWidth, /*dot=*/false);
   auto step = [&](OpBuilder &b, Location at, Value k, ValueRange sums) {
-    position[loops.k] = k;
+    indexing.setK(k);
     SmallVector<Value> rightVectors;
-    for (int64_t vector = 0; vector < vectors; ++vector) {
+    for (int64_t vector = 0; vector < indexing.vectorCount(); ++vector) {
       if (panels) {
         rightVectors.push_back(vector::TransferReadOp::create(
             b, at, vectorType, panels->panels,
-            ValueRange{panels->panel, k, columnIndex[vector]}, padding, inPanel));
+            ValueRange{panels->panel, k, indexing.column(vector)}, padding, inPanel));
         continue;
       }
-      position[loops.m] = rowIndex[0];
-      position[loops.n] = columnIndex[vector];
+      indexing.setRow(0);
+      indexing.setVector(vector);
       rightVectors.push_back(vector::TransferReadOp::create(
-          b, at, vectorType, right->get(), indicesOf(right), padding, inBounds(vector)));
+          b, at, vectorType, right->get(), indexing.of(right), padding,
+          ArrayRef<bool>{indexing.inBounds(vector)}));
     }
     SmallVector<Value> updated;
-    for (int64_t row = 0; row < rows; ++row) {
-      position[loops.m] = rowIndex[row];
-      position[loops.n] = columnIndex[0];
-      Value scalar = tensor::ExtractOp::create(b, at, left->get(), indicesOf(left));
+    for (int64_t row = 0; row < indexing.rowCount(); ++row) {
+      indexing.setRow(row);
+      indexing.setVector(0);
+      Value scalar = tensor::ExtractOp::create(b, at, left->get(), indexing.of(left));
       Value broadcast = vector::BroadcastOp::create(b, at, vectorType, scalar);
-      for (int64_t vector = 0; vector < vectors; ++vector)
+      for (int64_t vector = 0; vector < indexing.vectorCount(); ++vector)
         updated.push_back(vector::FMAOp::create(b, at, broadcast, rightVectors[vector],
                                                 sums[updated.size()]));
     }
     scf::YieldOp::create(b, at, updated);
   };
   auto loop = scf::ForOp::create(
-      rewriter, loc, index(rewriter, 0), index(rewriter, extents[loops.k]),
-      index(rewriter, 1), accumulators,
+      rewriter, loc, index(rewriter, 0), index(rewriter, depth), index(rewriter, 1),
+      accumulators,
       [&](OpBuilder &b, Location at, Value k, ValueRange sums) { step(b, at, k, sums); });
-
-  SmallVector<BlockValue> values;
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t vector = 0; vector < vectors; ++vector) {
-      position[loops.m] = rowIndex[row];
-      position[loops.n] = columnIndex[vector];
-      values.push_back({loop.getResult(values.size()), indicesOf(result),
-                        inBounds(vector).front()});
-    }
-  storeBlock(rewriter, loc, block, values);
+  storeBlock(rewriter, loc, block, indexing.blockValues(loop.getResults(), result));
 }
 
 } // namespace

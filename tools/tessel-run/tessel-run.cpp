@@ -14,16 +14,10 @@
 #include <map>
 #include <random>
 
+using tessel::data::formatShape;
 using tessel::data::HostTensor;
 
 namespace {
-
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 /// "[0, 3, 1]" for flat element `index` of `shape`.
 std::string formatIndex(size_t index, const std::vector<int64_t> &shape) {
