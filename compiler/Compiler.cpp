@@ -218,6 +218,12 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   buildGraphPipeline(graph, graphOptions);
   if (failed(graph.run(module)))
     return diagnostics.error("graph optimization failed:");
+  // Results read in any layout have the shape the graph computes them in.
+  for (auto [i, type] : llvm::enumerate(main.getResultTypes()))
+    if (main.getResultAttr(i, kAnyLayoutAttr)) {
+      ArrayRef<int64_t> shape = cast<RankedTensorType>(type).getShape();
+      (*outputs)[i].shape.assign(shape.begin(), shape.end());
+    }
   auto printModule = [&] {
     module.print(out, OpPrintingFlags().elideLargeElementsAttrs(16));
     return llvm::Error::success();

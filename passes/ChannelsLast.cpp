@@ -19,6 +19,7 @@
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -262,6 +263,22 @@ struct SinkThroughReduce : OpRewritePattern<ReduceOp> {
   }
 };
 
+/// Results marked kAnyLayoutAttr without their transpose back to NCHW.
+void returnAnyLayoutAsComputed(func::FuncOp function) {
+  Operation *terminator = function.front().getTerminator();
+  for (unsigned i = 0; i < function.getNumResults(); ++i) {
+    auto transpose = terminator->getOperand(i).getDefiningOp<TransposeOp>();
+    if (!function.getResultAttr(i, kAnyLayoutAttr) || !transpose ||
+        !llvm::equal(transpose.getPerm(), kToChannelsFirst))
+      continue;
+    terminator->setOperand(i, transpose.getInput());
+    if (transpose->use_empty())
+      transpose->erase();
+  }
+  function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
+                                     terminator->getOperandTypes()));
+}
+
 struct TesselChannelsLastPass
     : tessel::impl::TesselChannelsLastPassBase<TesselChannelsLastPass> {
   void runOnOperation() override {
@@ -274,6 +291,7 @@ struct TesselChannelsLastPass
     // canonicalization after this pass: not before, a reshape stops sinking.
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+    returnAnyLayoutAsComputed(getOperation());
   }
 };
 

@@ -22,6 +22,11 @@ void populateExpandQuantizedOpsPatterns(mlir::RewritePatternSet &patterns, bool 
 /// The name of the unit attribute that marks outlined kernel functions.
 inline constexpr llvm::StringLiteral kKernelAttrName = "tessel.kernel";
 
+/// The unit attribute of a function result that its reader takes in
+/// whatever layout the graph computes it (quantization watches tensors this
+/// way): tessel-channels-last does not transpose it back to NCHW.
+inline constexpr llvm::StringLiteral kAnyLayoutAttr = "tessel.any_layout";
+
 } // namespace tessel
 
 #endif // TESSEL_PASSES_PASSES_H

@@ -41,7 +41,8 @@ def TesselChannelsLastPass : Pass<"tessel-channels-last", "mlir::func::FuncOp"> 
     result, HWCF weight) between two transposes; the NHWC -> NCHW
     transposes then sink through elementwise ops, concatenations and
     reductions until they meet the next NCHW -> NHWC transpose and cancel.
-    For targets that vectorize convolutions along the channels.
+    For targets that vectorize convolutions along the channels. Results
+    marked `tessel.any_layout` are returned as computed, NHWC included.
   }];
   let dependentDialects = ["tessel::TesselDialect"];
 }

@@ -4,6 +4,7 @@
 
 #include "tessel/runtime.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -19,6 +20,31 @@ std::vector<tsl::Tensor> wrapInputs(const CalibrationSample &sample) {
                                   const_cast<uint8_t *>(input.bytes.data()),
                                   input.bytes.size()));
   return inputs;
+}
+
+/// The real values of `tensor` (f32, or 8-bit quantized per tensor as
+/// `info` says) in `values`; false for other tensors.
+bool realValues(const tsl::Tensor &tensor, const tsl::TensorInfo &info,
+                std::vector<float> &values) {
+  values.resize(tensor.elementCount());
+  if (tensor.dtype() == TSL_F32) {
+    std::copy_n(tensor.data<float>(), values.size(), values.begin());
+    return true;
+  }
+  if (info.scales.size() != 1)
+    return false;
+  double scale = info.scales[0], zeroPoint = static_cast<double>(info.zeroPoints[0]);
+  auto dequantize = [&](const auto *q) {
+    for (size_t e = 0; e < values.size(); ++e)
+      values[e] = static_cast<float>((q[e] - zeroPoint) * scale);
+  };
+  if (tensor.dtype() == TSL_U8)
+    dequantize(tensor.data<uint8_t>());
+  else if (tensor.dtype() == TSL_I8)
+    dequantize(tensor.data<int8_t>());
+  else
+    return false;
+  return true;
 }
 
 tsl::Session sessionOf(const std::vector<uint8_t> &bytes) {
@@ -62,23 +88,28 @@ std::vector<ErrorPower> measureError(const std::vector<uint8_t> &reference,
                                      const std::vector<CalibrationSample> &samples,
                                      const SampleProgress &progress) {
   tsl::Session referenceSession = sessionOf(reference);
-  tsl::Session candidateSession = sessionOf(candidate);
+  tsl::Module candidateModule = tsl::Module::fromMemory(candidate.data(), candidate.size());
+  std::vector<tsl::TensorInfo> candidateOutputs = candidateModule.outputs();
+  tsl::Session candidateSession(candidateModule);
   std::vector<ErrorPower> powers(referenceIndex.size());
+  std::vector<float> values;
   for (size_t s = 0; s < samples.size(); ++s) {
     std::vector<tsl::Tensor> inputs = wrapInputs(samples[s]);
     std::vector<tsl::Tensor> expected = referenceSession.run(inputs);
     std::vector<tsl::Tensor> actual = candidateSession.run(inputs);
     for (size_t i = 0; i < referenceIndex.size() && i < actual.size(); ++i) {
-      if (referenceIndex[i] == static_cast<size_t>(-1) ||
-          actual[i].dtype() != TSL_F32)
+      if (referenceIndex[i] == static_cast<size_t>(-1) || !realValues(actual[i], candidateOutputs[i], values))
         continue;
       const tsl::Tensor &want = expected.at(referenceIndex[i]);
-      if (want.elementCount() != actual[i].elementCount())
-        throw std::logic_error("watched tensors of the float and quantized models differ in size");
-      const float *x = want.data<float>(), *y = actual[i].data<float>();
+      // Watched tensors come in the layout each graph computes them in.
+      if (want.shape() != actual[i].shape())
+        throw std::logic_error("watched tensor " + std::to_string(i) +
+                               " has another shape (layout) in the quantized model than in "
+                               "the float one");
+      const float *x = want.data<float>();
       for (size_t e = 0; e < want.elementCount(); ++e) {
         powers[i].signal += double(x[e]) * x[e];
-        powers[i].noise += (double(x[e]) - y[e]) * (double(x[e]) - y[e]);
+        powers[i].noise += (double(x[e]) - values[e]) * (double(x[e]) - values[e]);
       }
     }
     if (progress)

@@ -32,13 +32,35 @@ llvm::Error quantizeError(const llvm::Twine &message) {
 func::FuncOp mainOf(ModuleOp module) { return module.lookupSymbol<func::FuncOp>("main"); }
 
 /// Appends `values` to `function`'s results.
-void appendResults(func::FuncOp function, ArrayRef<Value> values) {
+/// Returns `values` from `function` too, in whatever layout the graph
+/// computes them: their histograms and errors do not depend on it.
+void appendWatchedResults(func::FuncOp function, ArrayRef<Value> values) {
   Operation *terminator = function.front().getTerminator();
+  unsigned first = terminator->getNumOperands();
   SmallVector<Value> results(terminator->getOperands());
   results.append(values.begin(), values.end());
   terminator->setOperands(results);
   function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
                                      ValueRange(results).getTypes()));
+  for (unsigned i = first; i < results.size(); ++i)
+    function.setResultAttr(i, kAnyLayoutAttr, UnitAttr::get(function.getContext()));
+}
+
+/// Watched results from `first` on that read a dequantized tensor return
+/// the quantized one instead (its scale and zero point go in the
+/// artifact's signature): no kernel dequantizes for them.
+void watchQuantized(func::FuncOp function, unsigned first) {
+  Operation *terminator = function.front().getTerminator();
+  OpBuilder b(terminator);
+  for (unsigned i = first; i < terminator->getNumOperands(); ++i)
+    if (auto dequantize = terminator->getOperand(i).getDefiningOp<DequantizeOp>()) {
+      // Graph edges hold the integers; the cast names their quantization.
+      Value quantized = dequantize.getInput();
+      terminator->setOperand(i, BitCastOp::create(b, dequantize.getLoc(),
+                                                  storageType(quantized.getType()), quantized));
+    }
+  function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
+                                     terminator->getOperandTypes()));
 }
 
 /// Runs tessel-insert-quantization on `module`.
@@ -149,10 +171,12 @@ private:
 llvm::Expected<std::vector<uint8_t>> PostTrainingQuantizer::watchedArtifact(bool quantized) {
   OwningOpRef<ModuleOp> copy = module.clone();
   func::FuncOp copyMain = mainOf(*copy);
-  appendResults(copyMain, quantizationPoints(copyMain));
-  if (quantized)
+  appendWatchedResults(copyMain, quantizationPoints(copyMain));
+  if (quantized) {
     if (llvm::Error error = insertQuantization(*copy, options.signedActivations))
       return std::move(error);
+    watchQuantized(copyMain, outputCount);
+  }
   return build(*copy);
 }
 

@@ -34,28 +34,31 @@ private:
 } // namespace
 
 llvm::Expected<std::vector<uint8_t>>
-linkSharedObject(llvm::ArrayRef<char> object) {
+linkSharedObject(llvm::ArrayRef<llvm::SmallVector<char>> objects) {
   llvm::SmallString<128> directory;
   if (std::error_code error =
           llvm::sys::fs::createUniqueDirectory("tessel-link", directory))
     return llvm::createStringError(error, "cannot create a directory to link in");
   TemporaryDirectory scratch(directory);
-  std::string input = scratch.file("kernels.o");
   std::string output = scratch.file("kernels.so");
-  {
+  std::vector<std::string> inputs;
+  for (const llvm::SmallVector<char> &object : objects) {
+    inputs.push_back(scratch.file("kernels" + std::to_string(inputs.size()) + ".o"));
     std::error_code error;
-    llvm::raw_fd_ostream stream(input, error);
+    llvm::raw_fd_ostream stream(inputs.back(), error);
     if (error)
-      return llvm::createStringError(error, "cannot write %s", input.c_str());
+      return llvm::createStringError(error, "cannot write %s", inputs.back().c_str());
     stream.write(object.data(), object.size());
   }
 
   // Undefined symbols (memcpy, memset) resolve against the runtime's libc
   // when the runtime loads the shared object.
-  const char *args[] = {"ld.lld",          "-shared",      "--build-id=none",
-                        "--hash-style=gnu", "-z",           "noexecstack",
-                        "-z",               "relro",        "-O1",
-                        "-o",               output.c_str(), input.c_str()};
+  std::vector<const char *> args = {"ld.lld",          "-shared",      "--build-id=none",
+                                    "--hash-style=gnu", "-z",           "noexecstack",
+                                    "-z",               "relro",        "-O1",
+                                    "-o",               output.c_str()};
+  for (const std::string &input : inputs)
+    args.push_back(input.c_str());
   std::string diagnostics;
   llvm::raw_string_ostream diagnosticStream(diagnostics);
   lld::Result result;

@@ -4,6 +4,7 @@
 #define TESSEL_TARGETS_X86_LINKER_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -11,11 +12,11 @@
 
 namespace tessel::x86 {
 
-/// Links one ELF relocatable object into a shared object with lld's ELF
-/// driver, inside this process. lld reads and writes files, so both live in
+/// Links ELF relocatable objects into one shared object with lld's ELF
+/// driver, inside this process. lld reads and writes files, so they live in
 /// a private temporary directory that is removed before returning.
 llvm::Expected<std::vector<uint8_t>>
-linkSharedObject(llvm::ArrayRef<char> object);
+linkSharedObject(llvm::ArrayRef<llvm::SmallVector<char>> objects);
 
 } // namespace tessel::x86
 

@@ -4,30 +4,25 @@
 #include "runtime/schema/CpuFeatures.h"
 #include "targets/x86/DotProduct.h"
 #include "targets/x86/Linker.h"
+#include "targets/x86/ObjectCode.h"
 #include "targets/x86/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
 
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
-#include "llvm/Transforms/Utils/Cloning.h"
 
 using namespace mlir;
 
 namespace tessel {
 namespace {
-
-constexpr llvm::StringLiteral kTriple = "x86_64-unknown-linux-gnu";
 
 /// "+avx2,+fma,-avx512f,..." for the CPU this compiler runs on.
 std::string hostFeatures() {
@@ -54,48 +49,6 @@ std::string dotProduct(const llvm::TargetMachine &machine) {
   return x86::dotProductName(vnni ? x86::DotProductKind::Vnni
                                   : x86::DotProductKind::PairwiseMultiplyAdd)
       .str();
-}
-
-llvm::OptimizationLevel optimizationLevel(int level) {
-  switch (level) {
-  case 0:
-    return llvm::OptimizationLevel::O0;
-  case 1:
-    return llvm::OptimizationLevel::O1;
-  case 2:
-    return llvm::OptimizationLevel::O2;
-  default:
-    return llvm::OptimizationLevel::O3;
-  }
-}
-
-void optimize(llvm::Module &module, llvm::TargetMachine &machine,
-              int optLevel) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&machine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-  llvm::ModulePassManager pipeline =
-      optLevel == 0
-          ? builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
-          : builder.buildPerModuleDefaultPipeline(optimizationLevel(optLevel));
-  pipeline.run(module, modules);
-}
-
-LogicalResult emit(llvm::Module &module, llvm::TargetMachine &machine,
-                   llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out) {
-  llvm::raw_svector_ostream stream(out);
-  llvm::legacy::PassManager codegen;
-  if (machine.addPassesToEmitFile(codegen, stream, nullptr, kind))
-    return failure();
-  codegen.run(module);
-  return success();
 }
 
 class X86Target final : public Target {
@@ -157,30 +110,16 @@ public:
 
     registerBuiltinDialectTranslation(*context);
     registerLLVMDialectTranslation(*context);
-    llvm::LLVMContext llvmContext;
-    std::unique_ptr<llvm::Module> module =
-        translateModuleToLLVMIR(kernels, llvmContext, "tessel_kernels");
-    if (!module)
-      return kernels.emitError("translating the kernels to LLVM IR failed");
-    module->setTargetTriple(llvm::Triple(kTriple));
-    module->setDataLayout((*machine)->createDataLayout());
-    optimize(*module, **machine, options.optLevel);
-    if (options.llvmIR)
-      module->print(*options.llvmIR, nullptr);
-    if (options.assembly) {
-      std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module);
-      llvm::SmallVector<char> text;
-      if (failed(emit(*copy, **machine, llvm::CodeGenFileType::AssemblyFile,
-                      text)))
-        return kernels.emitError("the x86 backend cannot emit assembly");
-      options.assembly->write(text.data(), text.size());
-    }
-
-    llvm::SmallVector<char> object;
-    if (failed(emit(*module, **machine, llvm::CodeGenFileType::ObjectFile,
-                    object)))
-      return kernels.emitError("the x86 backend cannot emit an object file");
-    llvm::Expected<std::vector<uint8_t>> linked = x86::linkSharedObject(object);
+    if (options.llvmIR || options.assembly)
+      if (failed(emitText(kernels, **machine, options)))
+        return failure();
+    // The first machine was made from the same options, so these are too.
+    auto machines = [&] { return std::move(*createMachine(kernels, options)); };
+    FailureOr<std::vector<llvm::SmallVector<char>>> objects =
+        x86::compileObjects(kernels, machines, options.optLevel);
+    if (failed(objects))
+      return failure();
+    llvm::Expected<std::vector<uint8_t>> linked = x86::linkSharedObject(*objects);
     if (!linked)
       return kernels.emitError("linking the kernels failed: ")
              << llvm::toString(linked.takeError());
@@ -189,13 +128,33 @@ public:
   }
 
 private:
+  /// The whole of `kernels`, optimized, as the LLVM IR or assembly text
+  /// that `options` asks for.
+  static LogicalResult emitText(ModuleOp kernels, llvm::TargetMachine &machine,
+                                const TargetOptions &options) {
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> module = x86::translateKernels(kernels, llvmContext, machine);
+    if (!module)
+      return kernels.emitError("translating the kernels to LLVM IR failed");
+    x86::optimizeModule(*module, machine, options.optLevel);
+    if (options.llvmIR)
+      module->print(*options.llvmIR, nullptr);
+    if (options.assembly) {
+      llvm::SmallVector<char> text;
+      if (failed(x86::emitModule(*module, machine, llvm::CodeGenFileType::AssemblyFile, text)))
+        return kernels.emitError("the x86 backend cannot emit assembly");
+      options.assembly->write(text.data(), text.size());
+    }
+    return success();
+  }
+
   FailureOr<std::unique_ptr<llvm::TargetMachine>>
   createMachine(ModuleOp kernels, const TargetOptions &options) {
     LLVMInitializeX86TargetInfo();
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
-    llvm::Triple triple(kTriple);
+    llvm::Triple triple(x86::kTriple);
     std::string error;
     const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
     if (!target)

@@ -94,3 +94,23 @@ func.func @depthwise(%x: tensor<1x4x6x6xf32>) -> tensor<1x4x4x4xf32> {
       : (tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x4x4xf32>
   return %c : tensor<1x4x4x4xf32>
 }
+
+// -----
+
+// A result read in any layout (a tensor that calibration watches) is
+// returned as the convolution computes it, NHWC; the other result still
+// goes back to NCHW.
+// CHECK-LABEL: @watched_any_layout
+// CHECK-SAME: -> (tensor<1x2x4x4xf32>, tensor<1x4x4x2xf32> {tessel.any_layout})
+// CHECK: %[[C:.+]] = tessel.conv {{.*}} {channels_last, {{.*}}} : (tensor<1x4x4x3xf32>, tensor<1x1x3x2xf32>) -> tensor<1x4x4x2xf32>
+// CHECK: %[[R:.+]] = tessel.relu %[[C]] : tensor<1x4x4x2xf32>
+// CHECK: %[[BACK:.+]] = tessel.transpose %[[R]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: return %[[BACK]], %[[R]]
+func.func @watched_any_layout(%x: tensor<1x3x4x4xf32>)
+    -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32> {tessel.any_layout}) {
+  %w = tessel.constant dense<0.5> : tensor<2x3x1x1xf32>
+  %c = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x3x4x4xf32>, tensor<2x3x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %r = tessel.relu %c : tensor<1x2x4x4xf32>
+  return %r, %r : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
