@@ -27,9 +27,11 @@ test: build
 conformance: build
 	@.venv/bin/python scripts/conformance.py
 
-# Tessel next to onnxruntime on the benchmark models -> docs/performance.md.
+# Tessel next to onnxruntime on the benchmark models -> docs/performance.md,
+# and their INT8 quantizations -> docs/performance-int8.md.
 bench: build
 	@.venv/bin/python scripts/bench.py
+	@.venv/bin/python scripts/bench-int8.py
 
 clean:
 	rm -rf $(BUILD_DIR)

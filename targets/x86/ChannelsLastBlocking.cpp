@@ -9,7 +9,8 @@
 // pooling keep one accumulator per pixel and channel vector and load the
 // input vectors themselves. The INT8 convolution of quantized models steps
 // four input channels at a time: it broadcasts four input bytes per pixel
-// and accumulates dot products with the filter's dot panels (DotProduct.h).
+// and accumulates dot products with the filter's dot panels (DotProduct.h);
+// an INT8 depthwise convolution widens byte vectors to i32 lanes.
 //
 // Blocks are walked channels outermost: the filter panel of a block of
 // output channels stays in cache while every pixel block reads it, which
@@ -34,22 +35,6 @@ using namespace mlir;
 
 namespace tessel::x86 {
 
-namespace {
-
-enum class WindowKind { Convolution, DotConvolution, Depthwise, MaxPool, SumPool };
-
-/// Loops shared by the four named ops: (n, oh, ow, channel, kh, kw[, c]).
-enum Loop : unsigned { kBatch = 0, kRow = 1, kColumn = 2, kChannel = 3, kKernelRow = 4,
-                       kKernelColumn = 5, kInputChannel = 6 };
-
-/// Most output pixels of a block.
-constexpr int64_t kMaxPixels = 16;
-/// Most vectors of channels of a block.
-constexpr int64_t kMaxChannelVectors = 4;
-/// Most window positions (kh, kw) emitted one after another instead of as
-/// loops.
-constexpr int64_t kMaxUnrolledWindow = 16;
-
 /// The quantized lowering's NHWC convolution: a generic with
 /// linalg.conv_2d_nhwc_hwcf's iteration space, (n, oh, ow, f, kh, kw, c),
 /// whose body sums u8 x s8 products into i32.
@@ -68,12 +53,46 @@ bool isDotConvolution(linalg::LinalgOp op) {
          maps[2] == AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, context);
 }
 
+namespace {
+
+enum class WindowKind { Convolution, DotConvolution, Depthwise, MaxPool, SumPool };
+
+/// Loops shared by the four named ops: (n, oh, ow, channel, kh, kw[, c]).
+enum Loop : unsigned { kBatch = 0, kRow = 1, kColumn = 2, kChannel = 3, kKernelRow = 4,
+                       kKernelColumn = 5, kInputChannel = 6 };
+
+/// Most output pixels of a block.
+constexpr int64_t kMaxPixels = 16;
+/// Most vectors of channels of a block.
+constexpr int64_t kMaxChannelVectors = 4;
+/// Most window positions (kh, kw) emitted one after another instead of as
+/// loops.
+constexpr int64_t kMaxUnrolledWindow = 16;
+
+/// The quantized lowering's NHWC depthwise convolution: a generic with
+/// linalg.depthwise_conv_2d_nhwc_hwc's iteration space, (n, oh, ow, c, kh,
+/// kw), whose body sums u8 x s8 products into i32.
+bool isIntegerDepthwise(linalg::LinalgOp op) {
+  if (op.getNumLoops() != 6 || op.getNumReductionLoops() != 2 || !isDotProductBody(op))
+    return false;
+  MLIRContext *context = op.getContext();
+  auto d = [&](unsigned dim) { return getAffineDimExpr(dim, context); };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap input = maps[0];
+  return input.getNumResults() == 4 && input.getResult(0) == d(0) &&
+         input.getResult(3) == d(3) && input.getResult(1).isFunctionOfDim(1) &&
+         input.getResult(1).isFunctionOfDim(4) && input.getResult(2).isFunctionOfDim(2) &&
+         input.getResult(2).isFunctionOfDim(5) &&
+         maps[1] == AffineMap::get(6, 0, {d(4), d(5), d(3)}, context) &&
+         maps[2] == AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, context);
+}
+
 std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
   if (isDotConvolution(op))
     return WindowKind::DotConvolution;
   if (isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()))
     return WindowKind::Convolution;
-  if (isa<linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation()))
+  if (isa<linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation()) || isIntegerDepthwise(op))
     return WindowKind::Depthwise;
   if (isa<linalg::PoolingNhwcMaxOp>(op.getOperation()))
     return WindowKind::MaxPool;
@@ -257,12 +276,19 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   SmallVector<int64_t> strides = windowAttribute(tile, "strides");
   SmallVector<int64_t> dilations = windowAttribute(tile, "dilations");
   SmallVector<int64_t> extents = tile.getStaticLoopRanges();
-  // Dot products accumulate i32 from bytes; the others compute in f32.
+  // INT8 convolutions accumulate i32 from bytes (dot products four input
+  // channels at a time, depthwise ones byte vectors widened lane by lane);
+  // the others compute in f32.
   bool dotProduct = kind == WindowKind::DotConvolution;
-  Type elementType =
-      dotProduct ? Type(rewriter.getI32Type()) : Type(rewriter.getF32Type());
+  bool integerDepthwise = kind == WindowKind::Depthwise && isDotProductBody(tile);
+  Type elementType = dotProduct || integerDepthwise ? Type(rewriter.getI32Type())
+                                                    : Type(rewriter.getF32Type());
   auto vectorType = VectorType::get({width}, elementType);
   Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
+  // What `read` loads: bytes for integer depthwise convolutions.
+  Type loadElement = integerDepthwise ? Type(rewriter.getI8Type()) : elementType;
+  auto loadType = VectorType::get({width}, loadElement);
+  Value loadPadding = ub::PoisonOp::create(rewriter, loc, loadElement);
   auto quadType = VectorType::get({4}, rewriter.getI8Type());
   auto weightType = VectorType::get({4 * width}, rewriter.getI8Type());
   Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
@@ -281,7 +307,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   };
   auto read = [&](OpBuilder &b, Location at, Value source, ValueRange indices,
                   int64_t vector) -> Value {
-    return vector::TransferReadOp::create(b, at, vectorType, source, indices, padding,
+    return vector::TransferReadOp::create(b, at, loadType, source, indices, loadPadding,
                                           inBounds(vector));
   };
 
@@ -345,7 +371,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     Value loaded = load(padded->source, indices);
     Value fill = padded->padding;
     if (shape.shape == Load::Vector)
-      fill = vector::BroadcastOp::create(b, at, vectorType, fill);
+      fill = vector::BroadcastOp::create(b, at, loadType, fill);
     if (shape.shape == Load::Quad)
       fill = vector::BroadcastOp::create(b, at, quadType, fill);
     return arith::SelectOp::create(b, at, valid, loaded, fill);
@@ -416,8 +442,12 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
       return updated;
     }
     if (kind == WindowKind::Depthwise)
-      for (int64_t vector = 0; vector < vectors; ++vector)
-        filterVectors.push_back(read(b, at, filter, {kh, kw, channelIndex[vector]}, vector));
+      for (int64_t vector = 0; vector < vectors; ++vector) {
+        Value weights = read(b, at, filter, {kh, kw, channelIndex[vector]}, vector);
+        filterVectors.push_back(integerDepthwise
+                                    ? arith::ExtSIOp::create(b, at, vectorType, weights)
+                                    : weights);
+      }
     for (int64_t row = 0; row < height; ++row)
       for (int64_t column = 0; column < columns; ++column) {
         auto [h, w] = inputPosition(b, at, row, column, kh, kw);
@@ -427,7 +457,13 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
           Value sum = sums[updated.size()];
           switch (kind) {
           case WindowKind::Depthwise:
-            updated.push_back(vector::FMAOp::create(b, at, in, filterVectors[vector], sum));
+            if (integerDepthwise) {
+              Value widened = arith::ExtUIOp::create(b, at, vectorType, in);
+              Value product = arith::MulIOp::create(b, at, widened, filterVectors[vector]);
+              updated.push_back(arith::AddIOp::create(b, at, sum, product));
+            } else {
+              updated.push_back(vector::FMAOp::create(b, at, in, filterVectors[vector], sum));
+            }
             break;
           case WindowKind::MaxPool:
             updated.push_back(arith::MaximumFOp::create(b, at, sum, in));
@@ -530,11 +566,11 @@ bool matchChannelsLastWindow(linalg::LinalgOp op) {
   std::optional<WindowKind> kind = windowKind(op);
   if (!kind || !op.hasPureTensorSemantics())
     return false;
-  // Static f32 tensors, or the bytes and i32 sums of dot products.
+  // Static f32 tensors, or the bytes and i32 sums of INT8 convolutions.
+  bool integer = isDotProductBody(op);
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    if (!type || !type.hasStaticShape() ||
-        (*kind != WindowKind::DotConvolution && !type.getElementType().isF32()))
+    if (!type || !type.hasStaticShape() || (!integer && !type.getElementType().isF32()))
       return false;
   }
   return true;

@@ -21,10 +21,17 @@ struct PixelBlock {
   int64_t channels;
 };
 
+/// The quantized lowering's NHWC convolution: a generic with
+/// linalg.conv_2d_nhwc_hwcf's iteration space, (n, oh, ow, f, kh, kw, c),
+/// whose body sums u8 x s8 products into i32 (its filter packs into dot
+/// panels).
+bool isDotConvolution(mlir::linalg::LinalgOp op);
+
 /// The window ops blocked here: linalg.conv_2d_nhwc_hwcf,
 /// linalg.depthwise_conv_2d_nhwc_hwc, linalg.pooling_nhwc_max and
 /// linalg.pooling_nhwc_sum on static f32 tensors, and the quantized
-/// lowering's NHWC convolution of u8 inputs and s8 filters into i32.
+/// lowering's NHWC regular and depthwise convolutions of u8 inputs and s8
+/// filters into i32.
 bool matchChannelsLastWindow(mlir::linalg::LinalgOp op);
 
 /// matchChannelsLastWindow, where an INT8 convolution must also read its

@@ -158,7 +158,7 @@ std::optional<Packing> contractionPacking(linalg::LinalgOp op, func::FuncOp kern
 std::optional<Packing> convolutionPacking(linalg::LinalgOp op, func::FuncOp kernel,
                                           func::CallOp call, int64_t vectorWidth,
                                           DotProductKind dot) {
-  bool integer = isDotProductBody(op);
+  bool integer = isDotConvolution(op);
   if ((!isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()) && !integer) ||
       !matchChannelsLastWindow(op))
     return std::nullopt;

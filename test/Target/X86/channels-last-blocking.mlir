@@ -99,3 +99,45 @@ func.func @padded_depthwise(%x: tensor<1x8x8x8xf32>, %filter: tensor<3x3x8xf32>)
       ins(%padded, %filter : tensor<1x10x10x8xf32>, tensor<3x3x8xf32>) outs(%init : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
   return %0 : tensor<1x8x8x8xf32>
 }
+
+// -----
+
+// The quantized lowering's depthwise convolution (u8 image, s8 filter, i32
+// sums) is blocked like the float one: per window position it widens a
+// filter vector of 8 bytes (sign) and an input vector per pixel (zero) to
+// i32 lanes, multiplies and adds. Padding reads the image's zero point
+// (7) as a byte vector.
+// CHECK-LABEL: @int8_depthwise
+// CHECK-NOT: tensor.pad
+// CHECK-DAG: %[[ZP:.+]] = arith.constant dense<7> : vector<8xi8>
+// CHECK: %[[W:.+]] = vector.transfer_read %arg1{{.*}} : tensor<3x3x8xi8>, vector<8xi8>
+// CHECK: %[[WIDE_W:.+]] = arith.extsi %[[W]] : vector<8xi8> to vector<8xi32>
+// CHECK: %[[X:.+]] = vector.transfer_read %arg0{{.*}} : tensor<1x6x6x8xi8>, vector<8xi8>
+// CHECK: %[[FILLED:.+]] = arith.select %{{.+}}, %[[X]], %[[ZP]] : vector<8xi8>
+// CHECK: %[[WIDE_X:.+]] = arith.extui %[[FILLED]] : vector<8xi8> to vector<8xi32>
+// CHECK: arith.muli %[[WIDE_X]], %[[WIDE_W]] : vector<8xi32>
+// CHECK: arith.addi %{{.+}}, %{{.+}} : vector<8xi32>
+#image = affine_map<(n, oh, ow, c, kh, kw) -> (n, oh + kh, ow + kw, c)>
+#filter = affine_map<(n, oh, ow, c, kh, kw) -> (kh, kw, c)>
+#output = affine_map<(n, oh, ow, c, kh, kw) -> (n, oh, ow, c)>
+func.func @int8_depthwise(%x: tensor<1x6x6x8xi8>, %filter: tensor<3x3x8xi8>) -> tensor<1x6x6x8xi32> {
+  %zero_point = arith.constant 7 : i8
+  %zero = arith.constant 0 : i32
+  %padded = tensor.pad %x low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero_point : i8
+  } : tensor<1x6x6x8xi8> to tensor<1x8x8x8xi8>
+  %e = tensor.empty() : tensor<1x6x6x8xi32>
+  %init = linalg.fill ins(%zero : i32) outs(%e : tensor<1x6x6x8xi32>) -> tensor<1x6x6x8xi32>
+  %0 = linalg.generic {indexing_maps = [#image, #filter, #output],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%padded, %filter : tensor<1x8x8x8xi8>, tensor<3x3x8xi8>) outs(%init : tensor<1x6x6x8xi32>) {
+  ^bb0(%in: i8, %w: i8, %sum: i32):
+    %a = arith.extui %in : i8 to i32
+    %b = arith.extsi %w : i8 to i32
+    %p = arith.muli %a, %b : i32
+    %s = arith.addi %sum, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<1x6x6x8xi32>
+  return %0 : tensor<1x6x6x8xi32>
+}
