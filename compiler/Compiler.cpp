@@ -154,6 +154,7 @@ std::string describeOptions(const CompileOptions &options) {
     if (quantize->method == quantize::CalibrationMethod::Percentile)
       os << " --calibration-percentile " << quantize->percentile;
     os << " --activations " << (quantize->signedActivations ? "s8" : "u8")
+       << " --weight-pairs " << (quantize->fitWeightPairs ? "fit-i16" : "any")
        << " --min-sqnr " << quantize->minSqnrDb;
   }
   return text;

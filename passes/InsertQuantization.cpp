@@ -10,6 +10,7 @@
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/Passes.h"
 #include "passes/QuantizedGraph.h"
+#include "passes/WeightQuantization.h"
 
 #include "mlir/IR/Matchers.h"
 
@@ -46,33 +47,23 @@ quant::QuantizedType activationType(MLIRContext *context, double lo, double hi,
   return perTensorType(f32, false, 8, scale, zeroPoint);
 }
 
-/// `weight` (an f32 constant) as symmetric s8 per output channel along
-/// `axis`, dequantized back to f32 for the product to read.
-Value quantizeWeight(OpBuilder &b, Location loc, DenseElementsAttr weight, int64_t axis) {
+/// The f32 constant weight of `product` as symmetric s8 per output channel
+/// (with pairs that fit VPMADDUBSW if `fitPairs`), dequantized back to f32
+/// for the product to read.
+Value quantizeWeight(OpBuilder &b, Operation *product, DenseElementsAttr weight,
+                     bool fitPairs) {
   auto type = cast<RankedTensorType>(weight.getType());
   SmallVector<float> values(weight.getValues<float>());
-  int64_t channels = type.getDimSize(axis);
-  int64_t inner = 1;
-  for (int64_t i = axis + 1; i < type.getRank(); ++i)
-    inner *= type.getDimSize(i);
-  auto channelOf = [&](size_t index) { return (index / inner) % channels; };
-  SmallVector<double> absMax(channels, 0.0);
-  for (auto [index, value] : llvm::enumerate(values))
-    absMax[channelOf(index)] = std::max<double>(absMax[channelOf(index)], std::fabs(value));
+  WeightAxes axes{channelAxes(product).first, reductionAxis(product)};
   Type f32 = b.getF32Type();
-  SmallVector<double> scales;
-  for (double magnitude : absMax) {
-    double scale = roundToExpressed(f32, magnitude / 127.0);
-    scales.push_back(scale > 0.0 ? scale : 1.0);
-  }
-  SmallVector<int64_t> storage;
-  for (auto [index, value] : llvm::enumerate(values)) {
-    double level = std::nearbyint(value / static_cast<float>(scales[channelOf(index)]));
-    storage.push_back(static_cast<int64_t>(std::clamp(level, -127.0, 127.0)));
-  }
+  SymmetricWeights levels =
+      quantizeSymmetric(values, type.getShape(), axes, fitPairs,
+                        [&](double scale) { return roundToExpressed(f32, scale); });
   quant::QuantizedType quantized =
-      perAxisType(f32, true, 8, scales, SmallVector<int64_t>(channels, 0), axis);
-  Value constant = quantizedConstant(b, loc, type.getShape(), quantized, storage);
+      perAxisType(f32, true, 8, levels.scales,
+                  SmallVector<int64_t>(levels.scales.size(), 0), axes.channel);
+  Location loc = product->getLoc();
+  Value constant = quantizedConstant(b, loc, type.getShape(), quantized, levels.levels);
   return DequantizeOp::create(b, loc, type, constant);
 }
 
@@ -115,8 +106,7 @@ struct TesselInsertQuantizationPass
       if (!matchPattern(product->getOperand(1), m_Constant(&weight)))
         continue;
       b.setInsertionPoint(product);
-      product->setOperand(1, quantizeWeight(b, product->getLoc(), weight,
-                                            channelAxes(product).first));
+      product->setOperand(1, quantizeWeight(b, product, weight, fitWeightPairs));
     }
     for (Value point : points) {
       std::optional<std::pair<double, double>> range = calibratedRange(point);

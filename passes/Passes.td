@@ -83,7 +83,8 @@ def TesselInsertQuantizationPass
     and dequantized for its readers: u8 with a zero point by default (the
     range widened to hold 0), s8 symmetric with `signed-activations`.
     Each quantizable product's constant weight becomes a per-output-channel
-    symmetric s8 constant, dequantized; its float bias is left for
+    symmetric s8 constant (with `fit-weight-pairs`, levels whose adjacent
+    pairs of input channels fit 16-bit sums), dequantized; its float bias is left for
     tessel-fuse-quantized-ops, which quantizes it to i32 at the product's
     scales. Products marked `tessel.precision = "f32"` keep their float
     weight and read their float input. What is left is the QDQ form that
@@ -92,6 +93,9 @@ def TesselInsertQuantizationPass
   let options = [
     Option<"signedActivations", "signed-activations", "bool", "false",
            "Quantize activations to s8 symmetric instead of u8">,
+    Option<"fitWeightPairs", "fit-weight-pairs", "bool", "false",
+           "Choose weight levels whose pairs along the reduction fit VPMADDUBSW's "
+           "16-bit sums (WeightQuantization.h)">,
   ];
   let dependentDialects = ["tessel::TesselDialect"];
 }

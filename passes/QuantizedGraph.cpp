@@ -25,6 +25,14 @@ std::pair<int64_t, int64_t> channelAxes(Operation *op) {
   return {matmul.getRhs().getType().getRank() - 1, matmul.getType().getRank() - 1};
 }
 
+int64_t reductionAxis(Operation *op) {
+  // HWCF when channels last, else FCHW; 2-D weights sum along the axis
+  // that is not the channels'.
+  if (auto conv = dyn_cast<ConvOp>(op))
+    return conv.getChannelsLast() ? conv.getType().getRank() - 2 : 1;
+  return 1 - channelAxes(op).first;
+}
+
 Value quantizedConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                         quant::QuantizedType type, ArrayRef<int64_t> values) {
   IntegerType storage = storageElementType(type);

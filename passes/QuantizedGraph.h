@@ -33,6 +33,9 @@ bool isProduct(mlir::Operation *op);
 /// and the result's.
 std::pair<int64_t, int64_t> channelAxes(mlir::Operation *op);
 
+/// The axis of product `op`'s weight that it sums over: the input channels.
+int64_t reductionAxis(mlir::Operation *op);
+
 /// A constant of quantized `type` holding storage `values` in `shape`.
 mlir::Value quantizedConstant(mlir::OpBuilder &b, mlir::Location loc,
                               llvm::ArrayRef<int64_t> shape, mlir::quant::QuantizedType type,

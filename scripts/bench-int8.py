@@ -159,7 +159,8 @@ def benchmark(name, args, tools, work, bench, latency):
     row["ort_quantize"] = time.perf_counter() - start
     tessel_int8, tessel_fp32 = work / f"{name}.int8.tsl", work / f"{name}.tsl"
     row["compile"] = compile_tessel(tools, model_path, tessel_int8,
-                                    ["--quantize", "int8", "--calibration", str(calibration_dir)])
+                                    ["--quantize", "int8", "--calibration", str(calibration_dir),
+                                     "--weight-pairs", args.weight_pairs])
     compile_tessel(tools, model_path, tessel_fp32, [])
 
     fp32_session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
@@ -194,7 +195,8 @@ def write_report(path, cpu, fma_peak, peaks, peak, rows, means, args):
         f"Machine: {cpu}. Single-thread peaks measured here: FP32 FMA {fma_peak:.1f} GFLOP/s; "
         f"INT8 dot products (GOP/s) {sequences}; **INT8 peak {peak:.1f} GOP/s**.",
         f"Both sides quantize with the same {CALIBRATION_SAMPLES} random calibration inputs: "
-        "Tessel with `--quantize int8 --calibration` (per-channel s8 weights, u8 activations), "
+        f"Tessel with `--quantize int8 --calibration --weight-pairs {args.weight_pairs}` "
+        "(per-channel s8 weights, u8 activations), "
         "onnxruntime with `quantize_static` (QDQ, per-channel s8 weights, u8 activations). "
         f"SQNR is each INT8 model's output against onnxruntime FP32 on {HELD_OUT_SAMPLES} "
         "held-out inputs. Latencies are medians of "
@@ -226,6 +228,9 @@ def main():
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=10, help="runs per round")
+    parser.add_argument("--weight-pairs", default="any", choices=["any", "fit-i16"],
+                        help="tessel-compile's --weight-pairs (fit-i16: exact VPMADDUBSW "
+                        "on CPUs without VNNI)")
     parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--output", default=str(ROOT / "docs" / "performance-int8.md"))
     args = parser.parse_args()

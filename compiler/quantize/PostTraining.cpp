@@ -64,10 +64,11 @@ void watchQuantized(func::FuncOp function, unsigned first) {
 }
 
 /// Runs tessel-insert-quantization on `module`.
-llvm::Error insertQuantization(ModuleOp module, bool signedActivations) {
+llvm::Error insertQuantization(ModuleOp module, const QuantizeOptions &quantizeOptions) {
   PassManager passes(module.getContext());
   TesselInsertQuantizationPassOptions options;
-  options.signedActivations = signedActivations;
+  options.signedActivations = quantizeOptions.signedActivations;
+  options.fitWeightPairs = quantizeOptions.fitWeightPairs;
   passes.addNestedPass<func::FuncOp>(createTesselInsertQuantizationPass(options));
   if (failed(passes.run(module)))
     return quantizeError("inserting quantization failed");
@@ -173,7 +174,7 @@ llvm::Expected<std::vector<uint8_t>> PostTrainingQuantizer::watchedArtifact(bool
   func::FuncOp copyMain = mainOf(*copy);
   appendWatchedResults(copyMain, quantizationPoints(copyMain));
   if (quantized) {
-    if (llvm::Error error = insertQuantization(*copy, options.signedActivations))
+    if (llvm::Error error = insertQuantization(*copy, options))
       return std::move(error);
     watchQuantized(copyMain, outputCount);
   }
@@ -328,7 +329,7 @@ llvm::Expected<QuantizationReport> PostTrainingQuantizer::run() {
       return std::move(error);
   }
   // The model itself, as it will be compiled.
-  if (llvm::Error error = insertQuantization(module, options.signedActivations))
+  if (llvm::Error error = insertQuantization(module, options))
     return std::move(error);
   return report();
 }

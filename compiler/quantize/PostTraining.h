@@ -32,6 +32,8 @@ struct QuantizeOptions {
   quantize::CalibrationMethod method = quantize::CalibrationMethod::MinMax;
   double percentile = 99.999;
   bool signedActivations = false;
+  /// Weight levels whose pairs fit VPMADDUBSW (passes/WeightQuantization.h).
+  bool fitWeightPairs = false;
   /// A layer whose quantization alone leaves its output below this SQNR
   /// stays in float.
   double minSqnrDb = 15.0;

@@ -15,7 +15,8 @@
 // The kernel receives the panels and restores the weight with a
 // linalg.unpack, so its semantics do not change; the register-blocking
 // emitters read blocks straight from the panels and the unpack is never
-// materialized.
+// materialized. Layers that share a weight (ALBERT-style models, or layers
+// cloned before export) share its panels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace tessel::x86 {
 #define GEN_PASS_DEF_TESSELX86PACKWEIGHTSPASS
@@ -110,12 +112,10 @@ struct Packing {
   bool bytePairsFit = false;
 };
 
-/// The constant that `call` passes to argument `index`, when no other op
-/// reads it: a weight that other kernels read too would be stored twice.
-DenseElementsAttr soleConstant(func::CallOp call, unsigned index) {
+/// The constant that `call` passes to argument `index`, if it is one.
+DenseElementsAttr constantOperand(func::CallOp call, unsigned index) {
   DenseElementsAttr weight;
-  Value operand = call.getOperand(index);
-  if (!matchPattern(operand, m_Constant(&weight)) || !operand.hasOneUse())
+  if (!matchPattern(call.getOperand(index), m_Constant(&weight)))
     return {};
   return weight;
 }
@@ -135,7 +135,7 @@ std::optional<Packing> contractionPacking(linalg::LinalgOp op, func::FuncOp kern
     return std::nullopt;
   OpOperand *right = op.getDpsInputOperand(1);
   std::optional<unsigned> argument = soleArgument(*right, kernel);
-  DenseElementsAttr weight = argument ? soleConstant(call, *argument) : DenseElementsAttr();
+  DenseElementsAttr weight = argument ? constantOperand(call, *argument) : DenseElementsAttr();
   if (!weight)
     return std::nullopt;
   AffineMap map = op.getMatchingIndexingMap(right);
@@ -163,7 +163,7 @@ std::optional<Packing> convolutionPacking(linalg::LinalgOp op, func::FuncOp kern
       !matchChannelsLastWindow(op))
     return std::nullopt;
   std::optional<unsigned> filter = soleArgument(*op.getDpsInputOperand(1), kernel);
-  DenseElementsAttr weight = filter ? soleConstant(call, *filter) : DenseElementsAttr();
+  DenseElementsAttr weight = filter ? constantOperand(call, *filter) : DenseElementsAttr();
   if (!weight)
     return std::nullopt;
   bool fits = integer && bytePairsFit(weight);
@@ -172,20 +172,31 @@ std::optional<Packing> convolutionPacking(linalg::LinalgOp op, func::FuncOp kern
                  fits};
 }
 
-/// Gives argument `packing.argument` of `kernel` (called only by `call`) the
-/// packed `weight` and unpacks it at the kernel's entry.
-void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call,
-                  const Packing &packing) {
+/// A kernel argument that reads a constant weight, and how to pack it.
+struct WeightRead {
+  func::CallOp call;
+  func::FuncOp kernel;
+  Packing packing;
+};
+
+/// The constant of `packing`'s weight packed, created where `original`
+/// (its unpacked constant) is, so that it dominates every reader.
+Value packedConstant(RewriterBase &rewriter, Operation *original, const Packing &packing) {
+  DenseElementsAttr packed = packing.dot ? packDotPanels(packing.weight, packing.panel)
+                                         : packPanels(packing.weight, packing.panel);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(original);
+  return arith::ConstantOp::create(rewriter, original->getLoc(), packed);
+}
+
+/// Gives argument `read.packing.argument` of `read.kernel` (called only by
+/// `read.call`) the `packed` weight and unpacks it at the kernel's entry.
+void unpackArgument(RewriterBase &rewriter, const WeightRead &read, Value packed) {
+  const Packing &packing = read.packing;
+  func::FuncOp kernel = read.kernel;
   unsigned index = packing.argument;
-  int64_t panel = packing.panel;
-  DenseElementsAttr packed = packing.dot ? packDotPanels(packing.weight, panel)
-                                         : packPanels(packing.weight, panel);
-  Operation *original = call.getOperand(index).getDefiningOp();
-  rewriter.setInsertionPoint(call);
-  Value packedWeight = arith::ConstantOp::create(rewriter, original->getLoc(), packed);
-  rewriter.modifyOpInPlace(call, [&] { call->setOperand(index, packedWeight); });
-  if (original->use_empty())
-    rewriter.eraseOp(original);
+  func::CallOp call = read.call;
+  rewriter.modifyOpInPlace(call, [&] { call->setOperand(index, packed); });
 
   BlockArgument argument = kernel.getArgument(index);
   auto unpackedType = cast<RankedTensorType>(argument.getType());
@@ -194,6 +205,7 @@ void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call
   inputs[index] = packed.getType();
   kernel.setType(FunctionType::get(kernel.getContext(), inputs, kernel.getResultTypes()));
 
+  OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(&kernel.getBody().front());
   Location loc = argument.getLoc();
   Value empty = tensor::EmptyOp::create(rewriter, loc, unpackedType.getShape(),
@@ -203,7 +215,7 @@ void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call
   // panels tile the axis before it by 4 too: [N / P, K / 4, P, 4] -> [K, N].
   int64_t last = unpackedType.getRank() - 1;
   SmallVector<int64_t> innerDims{last};
-  SmallVector<OpFoldResult> tiles{rewriter.getIndexAttr(panel)};
+  SmallVector<OpFoldResult> tiles{rewriter.getIndexAttr(packing.panel)};
   if (packing.dot) {
     innerDims.push_back(last - 1);
     tiles.push_back(rewriter.getIndexAttr(4));
@@ -215,6 +227,15 @@ void packArgument(RewriterBase &rewriter, func::FuncOp kernel, func::CallOp call
   if (packing.bytePairsFit)
     unpack->setAttr(kBytePairsFitAttr, rewriter.getUnitAttr());
   rewriter.replaceAllUsesExcept(argument, unpack.getResult(), unpack);
+}
+
+/// Whether every reader of one weight packs it alike.
+bool packAlike(ArrayRef<WeightRead> reads) {
+  const Packing &first = reads.front().packing;
+  return llvm::all_of(reads, [&](const WeightRead &read) {
+    return read.packing.panel == first.panel && read.packing.dot == first.dot &&
+           read.packing.bytePairsFit == first.bytePairsFit;
+  });
 }
 
 struct TesselX86PackWeightsPass
@@ -232,6 +253,7 @@ struct TesselX86PackWeightsPass
     IRRewriter rewriter(&getContext());
     SmallVector<func::CallOp> calls;
     module.walk([&](func::CallOp call) { calls.push_back(call); });
+    SmallVector<WeightRead> reads;
     for (func::CallOp call : calls) {
       auto kernel = symbols.lookup<func::FuncOp>(call.getCallee());
       if (!kernel || kernel.isExternal() || !kernel->hasAttr(kKernelAttr))
@@ -240,17 +262,29 @@ struct TesselX86PackWeightsPass
       std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(kernel, module);
       if (!uses || !llvm::hasSingleElement(*uses))
         continue;
-      SmallVector<Packing> packable;
       kernel.walk([&](linalg::LinalgOp op) {
         if (std::optional<Packing> packing =
                 contractionPacking(op, kernel, call, vectorWidth, *dot))
-          packable.push_back(*packing);
+          reads.push_back({call, kernel, *packing});
         else if (std::optional<Packing> packing =
                      convolutionPacking(op, kernel, call, vectorWidth, *dot))
-          packable.push_back(*packing);
+          reads.push_back({call, kernel, *packing});
       });
-      for (const Packing &packing : packable)
-        packArgument(rewriter, kernel, call, packing);
+    }
+    // A weight that several kernels read (layers that share weights) is
+    // packed once for all of them, if they all pack it alike and nothing
+    // else reads it: otherwise it would be stored twice.
+    llvm::MapVector<Operation *, SmallVector<WeightRead>> readsOfWeight;
+    for (WeightRead read : reads)
+      readsOfWeight[read.call.getOperand(read.packing.argument).getDefiningOp()].push_back(read);
+    for (auto &[original, weightReads] : readsOfWeight) {
+      size_t uses = std::distance(original->getUses().begin(), original->getUses().end());
+      if (uses != weightReads.size() || !packAlike(weightReads))
+        continue;
+      Value packed = packedConstant(rewriter, original, weightReads.front().packing);
+      for (const WeightRead &read : weightReads)
+        unpackArgument(rewriter, read, packed);
+      rewriter.eraseOp(original);
     }
   }
 };

@@ -230,6 +230,21 @@ struct TesselX86VectorizePass
     vector::TransferWriteOp::getCanonicalizationPatterns(patterns, context);
     if (failed(applyPatternsGreedily(function, std::move(patterns))))
       return signalPassFailure();
+
+    // Register blocks read packed weights from their panels and leave the
+    // unpack dead. One that a product still reads (a product of a shared
+    // weight that was not blocked in the end) is materialized instead: a
+    // reshape, a transpose and a slice.
+    SmallVector<linalg::UnPackOp> unpacks;
+    function.walk([&](linalg::UnPackOp unpack) {
+      if (!unpack->use_empty())
+        unpacks.push_back(unpack);
+    });
+    for (linalg::UnPackOp unpack : unpacks) {
+      rewriter.setInsertionPoint(unpack);
+      if (failed(linalg::lowerUnPack(rewriter, unpack)))
+        return signalPassFailure();
+    }
   }
 };
 

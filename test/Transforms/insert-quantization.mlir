@@ -1,5 +1,6 @@
 // RUN: tessel-opt %s --tessel-insert-quantization --split-input-file | FileCheck %s
 // RUN: tessel-opt %s --tessel-insert-quantization=signed-activations --split-input-file | FileCheck %s --check-prefix=SIGNED
+// RUN: tessel-opt %s --tessel-insert-quantization=fit-weight-pairs --split-input-file | FileCheck %s --check-prefix=PAIRS
 
 // Calibrated ranges become 8-bit types: the input's [-1, 3] is u8 of scale
 // 4/255 and zero point round(1 / (4/255)) = 64 (s8: scale 3/127, zero point
@@ -50,4 +51,25 @@ func.func @kept_in_float(%x: tensor<4x8xf32> {tessel.calibrated_range = array<f6
   %b = tessel.matmul %x, %w {tessel.precision = "f32"}
       : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
   return %a, %b : tensor<4x2xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+// The weights of input channels 0 and 1 of an output channel pair up in
+// AVX2's VPMADDUBSW, whose 16-bit sum saturates unless 255 x (the positive
+// levels of the pair) <= 32767. At full range (1.0, 0.5) are levels
+// (127, 64), 191 together; with fit-weight-pairs the search keeps the pair
+// within 128, and among its candidate scales 1/64 holds both exactly
+// (64, 32). Without the option the levels stay (127, 64).
+// CHECK-LABEL: @fit_pairs
+// CHECK: tessel.constant dense<{{\[\[\[\[}}127]], {{\[\[}}64]]]]> : tensor<1x2x1x1xi8>
+// PAIRS-LABEL: @fit_pairs
+// PAIRS: tessel.constant dense<{{\[\[\[\[}}64]], {{\[\[}}32]]]]> : tensor<1x2x1x1xi8> -> tensor<1x2x1x1x!quant.uniform<i8:f32:0, {1.562500e-02}>>
+func.func @fit_pairs(%x: tensor<1x2x4x4xf32> {tessel.calibrated_range = array<f64: 0.0, 1.0>})
+    -> tensor<1x1x4x4xf32> {
+  %w = tessel.constant dense<[[[[1.0]], [[0.5]]]]> : tensor<1x2x1x1xf32>
+  %c = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64,
+                           pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x1x4x4xf32>
+  return %c : tensor<1x1x4x4xf32>
 }

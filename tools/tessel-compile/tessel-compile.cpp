@@ -93,7 +93,8 @@ int main(int argc, char **argv) {
   int optLevel = 3;
   std::vector<std::string> shapes, frozen;
   bool quiet = false, check = false;
-  std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8";
+  std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8",
+              weightPairs = "any";
   std::string quantizeReport;
   double percentile = 99.999, minSqnr = tessel::QuantizeOptions().minSqnrDb;
   size_t calibrationSamples = 0;
@@ -137,6 +138,11 @@ int main(int argc, char **argv) {
   app.add_option("--activations", activations,
                  "Activation type: u8 with a zero point, or s8 symmetric")
       ->check(CLI::IsMember({"u8", "s8"}));
+  app.add_option("--weight-pairs", weightPairs,
+                 "fit-i16: choose weight levels whose pairs of adjacent input channels fit "
+                 "16-bit sums, so that x86 CPUs without VNNI multiply them exactly with "
+                 "VPMADDUBSW (faster INT8, slightly coarser weights)")
+      ->check(CLI::IsMember({"any", "fit-i16"}));
   app.add_option("--min-sqnr", minSqnr,
                  "Keep in float a layer whose own quantization error leaves its output "
                  "below this SQNR (dB)");
@@ -185,6 +191,7 @@ int main(int argc, char **argv) {
     tessel::quantize::parseCalibrationMethod(calibrationMethod, quantizeOptions.method);
     quantizeOptions.percentile = percentile;
     quantizeOptions.signedActivations = activations == "s8";
+    quantizeOptions.fitWeightPairs = weightPairs == "fit-i16";
     quantizeOptions.minSqnrDb = minSqnr;
     bool textToStdout = emit != "artifact" && (output.empty() || output == "-");
     options.quantizationReport = [&, textToStdout](const tessel::QuantizationReport &report) {

@@ -44,7 +44,8 @@ module {
 #rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
 #out = affine_map<(d0, d1, d2) -> (d0, d1)>
 
-// A weight that two kernels read would be stored twice: it stays as it is.
+// A weight that a kernel reads unpacked too would be stored twice: it stays
+// as it is.
 // CHECK-LABEL: func.func private @shared
 // CHECK-SAME: tensor<2x32xf32>
 // CHECK-NOT: linalg.unpack
@@ -72,6 +73,60 @@ module {
     %0 = call @shared(%x, %w) : (tensor<6x2xf32>, tensor<2x32xf32>) -> tensor<6x32xf32>
     %1 = call @other(%w) : (tensor<2x32xf32>) -> tensor<2x32xf32>
     return %0, %1 : tensor<6x32xf32>, tensor<2x32xf32>
+  }
+}
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// Two layers that share a weight and pack it alike share its panels: one
+// packed constant, unpacked in each kernel.
+// CHECK-LABEL: func.func private @first
+// CHECK-SAME: tensor<2x2x16xf32>
+// CHECK: linalg.unpack
+// CHECK-LABEL: func.func private @second
+// CHECK-SAME: tensor<2x2x16xf32>
+// CHECK: linalg.unpack
+// CHECK-LABEL: func.func @main
+// CHECK: %[[PACKED:.+]] = arith.constant dense<1.000000e+00> : tensor<2x2x16xf32>
+// CHECK-NOT: arith.constant
+// CHECK: call @first(%{{.+}}, %[[PACKED]])
+// CHECK: call @second(%{{.+}}, %[[PACKED]])
+module {
+  func.func private @first(%a: tensor<6x2xf32>, %b: tensor<2x32xf32>) -> tensor<6x32xf32> attributes {tessel.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<6x32xf32>
+    %c = linalg.fill ins(%zero : f32) outs(%e : tensor<6x32xf32>) -> tensor<6x32xf32>
+    %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<6x2xf32>, tensor<2x32xf32>) outs(%c : tensor<6x32xf32>) {
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<6x32xf32>
+    return %0 : tensor<6x32xf32>
+  }
+  func.func private @second(%a: tensor<6x2xf32>, %b: tensor<2x32xf32>) -> tensor<6x32xf32> attributes {tessel.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<6x32xf32>
+    %c = linalg.fill ins(%zero : f32) outs(%e : tensor<6x32xf32>) -> tensor<6x32xf32>
+    %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<6x2xf32>, tensor<2x32xf32>) outs(%c : tensor<6x32xf32>) {
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<6x32xf32>
+    return %0 : tensor<6x32xf32>
+  }
+  func.func @main(%x: tensor<6x2xf32>) -> (tensor<6x32xf32>, tensor<6x32xf32>) {
+    %w = arith.constant dense<1.0> : tensor<2x32xf32>
+    %0 = call @first(%x, %w) : (tensor<6x2xf32>, tensor<2x32xf32>) -> tensor<6x32xf32>
+    %1 = call @second(%x, %w) : (tensor<6x2xf32>, tensor<2x32xf32>) -> tensor<6x32xf32>
+    return %0, %1 : tensor<6x32xf32>, tensor<6x32xf32>
   }
 }
 
