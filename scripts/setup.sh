@@ -19,8 +19,11 @@ debian_packages=(
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev
   cmake ninja-build ccache python3-venv python3-torch python3-torchvision
 )
-# scikit-learn ships the handwritten digits that the PTQ accuracy test trains on.
-python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.32.0 scikit-learn==1.9.1)
+# scikit-learn ships the handwritten digits that the PTQ accuracy test trains on;
+# onnxruntime's quantization preprocessing (the QDQ models the INT8 tests and
+# benchmark compare with) needs sympy.
+python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.32.0 scikit-learn==1.9.1
+                 sympy==1.14.0)
 
 missing=()
 for package in "${debian_packages[@]}"; do
