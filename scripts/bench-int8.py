@@ -25,6 +25,7 @@ Only ratios measured in the same run are meaningful on a shared machine.
 
 import argparse
 import datetime
+import gc
 import importlib.util
 import math
 import pathlib
@@ -93,6 +94,21 @@ def quantize_with_onnxruntime(model_path, name, samples, output):
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
 
 
+def quiet_session(model):
+    """An onnxruntime session whose idle threads do not spin: sessions left
+    spinning beside a timed tessel-run would take its cores."""
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+
+def run_onnxruntime(model, input_name, samples):
+    session = quiet_session(model)
+    outputs = np.concatenate([session.run(None, {input_name: x})[0] for x in samples])
+    del session
+    return outputs
+
+
 def compile_tessel(tools, model, artifact, extra):
     start = time.perf_counter()
     # -q keeps progress quiet; the quantization table goes to stdout.
@@ -156,6 +172,7 @@ def benchmark(name, args, tools, work, bench, latency):
     ort_int8 = work / f"{name}.ort-int8.onnx"
     start = time.perf_counter()
     quantize_with_onnxruntime(model_path, input_name, calibration, ort_int8)
+    gc.collect()  # quantize_static's calibration sessions, before anything is timed
     row["ort_quantize"] = time.perf_counter() - start
     tessel_int8, tessel_fp32 = work / f"{name}.int8.tsl", work / f"{name}.tsl"
     row["compile"] = compile_tessel(tools, model_path, tessel_int8,
@@ -163,10 +180,8 @@ def benchmark(name, args, tools, work, bench, latency):
                                      "--weight-pairs", args.weight_pairs])
     compile_tessel(tools, model_path, tessel_fp32, [])
 
-    fp32_session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    int8_session = ort.InferenceSession(str(ort_int8), providers=["CPUExecutionProvider"])
-    reference = np.concatenate([fp32_session.run(None, {input_name: x})[0] for x in held_out])
-    ort_out = np.concatenate([int8_session.run(None, {input_name: x})[0] for x in held_out])
+    reference = run_onnxruntime(model_path, input_name, held_out)
+    ort_out = run_onnxruntime(ort_int8, input_name, held_out)
     tessel_out = np.concatenate([run_tessel(tools, tessel_int8, x, work) for x in held_out])
     row["sqnr_tessel"], row["sqnr_ort"] = sqnr_db(reference, tessel_out), sqnr_db(reference, ort_out)
 
