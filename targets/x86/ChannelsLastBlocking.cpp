@@ -35,22 +35,39 @@ using namespace mlir;
 
 namespace tessel::x86 {
 
-/// The quantized lowering's NHWC convolution: a generic with
-/// linalg.conv_2d_nhwc_hwcf's iteration space, (n, oh, ow, f, kh, kw, c),
-/// whose body sums u8 x s8 products into i32.
-bool isDotConvolution(linalg::LinalgOp op) {
-  if (op.getNumLoops() != 7 || op.getNumReductionLoops() != 3 || !isDotProductBody(op))
+namespace {
+
+/// Whether `op` is a generic that sums u8 x s8 products into i32
+/// (isDotProductBody) over an NHWC window with the loops of the named ops,
+/// (n, oh, ow, channel, kh, kw[, c]): `loops` of them, the input read at
+/// (n, oh * stride + kh * dilation, ow * stride + kw * dilation,
+/// `inputChannel`), the filter at `filterDims`, the output at (n, oh, ow,
+/// channel).
+bool isIntegerWindow(linalg::LinalgOp op, unsigned loops, unsigned inputChannel,
+                     ArrayRef<unsigned> filterDims) {
+  if (op.getNumLoops() != loops || op.getNumReductionLoops() != loops - 4 ||
+      !isDotProductBody(op))
     return false;
   MLIRContext *context = op.getContext();
   auto d = [&](unsigned dim) { return getAffineDimExpr(dim, context); };
+  SmallVector<AffineExpr> filter;
+  for (unsigned dim : filterDims)
+    filter.push_back(d(dim));
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   AffineMap input = maps[0];
   return input.getNumResults() == 4 && input.getResult(0) == d(0) &&
-         input.getResult(3) == d(6) && input.getResult(1).isFunctionOfDim(1) &&
+         input.getResult(3) == d(inputChannel) && input.getResult(1).isFunctionOfDim(1) &&
          input.getResult(1).isFunctionOfDim(4) && input.getResult(2).isFunctionOfDim(2) &&
          input.getResult(2).isFunctionOfDim(5) &&
-         maps[1] == AffineMap::get(7, 0, {d(4), d(5), d(6), d(3)}, context) &&
-         maps[2] == AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, context);
+         maps[1] == AffineMap::get(loops, 0, filter, context) &&
+         maps[2] == AffineMap::get(loops, 0, {d(0), d(1), d(2), d(3)}, context);
+}
+
+} // namespace
+
+bool isDotConvolution(linalg::LinalgOp op) {
+  // linalg.conv_2d_nhwc_hwcf's space: (n, oh, ow, f, kh, kw, c), HWCF filter.
+  return isIntegerWindow(op, 7, 6, {4, 5, 6, 3});
 }
 
 namespace {
@@ -71,21 +88,8 @@ constexpr int64_t kMaxUnrolledWindow = 16;
 
 /// The quantized lowering's NHWC depthwise convolution: a generic with
 /// linalg.depthwise_conv_2d_nhwc_hwc's iteration space, (n, oh, ow, c, kh,
-/// kw), whose body sums u8 x s8 products into i32.
-bool isIntegerDepthwise(linalg::LinalgOp op) {
-  if (op.getNumLoops() != 6 || op.getNumReductionLoops() != 2 || !isDotProductBody(op))
-    return false;
-  MLIRContext *context = op.getContext();
-  auto d = [&](unsigned dim) { return getAffineDimExpr(dim, context); };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  AffineMap input = maps[0];
-  return input.getNumResults() == 4 && input.getResult(0) == d(0) &&
-         input.getResult(3) == d(3) && input.getResult(1).isFunctionOfDim(1) &&
-         input.getResult(1).isFunctionOfDim(4) && input.getResult(2).isFunctionOfDim(2) &&
-         input.getResult(2).isFunctionOfDim(5) &&
-         maps[1] == AffineMap::get(6, 0, {d(4), d(5), d(3)}, context) &&
-         maps[2] == AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, context);
-}
+/// kw), and HWC filter, whose body sums u8 x s8 products into i32.
+bool isIntegerDepthwise(linalg::LinalgOp op) { return isIntegerWindow(op, 6, 3, {4, 5, 3}); }
 
 std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
   if (isDotConvolution(op))
