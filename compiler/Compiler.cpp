@@ -5,6 +5,7 @@
 #include "compiler/Locations.h"
 #include "compiler/Registration.h"
 #include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/onnx/OnnxExporter.h"
 #include "compiler/quantize/PostTraining.h"
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/Passes.h"
@@ -288,14 +289,21 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   return llvm::Error::success();
 }
 
-/// Post-training quantization of the imported float model in `module`.
-llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options, ModuleCompiler &compiler,
-                     DiagnosticCollector &diagnostics,
-                     const std::function<void(const llvm::Twine &)> &progress) {
+/// Canonicalization and batch-norm folding: the graph that quantization
+/// and the ONNX export see.
+llvm::Error prepareGraph(ModuleOp module, DiagnosticCollector &diagnostics) {
   PassManager preparation(module.getContext());
   buildGraphPreparationPipeline(preparation);
   if (failed(preparation.run(module)))
     return diagnostics.error("graph optimization failed:");
+  return llvm::Error::success();
+}
+
+/// Post-training quantization of the imported, prepared float model in
+/// `module`.
+llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options,
+                                  ModuleCompiler &compiler,
+                                  const std::function<void(const llvm::Twine &)> &progress) {
   llvm::Expected<QuantizationReport> report = quantizeModel(
       module, *options.quantize,
       [&](ModuleOp copy) { return compiler.artifactOf(copy); }, progress);
@@ -332,9 +340,16 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
     return imported.takeError();
   ModuleOp module = imported->get();
   ModuleCompiler compiler(*target, options, modelPath, diagnostics);
-  if (options.quantize)
-    if (llvm::Error error = quantizeAfterTraining(module, options, compiler, diagnostics, progress))
+  if (options.quantize || emit == EmitKind::QdqOnnx)
+    if (llvm::Error error = prepareGraph(module, diagnostics))
       return error;
+  if (options.quantize)
+    if (llvm::Error error = quantizeAfterTraining(module, options, compiler, progress))
+      return error;
+  if (emit == EmitKind::QdqOnnx) {
+    progress("writing the ONNX model");
+    return exportOnnxModel(module, {compilerVersion().str(), describeOptions(options)}, out);
+  }
   return compiler.compile(module, emit, out, progress);
 }
 

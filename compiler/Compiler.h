@@ -27,6 +27,7 @@ enum class EmitKind {
   LLVMIR,   // the target's optimized LLVM IR
   Assembly, // the target's assembly
   Artifact, // the .tsl file
+  QdqOnnx,  // the graph as Tessel quantized it, as a QDQ ONNX model
 };
 
 struct CompileOptions {

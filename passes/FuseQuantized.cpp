@@ -84,45 +84,6 @@ struct ProductOperands {
   int64_t resultAxis;
 };
 
-/// The bias of a quantized product: an i32 tensor quantized at
-/// `accumulator`'s scales. A dequantized i32 constant of other scales, or a
-/// float constant, is quantized to them at compile time.
-Value quantizedBias(OpBuilder &b, Location loc, Value bias, quant::QuantizedType accumulator) {
-  Value source = dequantizedSource(bias);
-  if (source && getQuantizedType(source.getType()) == accumulator)
-    return source;
-  DenseElementsAttr attr;
-  Value constant = source ? source : bias;
-  if (!matchPattern(constant, m_Constant(&attr)) || tensorType(bias).getRank() != 1)
-    return {};
-  quant::QuantizedType given = source ? getQuantizedType(source.getType()) : nullptr;
-  SmallVector<double> reals;
-  if (given) {
-    for (auto [index, value] : llvm::enumerate(attr.getValues<APInt>())) {
-      QuantParams params = quantParams(given, quantChannelCount(given) == 1 ? 0 : index);
-      reals.push_back((value.getSExtValue() - params.zeroPoint) * params.scale);
-    }
-  } else {
-    for (const APFloat &value : attr.getValues<APFloat>())
-      reals.push_back(value.convertToDouble());
-  }
-  SmallVector<int64_t> values;
-  for (auto [index, real] : llvm::enumerate(reals)) {
-    double scale =
-        quantParams(accumulator, quantChannelCount(accumulator) == 1 ? 0 : index).scale;
-    double rounded = std::nearbyint(real / scale);
-    if (!(std::abs(rounded) < 2147483647.0))
-      return {};
-    values.push_back(static_cast<int64_t>(rounded));
-  }
-  // The bias is a vector: its channels lie along axis 0.
-  quant::QuantizedType vectorType = accumulator;
-  if (auto perAxis = dyn_cast<quant::UniformQuantizedPerAxisType>(accumulator))
-    vectorType = perAxisType(perAxis.getExpressedType(), true, 32, perAxis.getScales(),
-                             perAxis.getZeroPoints(), 0);
-  return quantizedConstant(b, loc, tensorType(bias).getShape(), vectorType, values);
-}
-
 /// The quantized operands of `product` (conv, matmul, gemm), or nullopt.
 std::optional<ProductOperands> productOperands(OpBuilder &b, Operation *product) {
   Value input, weight, bias;

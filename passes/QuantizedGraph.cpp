@@ -7,6 +7,8 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace tessel {
@@ -42,6 +44,44 @@ Value quantizedConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   auto storageTensor = RankedTensorType::get(shape, storage);
   return ConstantOp::create(b, loc, RankedTensorType::get(shape, type),
                             DenseElementsAttr::get(storageTensor, elements));
+}
+
+Value quantizedBias(OpBuilder &b, Location loc, Value bias, quant::QuantizedType accumulator) {
+  auto dequantize = bias.getDefiningOp<DequantizeOp>();
+  Value source = dequantize ? dequantize.getInput() : Value();
+  if (source && getQuantizedType(source.getType()) == accumulator)
+    return source;
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  DenseElementsAttr attr;
+  Value constant = source ? source : bias;
+  if (!matchPattern(constant, m_Constant(&attr)) || biasType.getRank() != 1)
+    return {};
+  quant::QuantizedType given = source ? getQuantizedType(source.getType()) : nullptr;
+  SmallVector<double> reals;
+  if (given) {
+    for (auto [index, value] : llvm::enumerate(attr.getValues<APInt>())) {
+      QuantParams params = quantParams(given, quantChannelCount(given) == 1 ? 0 : index);
+      reals.push_back((value.getSExtValue() - params.zeroPoint) * params.scale);
+    }
+  } else {
+    for (const APFloat &value : attr.getValues<APFloat>())
+      reals.push_back(value.convertToDouble());
+  }
+  SmallVector<int64_t> values;
+  for (auto [index, real] : llvm::enumerate(reals)) {
+    double scale =
+        quantParams(accumulator, quantChannelCount(accumulator) == 1 ? 0 : index).scale;
+    double rounded = std::nearbyint(real / scale);
+    if (!(std::abs(rounded) < 2147483647.0))
+      return {};
+    values.push_back(static_cast<int64_t>(rounded));
+  }
+  // The bias is a vector: its channels lie along axis 0.
+  quant::QuantizedType vectorType = accumulator;
+  if (auto perAxis = dyn_cast<quant::UniformQuantizedPerAxisType>(accumulator))
+    vectorType = perAxisType(perAxis.getExpressedType(), true, 32, perAxis.getScales(),
+                             perAxis.getZeroPoints(), 0);
+  return quantizedConstant(b, loc, biasType.getShape(), vectorType, values);
 }
 
 namespace {

@@ -1,9 +1,10 @@
 //===- QuantizedGraph.h - Shared facts about quantized tessel graphs -*- C++ -*-===//
 //
 // What post-training quantization (InsertQuantization.cpp, and the
-// compiler's calibration) and the fusion of quantized ops (FuseQuantized.cpp)
-// agree on: which ops are products, along which axes their channels run,
-// and which float values a calibrated model quantizes.
+// compiler's calibration), the fusion of quantized ops (FuseQuantized.cpp)
+// and the QDQ ONNX export agree on: which ops are products, along which
+// axes their channels run, how their biases are quantized, and which float
+// values a calibrated model quantizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,14 @@ int64_t reductionAxis(mlir::Operation *op);
 mlir::Value quantizedConstant(mlir::OpBuilder &b, mlir::Location loc,
                               llvm::ArrayRef<int64_t> shape, mlir::quant::QuantizedType type,
                               llvm::ArrayRef<int64_t> values);
+
+/// The bias of a quantized product: an i32 tensor quantized at
+/// `accumulator`'s scales (input x weight), rounded half to even. A
+/// dequantized i32 constant of other scales, or a float constant, is
+/// quantized to them at compile time; null when `bias` is neither, or a
+/// value overflows i32.
+mlir::Value quantizedBias(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bias,
+                          mlir::quant::QuantizedType accumulator);
 
 /// Whether post-training quantization computes float product `op` in
 /// integers: its weight is an f32 constant, its input an f32 tensor, it is

@@ -109,8 +109,10 @@ int main(int argc, char **argv) {
   app.add_option("--target-cpu", cpu,
                  "CPU to generate code for (LLVM name, e.g. znver4, skylake-avx512); "
                  "default: this machine's");
-  app.add_option("--emit", emit, "What to produce")
-      ->check(CLI::IsMember({"tessel", "linalg", "llvm", "asm", "artifact"}));
+  app.add_option("--emit", emit,
+                 "What to produce: the artifact, an intermediate form, or (qdq-onnx) the "
+                 "graph as Tessel quantized it, as a QDQ ONNX model")
+      ->check(CLI::IsMember({"tessel", "linalg", "llvm", "asm", "artifact", "qdq-onnx"}));
   app.add_option("--shape", shapes,
                  "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
   app.add_option("--freeze-input", frozen,
@@ -193,7 +195,8 @@ int main(int argc, char **argv) {
     quantizeOptions.signedActivations = activations == "s8";
     quantizeOptions.fitWeightPairs = weightPairs == "fit-i16";
     quantizeOptions.minSqnrDb = minSqnr;
-    bool textToStdout = emit != "artifact" && (output.empty() || output == "-");
+    bool textToStdout =
+        emit != "artifact" && emit != "qdq-onnx" && (output.empty() || output == "-");
     options.quantizationReport = [&, textToStdout](const tessel::QuantizationReport &report) {
       (textToStdout ? llvm::errs() : llvm::outs()) << report.table();
       reportJson = report.json();
@@ -214,10 +217,15 @@ int main(int argc, char **argv) {
       {"linalg", tessel::EmitKind::Linalg},
       {"llvm", tessel::EmitKind::LLVMIR},
       {"asm", tessel::EmitKind::Assembly},
-      {"artifact", tessel::EmitKind::Artifact}};
+      {"artifact", tessel::EmitKind::Artifact},
+      {"qdq-onnx", tessel::EmitKind::QdqOnnx}};
   tessel::EmitKind kind = kinds.at(emit);
   if (kind == tessel::EmitKind::Artifact && (output.empty() || output == "-")) {
     llvm::errs() << "tessel-compile: an artifact needs an output file (-o model.tsl)\n";
+    return 2;
+  }
+  if (kind == tessel::EmitKind::QdqOnnx && (output.empty() || output == "-")) {
+    llvm::errs() << "tessel-compile: --emit qdq-onnx needs an output file (-o model_int8.onnx)\n";
     return 2;
   }
 
