@@ -291,14 +291,12 @@ void OpExporter::exportSlice(SliceOp slice) {
     axes.push_back(static_cast<int64_t>(axis));
   }
   std::string hint = nodeNameOf(slice);
-  writer.defineResults(slice);
   writer.addNode("Slice", slice,
                  {writer.nameOf(slice.getInput()),
                   writer.addInt64Initializer(hint + "_starts", slice.getStarts()),
                   writer.addInt64Initializer(hint + "_ends", ends),
                   writer.addInt64Initializer(hint + "_axes", axes),
-                  writer.addInt64Initializer(hint + "_steps", slice.getSteps())},
-                 {writer.nameOf(slice.getResult())});
+                  writer.addInt64Initializer(hint + "_steps", slice.getSteps())});
 }
 
 llvm::Error OpExporter::exportOp(Operation *op) {
@@ -318,10 +316,8 @@ llvm::Error OpExporter::exportOp(Operation *op) {
   }
   std::string hint = nodeNameOf(op);
   auto withShape = [&](llvm::StringRef opType, Value input, ArrayRef<int64_t> shape) {
-    writer.defineResults(op);
     return &writer.addNode(
-        opType, op, {writer.nameOf(input), writer.addInt64Initializer(hint + "_shape", shape)},
-        {writer.nameOf(op->getResult(0))});
+        opType, op, {writer.nameOf(input), writer.addInt64Initializer(hint + "_shape", shape)});
   };
   return llvm::TypeSwitch<Operation *, llvm::Error>(op)
       .Case([&](QuantizeOp quantize) -> llvm::Error {
@@ -386,24 +382,15 @@ llvm::Error OpExporter::exportOp(Operation *op) {
         setInt(writer.addNode("Cast", cast, cast->getOperands()), "to", *dataType);
         return llvm::Error::success();
       })
-      .Case([&](LeakyReluOp activation) -> llvm::Error {
-        setFloat(writer.addNode("LeakyRelu", activation, activation->getOperands()), "alpha",
-                 activation.getAlpha());
-        return llvm::Error::success();
-      })
-      .Case([&](EluOp activation) -> llvm::Error {
-        setFloat(writer.addNode("Elu", activation, activation->getOperands()), "alpha",
-                 activation.getAlpha());
-        return llvm::Error::success();
-      })
-      .Case([&](CeluOp activation) -> llvm::Error {
-        setFloat(writer.addNode("Celu", activation, activation->getOperands()), "alpha",
-                 activation.getAlpha());
-        return llvm::Error::success();
-      })
-      .Case([&](ThresholdedReluOp activation) -> llvm::Error {
-        setFloat(writer.addNode("ThresholdedRelu", activation, activation->getOperands()), "alpha",
-                 activation.getAlpha());
+      .Case<LeakyReluOp, EluOp, CeluOp, ThresholdedReluOp>([&](auto activation) -> llvm::Error {
+        static const llvm::StringMap<llvm::StringRef> names = {
+            {"tessel.leaky_relu", "LeakyRelu"},
+            {"tessel.elu", "Elu"},
+            {"tessel.celu", "Celu"},
+            {"tessel.thresholded_relu", "ThresholdedRelu"}};
+        setFloat(writer.addNode(names.lookup(activation->getName().getStringRef()), activation,
+                                activation->getOperands()),
+                 "alpha", activation.getAlpha());
         return llvm::Error::success();
       })
       .Case([&](SeluOp activation) -> llvm::Error {
@@ -425,12 +412,10 @@ llvm::Error OpExporter::exportOp(Operation *op) {
         return llvm::Error::success();
       })
       .Case([&](ClipOp clip) -> llvm::Error {
-        writer.defineResults(clip);
         auto optional = [&](Value bound) { return bound ? writer.nameOf(bound) : std::string(); };
         writer.addNode(
             "Clip", clip,
-            {writer.nameOf(clip.getInput()), optional(clip.getMin()), optional(clip.getMax())},
-            {writer.nameOf(clip.getResult())});
+            {writer.nameOf(clip.getInput()), optional(clip.getMin()), optional(clip.getMax())});
         return llvm::Error::success();
       })
       .Case([&](MaxPoolOp pool) -> llvm::Error {
@@ -483,12 +468,10 @@ llvm::Error OpExporter::exportOp(Operation *op) {
         auto kind = kinds.find(reduce.getKind());
         if (kind == kinds.end())
           return exportError(reduce, "has an unknown kind");
-        writer.defineResults(reduce);
         onnx::NodeProto &node =
             writer.addNode(kind->second, reduce,
                            {writer.nameOf(reduce.getInput()),
-                            writer.addInt64Initializer(hint + "_axes", reduce.getAxes())},
-                           {writer.nameOf(reduce.getResult())});
+                            writer.addInt64Initializer(hint + "_axes", reduce.getAxes())});
         setInt(node, "keepdims", 0);
         return llvm::Error::success();
       })
@@ -531,13 +514,11 @@ llvm::Error OpExporter::exportOp(Operation *op) {
         return llvm::Error::success();
       })
       .Case([&](PadOp pad) -> llvm::Error {
-        writer.defineResults(pad);
         onnx::NodeProto &node =
             writer.addNode("Pad", pad,
                            {writer.nameOf(pad.getInput()),
                             writer.addInt64Initializer(hint + "_pads", pad.getPads()),
-                            writer.nameOf(pad.getValue())},
-                           {writer.nameOf(pad.getResult())});
+                            writer.nameOf(pad.getValue())});
         setString(node, "mode", pad.getMode());
         return llvm::Error::success();
       })

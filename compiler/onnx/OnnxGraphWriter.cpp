@@ -126,14 +126,20 @@ onnx::NodeProto &OnnxGraphWriter::addNode(llvm::StringRef opType, llvm::StringRe
 }
 
 onnx::NodeProto &OnnxGraphWriter::addNode(llvm::StringRef opType, Operation *op,
-                                          ValueRange operands) {
+                                          ArrayRef<std::string> inputs) {
   defineResults(op);
-  SmallVector<std::string> inputs, outputs;
-  for (Value operand : operands)
-    inputs.push_back(nameOf(operand));
+  SmallVector<std::string> outputs;
   for (Value result : op->getResults())
     outputs.push_back(nameOf(result));
   return addNode(opType, op, inputs, outputs);
+}
+
+onnx::NodeProto &OnnxGraphWriter::addNode(llvm::StringRef opType, Operation *op,
+                                          ValueRange operands) {
+  SmallVector<std::string> inputs;
+  for (Value operand : operands)
+    inputs.push_back(nameOf(operand));
+  return addNode(opType, op, ArrayRef<std::string>(inputs));
 }
 
 llvm::Expected<std::string> OnnxGraphWriter::addInitializer(llvm::StringRef hint,

@@ -44,8 +44,6 @@ public:
   /// The name of result `value`: the one it already has (a graph output's),
   /// else `hint` made unique.
   std::string nameResult(mlir::Value value, llvm::StringRef hint);
-  /// Names each result of `op` after its ONNX node, unless already named.
-  void defineResults(mlir::Operation *op);
 
   /// A node named `name` (made unique) reading and writing tensor names;
   /// "" stands for an absent optional input.
@@ -54,6 +52,10 @@ public:
   /// addNode named after `op`'s ONNX node.
   onnx::NodeProto &addNode(llvm::StringRef opType, mlir::Operation *op,
                            llvm::ArrayRef<std::string> inputs, llvm::ArrayRef<std::string> outputs);
+  /// addNode reading tensors `inputs` and writing `op`'s results (named
+  /// here unless already named).
+  onnx::NodeProto &addNode(llvm::StringRef opType, mlir::Operation *op,
+                           llvm::ArrayRef<std::string> inputs);
   /// addNode reading `operands` and writing `op`'s results.
   onnx::NodeProto &addNode(llvm::StringRef opType, mlir::Operation *op, mlir::ValueRange operands);
 
@@ -80,6 +82,8 @@ public:
   std::string uniqueTensorName(llvm::StringRef hint);
 
 private:
+  /// Names each result of `op` after its ONNX node, unless already named.
+  void defineResults(mlir::Operation *op);
   std::string uniqueNodeName(llvm::StringRef hint);
 
   onnx::GraphProto &graph;

@@ -293,6 +293,12 @@ def run_tessel(tools, model_path, directory, feeds, input_names, output_count):
     tessel-run; returns the outputs of each feed."""
     artifact = os.path.join(directory, "model.tsl")
     run_tool([tool_path(tools, "tessel-compile"), model_path, "-o", artifact, "-q"])
+    return run_artifact(tools, artifact, directory, feeds, input_names, output_count)
+
+
+def run_artifact(tools, artifact, directory, feeds, input_names, output_count):
+    """tessel-run's outputs of `artifact` for each feed (inputs written as
+    .npy files under `directory`)."""
     results = []
     for index, feed in enumerate(feeds):
         sample = os.path.join(directory, f"sample_{index}")

@@ -46,11 +46,11 @@ import sys
 
 import numpy as np
 import onnx
+import onnxruntime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import onnxruntime  # noqa: E402
 from ort_qdq import (MODELS, REQUIRED_PER_MILLE, ToolFailure, compare, input_shapes,  # noqa: E402
-                     random_inputs, run_reference, run_tool, tool_path)
+                     random_inputs, run_artifact, run_reference, run_tool, tool_path)
 
 CALIBRATION_SAMPLES = 16
 TEST_SAMPLES = 8
@@ -63,25 +63,6 @@ def write_calibration(directory, feeds):
     os.makedirs(directory, exist_ok=True)
     for name in feeds[0]:
         np.save(os.path.join(directory, f"{name}.npy"), np.stack([feed[name] for feed in feeds]))
-
-
-def run_artifact(tools, artifact, directory, feeds, input_names, output_count):
-    """tessel-run's outputs of `artifact` for each feed."""
-    results = []
-    for index, feed in enumerate(feeds):
-        sample = os.path.join(directory, f"sample_{index}")
-        os.makedirs(sample, exist_ok=True)
-        input_files = []
-        for position, name in enumerate(input_names):
-            path = os.path.join(sample, f"input_{position}.npy")
-            np.save(path, feed[name])
-            input_files.append(path)
-        outputs = os.path.join(sample, "tessel")
-        run_tool([tool_path(tools, "tessel-run"), artifact, "--input", *input_files,
-                  "--output-dir", outputs])
-        results.append([np.load(os.path.join(outputs, f"output_{i}.npy"))
-                        for i in range(output_count)])
-    return results
 
 
 def run_onnxruntime(model_path, feeds, level):
