@@ -10,6 +10,7 @@
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/QuantizedGraph.h"
 #include "runtime/schema/Checksum.h"
 #include "targets/x86/X86Target.h"
 
@@ -17,6 +18,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -163,15 +165,6 @@ std::string describeOptions(const CompileOptions &options) {
 
 } // namespace
 
-llvm::Expected<SupportReport> checkModel(llvm::StringRef modelPath,
-                                         const CompileOptions &options) {
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  return checkOnnxModel(context, modelPath, options.import);
-}
-
 namespace {
 
 /// Compiles an imported module the rest of the way, to `emit`.
@@ -299,22 +292,70 @@ llvm::Error prepareGraph(ModuleOp module, DiagnosticCollector &diagnostics) {
   return llvm::Error::success();
 }
 
+/// What stays float in quantized `module` once the graph pipeline has
+/// fused it (a copy is fused): how many ops compute in integers, and one
+/// line per float island naming its ops and their ONNX nodes.
+llvm::Error describeFloatIslands(ModuleOp module, DiagnosticCollector &diagnostics,
+                                 int64_t &integerOps, std::vector<std::string> &islands) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  PassManager fusion(module.getContext());
+  buildGraphPreparationPipeline(fusion);
+  fusion.addNestedPass<func::FuncOp>(createTesselFuseQuantizedOpsPass());
+  if (failed(fusion.run(*copy)))
+    return diagnostics.error("fusing the quantized ops failed:");
+  auto main = copy->lookupSymbol<func::FuncOp>("main");
+  integerOps = integerOpCount(main);
+  for (const FloatIsland &island : floatIslands(main)) {
+    std::string line;
+    llvm::raw_string_ostream os(line);
+    llvm::interleaveComma(island.ops, os, [&](Operation *op) {
+      os << op->getName().stripDialect();
+      SmallVector<std::string> names;
+      nodeNamesOf(op->getLoc(), names);
+      if (!names.empty())
+        os << " '" << llvm::join(names, "', '") << "'";
+    });
+    islands.push_back(std::move(line));
+  }
+  return llvm::Error::success();
+}
+
 /// Post-training quantization of the imported, prepared float model in
 /// `module`.
 llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options,
-                                  ModuleCompiler &compiler,
+                                  ModuleCompiler &compiler, DiagnosticCollector &diagnostics,
                                   const std::function<void(const llvm::Twine &)> &progress) {
   llvm::Expected<QuantizationReport> report = quantizeModel(
       module, *options.quantize,
       [&](ModuleOp copy) { return compiler.artifactOf(copy); }, progress);
   if (!report)
     return report.takeError();
+  if (llvm::Error error =
+          describeFloatIslands(module, diagnostics, report->integerOps, report->floatIslands))
+    return error;
   if (options.quantizationReport)
     options.quantizationReport(*report);
   return llvm::Error::success();
 }
 
 } // namespace
+
+llvm::Expected<SupportReport> checkModel(llvm::StringRef modelPath,
+                                         const CompileOptions &options) {
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  DiagnosticCollector diagnostics(context);
+  OwningOpRef<ModuleOp> module;
+  llvm::Expected<SupportReport> report =
+      checkOnnxModel(context, modelPath, options.import, &module);
+  if (report && module)
+    if (llvm::Error error = describeFloatIslands(*module, diagnostics, report->integerOps,
+                                                 report->floatIslands))
+      return std::move(error);
+  return report;
+}
 
 llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
                          EmitKind emit, llvm::raw_ostream &out) {
@@ -344,7 +385,7 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
     if (llvm::Error error = prepareGraph(module, diagnostics))
       return error;
   if (options.quantize)
-    if (llvm::Error error = quantizeAfterTraining(module, options, compiler, progress))
+    if (llvm::Error error = quantizeAfterTraining(module, options, compiler, diagnostics, progress))
       return error;
   if (emit == EmitKind::QdqOnnx) {
     progress("writing the ONNX model");

@@ -265,18 +265,20 @@ struct SinkThroughReduce : OpRewritePattern<ReduceOp> {
 
 /// Results marked kAnyLayoutAttr without their transpose back to NCHW.
 void returnAnyLayoutAsComputed(func::FuncOp function) {
-  Operation *terminator = function.front().getTerminator();
-  for (unsigned i = 0; i < function.getNumResults(); ++i) {
-    auto transpose = terminator->getOperand(i).getDefiningOp<TransposeOp>();
+  SmallVector<Value> results(function.front().getTerminator()->getOperands());
+  SmallVector<Operation *> unread;
+  for (auto [i, result] : llvm::enumerate(results)) {
+    auto transpose = result.getDefiningOp<TransposeOp>();
     if (!function.getResultAttr(i, kAnyLayoutAttr) || !transpose ||
         !llvm::equal(transpose.getPerm(), kToChannelsFirst))
       continue;
-    terminator->setOperand(i, transpose.getInput());
+    result = transpose.getInput();
+    unread.push_back(transpose);
+  }
+  setReturnedValues(function, results);
+  for (Operation *transpose : unread)
     if (transpose->use_empty())
       transpose->erase();
-  }
-  function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
-                                     terminator->getOperandTypes()));
 }
 
 struct TesselChannelsLastPass

@@ -8,8 +8,9 @@
 //   quantize(conv(dequantize(x), dequantize(w), dequantize(b)))   -> conv (quantized)
 //   quantize(relu(matmul(dequantize(a), dequantize(b))))          -> relu(matmul)
 //   quantize(add(dequantize(a), dequantize(b)))                   -> add (quantized)
-//   quantize(max_pool(dequantize(x)))                             -> max_pool, requantize
-//   quantize(reshape(dequantize(x)))                              -> reshape, requantize
+//   max_pool(dequantize(x)), reshape(dequantize(x), ...)           -> dequantize(max_pool), ...
+//   quantize(reshape(y)), quantize(max_pool(y)), ...               -> reshape(quantize(y)), ...
+//   quantize(concat(dequantize(x), dequantize(y)))                -> concat, requantize
 //   quantize(f(dequantize(x))), f elementwise, x 8-bit            -> lookup(x, table of f)
 //   quantize(dequantize(x)) of other parameters                   -> requantize(x)
 //   conv(dequantize(x), dequantize(w)) read as float               -> dequantize(conv: i32)
@@ -251,44 +252,83 @@ LogicalResult fuseArithmetic(RewriterBase &rewriter, QuantizeOp quantize) {
   return success();
 }
 
-/// quantize(average(dequantize(x))) -> average(x), and max pooling, which
-/// keeps x's quantization, then requantized.
-LogicalResult fusePool(RewriterBase &rewriter, QuantizeOp quantize) {
+/// quantize(average(dequantize(x))) -> average(x), requantized.
+LogicalResult fuseAveragePool(RewriterBase &rewriter, QuantizeOp quantize) {
   quant::QuantizedType result = eightBitPerTensor(quantize.getType());
   Operation *op = quantize.getInput().getDefiningOp();
-  if (!result || !isa_and_present<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp>(op) ||
-      !op->hasOneUse())
+  if (!result || !isa_and_present<AveragePoolOp, GlobalAveragePoolOp>(op) || !op->hasOneUse())
     return failure();
   Value input = dequantizedSource(op->getOperand(0));
-  quant::QuantizedType inputType = input ? eightBitPerTensor(input.getType()) : nullptr;
-  if (!inputType)
+  if (!input || !eightBitPerTensor(input.getType()))
     return failure();
   rewriter.setInsertionPoint(quantize);
   Operation *fused = rewriter.clone(*op);
   fused->setOperand(0, input);
-  bool keepsType = isa<MaxPoolOp>(op);
-  fused->getResult(0).setType(quantize.getType().clone(keepsType ? inputType : result));
-  rewriter.replaceOp(quantize,
-                     requantizeTo(rewriter, quantize.getLoc(), fused->getResult(0), result));
+  fused->getResult(0).setType(quantize.getType());
+  rewriter.replaceOp(quantize, fused->getResults());
   return success();
 }
 
-/// Ops that move elements without computing on them.
-bool movesElements(Operation *op) {
-  return isa_and_present<ReshapeOp, FlattenOp, TransposeOp, SliceOp, ExpandOp, GatherOp,
-                         PadOp, ConcatOp>(op);
+/// Ops that pick input elements by position alone (max pooling by
+/// comparing them, which a dequantization's positive scale preserves):
+/// they give the same elements before dequantization as after.
+bool commutesWithDequantize(Operation *op) {
+  return isa<MaxPoolOp, ReshapeOp, FlattenOp, TransposeOp, SliceOp, ExpandOp, GatherOp>(op);
 }
 
-/// quantize(move(dequantize(x)...)) -> move(x...), requantized: the inputs of
-/// a concatenation share the quantization of the first (the others are
-/// requantized to it), a pad value must be exact in it.
+/// op(dequantize(x)) -> dequantize(op(x)) for an op that commutes with
+/// dequantization and an 8-bit x, so that a chain of them (a pool, then a
+/// flatten; a weight's transpose) reaches the next quantize or product
+/// with the integers.
+LogicalResult sinkDequantize(RewriterBase &rewriter, Operation *op) {
+  auto dequantize = op->getOperand(0).getDefiningOp<DequantizeOp>();
+  if (!dequantize || !eightBitPerTensor(dequantize.getInput().getType()))
+    return failure();
+  rewriter.setInsertionPoint(op);
+  Operation *moved = rewriter.clone(*op);
+  moved->setOperand(0, dequantize.getInput());
+  Type resultType = op->getResult(0).getType();
+  moved->getResult(0).setType(cast<RankedTensorType>(resultType)
+                                  .clone(getElementTypeOrSelf(dequantize.getInput().getType())));
+  rewriter.replaceOp(
+      op, DequantizeOp::create(rewriter, op->getLoc(), resultType, moved->getResult(0)));
+  return success();
+}
+
+/// quantize(op(y)) -> op(quantize(y)) for an op that commutes with
+/// quantization (elementwise and never decreasing, it maps 0 to the zero
+/// point, so relu(y) quantizes to max(q(y), zero point)) and that only the
+/// quantize reads, so that the quantize reaches what computes y (an
+/// average pool before a flatten, a residual add before its relu). The
+/// hoisted quantize, or null.
+QuantizeOp hoistQuantize(RewriterBase &rewriter, QuantizeOp quantize) {
+  Operation *op = quantize.getInput().getDefiningOp();
+  if (!op || !(commutesWithDequantize(op) || isa<ReluOp>(op)) || !op->hasOneUse())
+    return {};
+  Value input = op->getOperand(0);
+  auto inputType = cast<RankedTensorType>(input.getType());
+  rewriter.setInsertionPoint(op);
+  auto hoisted = QuantizeOp::create(rewriter, quantize.getLoc(),
+                                    inputType.clone(quantize.getType().getElementType()), input);
+  Operation *moved = rewriter.clone(*op);
+  moved->setOperand(0, hoisted);
+  moved->getResult(0).setType(quantize.getType());
+  rewriter.replaceOp(quantize, moved->getResults());
+  rewriter.eraseOp(op);
+  return hoisted;
+}
+
+/// quantize(pad(dequantize(x))) and quantize(concat(dequantize(x)...)) ->
+/// the op on x..., requantized: the inputs of a concatenation share the
+/// quantization of the first (the others are requantized to it), a pad
+/// value must be exact in it.
 LogicalResult fuseMovement(RewriterBase &rewriter, QuantizeOp quantize) {
   quant::QuantizedType result = eightBitPerTensor(quantize.getType());
   Operation *op = quantize.getInput().getDefiningOp();
-  if (!result || !movesElements(op) || !op->hasOneUse())
+  if (!result || !isa_and_present<PadOp, ConcatOp>(op) || !op->hasOneUse())
     return failure();
-  // The operands that carry data: all of a concatenation's, the first of
-  // the others (indices and a pad value stay).
+  // The operands that carry data: all of a concatenation's, a pad's first
+  // (its value stays).
   unsigned dataOperands = isa<ConcatOp>(op) ? op->getNumOperands() : 1;
   SmallVector<Value> sources;
   for (unsigned i = 0; i < dataOperands; ++i) {
@@ -374,7 +414,10 @@ std::optional<ElementwiseChain> elementwiseChain(QuantizeOp root) {
   SmallVector<Operation *> worklist{root};
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
-    if (!ops.insert(op) || ops.size() > kMaxOps || !isEvaluable(op) ||
+    // An op that two others read (the x of x * sigmoid(x)) is visited once.
+    if (!ops.insert(op))
+      continue;
+    if (ops.size() > kMaxOps || !isEvaluable(op) ||
         tensorType(op->getResult(0)).getShape() != shape)
       return std::nullopt;
     for (OpOperand &use : op->getOpOperands()) {
@@ -553,6 +596,17 @@ struct DequantizeConstant : OpRewritePattern<DequantizeOp> {
   }
 };
 
+/// Fuses the island that `quantize` ends into an integer op, the cheapest
+/// form first (a table is the most general).
+bool fuseIsland(RewriterBase &rewriter, QuantizeOp quantize) {
+  return succeeded(fuseProduct(rewriter, quantize)) ||
+         succeeded(fuseRequantize(rewriter, quantize)) ||
+         succeeded(fuseRelu(rewriter, quantize)) || succeeded(fuseTable(rewriter, quantize)) ||
+         succeeded(fuseArithmetic(rewriter, quantize)) ||
+         succeeded(fuseAveragePool(rewriter, quantize)) ||
+         succeeded(fuseMovement(rewriter, quantize));
+}
+
 struct TesselFuseQuantizedOpsPass
     : impl::TesselFuseQuantizedOpsPassBase<TesselFuseQuantizedOpsPass> {
   void runOnOperation() override {
@@ -561,7 +615,7 @@ struct TesselFuseQuantizedOpsPass
     // the chain around it is tabulated.
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<QuantizeOp>(op) || isProduct(op))
+      if (isa<QuantizeOp>(op) || isProduct(op) || commutesWithDequantize(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -569,15 +623,15 @@ struct TesselFuseQuantizedOpsPass
         (void)fuseProductToAccumulator(rewriter, op);
         continue;
       }
-      // Cheapest form first; a table is the most general.
+      if (commutesWithDequantize(op)) {
+        (void)sinkDequantize(rewriter, op);
+        continue;
+      }
+      // When nothing fuses, the quantize rises through an op that
+      // commutes with it and fusion is tried again.
       auto quantize = cast<QuantizeOp>(op);
-      (void)(succeeded(fuseProduct(rewriter, quantize)) ||
-             succeeded(fuseRequantize(rewriter, quantize)) ||
-             succeeded(fuseRelu(rewriter, quantize)) ||
-             succeeded(fuseTable(rewriter, quantize)) ||
-             succeeded(fuseArithmetic(rewriter, quantize)) ||
-             succeeded(fusePool(rewriter, quantize)) ||
-             succeeded(fuseMovement(rewriter, quantize)));
+      while (quantize && !fuseIsland(rewriter, quantize))
+        quantize = hoistQuantize(rewriter, quantize);
     }
 
     RewritePatternSet patterns(&getContext());

@@ -27,6 +27,14 @@ inline constexpr llvm::StringLiteral kKernelAttrName = "tessel.kernel";
 /// way): tessel-channels-last does not transpose it back to NCHW.
 inline constexpr llvm::StringLiteral kAnyLayoutAttr = "tessel.any_layout";
 
+/// Makes `function` return `values` (not a range of its terminator's own
+/// operands): the terminator's operands and the function's type.
+inline void setReturnedValues(mlir::func::FuncOp function, mlir::ValueRange values) {
+  function.front().getTerminator()->setOperands(values);
+  function.setType(mlir::FunctionType::get(function.getContext(), function.getArgumentTypes(),
+                                           values.getTypes()));
+}
+
 } // namespace tessel
 
 #endif // TESSEL_PASSES_PASSES_H

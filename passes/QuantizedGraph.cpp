@@ -5,6 +5,7 @@
 #include "dialects/tessel/TesselDialect.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
@@ -163,6 +164,78 @@ std::optional<std::pair<double, double>> calibratedRange(Value value) {
   if (!range || range.size() != 2)
     return std::nullopt;
   return std::pair<double, double>{range[0], range[1]};
+}
+
+namespace {
+
+bool isQuantizedTensor(Value value) { return isQuantized(getElementTypeOrSelf(value.getType())); }
+
+/// Converts between precisions or storage types, or computes nothing.
+bool isBoundaryOrConstant(Operation *op) {
+  return isa<QuantizeOp, DequantizeOp, RequantizeOp, BitCastOp, func::ReturnOp>(op) ||
+         op->hasTrait<OpTrait::ConstantLike>();
+}
+
+/// An op computing in float: a float tensor among its results, nothing
+/// quantized among its operands or results.
+bool computesInFloat(Operation *op) {
+  if (isBoundaryOrConstant(op) || llvm::any_of(op->getOperands(), isQuantizedTensor) ||
+      llvm::any_of(op->getResults(), isQuantizedTensor))
+    return false;
+  return llvm::any_of(op->getResultTypes(), [](Type type) {
+    return isa<FloatType>(getElementTypeOrSelf(type));
+  });
+}
+
+} // namespace
+
+SmallVector<FloatIsland> floatIslands(func::FuncOp function) {
+  llvm::EquivalenceClasses<Operation *> groups;
+  llvm::DenseSet<Operation *> touchesQuantized;
+  SmallVector<Operation *> floatOps;
+  function.walk([&](Operation *op) {
+    if (op == function || !computesInFloat(op))
+      return;
+    floatOps.push_back(op);
+    groups.insert(op);
+    for (Value operand : op->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (isa_and_present<DequantizeOp>(producer))
+        touchesQuantized.insert(op);
+      else if (producer && groups.contains(producer))
+        groups.unionSets(producer, op);
+    }
+    for (Operation *user : op->getUsers())
+      if (isa<QuantizeOp>(user))
+        touchesQuantized.insert(op);
+  });
+  llvm::DenseSet<Operation *> islandLeaders;
+  for (Operation *op : touchesQuantized)
+    islandLeaders.insert(groups.getLeaderValue(op));
+  // Islands in the program order of their first op.
+  SmallVector<FloatIsland> islands;
+  llvm::DenseMap<Operation *, size_t> islandOfLeader;
+  for (Operation *op : floatOps) {
+    Operation *leader = groups.getLeaderValue(op);
+    if (!islandLeaders.contains(leader))
+      continue;
+    auto [it, inserted] = islandOfLeader.try_emplace(leader, islands.size());
+    if (inserted)
+      islands.emplace_back();
+    islands[it->second].ops.push_back(op);
+  }
+  return islands;
+}
+
+int64_t integerOpCount(func::FuncOp function) {
+  int64_t count = 0;
+  function.walk([&](Operation *op) {
+    if (op != function && !isBoundaryOrConstant(op) &&
+        (llvm::any_of(op->getOperands(), isQuantizedTensor) ||
+         llvm::any_of(op->getResults(), isQuantizedTensor)))
+      ++count;
+  });
+  return count;
 }
 
 } // namespace tessel

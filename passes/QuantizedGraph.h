@@ -71,6 +71,20 @@ bool setCalibratedRange(mlir::Value value, double lo, double hi);
 /// The range recorded by setCalibratedRange, if any.
 std::optional<std::pair<double, double>> calibratedRange(mlir::Value value);
 
+/// What a quantized graph computes in float once tessel-fuse-quantized-ops
+/// has run: its ops joined by the float values that pass between them.
+/// Only groups that read a dequantized tensor or feed a quantize are
+/// islands; a float model has none.
+struct FloatIsland {
+  /// In program order.
+  llvm::SmallVector<mlir::Operation *> ops;
+};
+llvm::SmallVector<FloatIsland> floatIslands(mlir::func::FuncOp function);
+
+/// How many ops of `function` compute on quantized tensors (quantize,
+/// dequantize, requantize and constants not counted).
+int64_t integerOpCount(mlir::func::FuncOp function);
+
 } // namespace tessel
 
 #endif // TESSEL_PASSES_QUANTIZEDGRAPH_H

@@ -528,7 +528,8 @@ llvm::Error readModel(llvm::StringRef path, onnx::ModelProto &model) {
 } // namespace
 
 llvm::Expected<SupportReport> checkOnnxModel(MLIRContext &context, llvm::StringRef path,
-                                             const ImportOptions &options) {
+                                             const ImportOptions &options,
+                                             OwningOpRef<ModuleOp> *imported) {
   onnx::ModelProto model;
   if (llvm::Error error = readModel(path, model))
     return std::move(error);
@@ -540,7 +541,10 @@ llvm::Expected<SupportReport> checkOnnxModel(MLIRContext &context, llvm::StringR
   // unreadable input type, say) stops the check as it stops a compile.
   if (!module && importer.allProblems().empty())
     return module.takeError();
-  llvm::consumeError(module.takeError());
+  if (module && imported)
+    *imported = std::move(*module);
+  else
+    llvm::consumeError(module.takeError());
   SupportReport report;
   report.nodeCount = model.graph().node_size();
   report.opset = importer.opsetVersion();

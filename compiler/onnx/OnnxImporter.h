@@ -40,13 +40,20 @@ struct SupportReport {
   int64_t opset = 0;
   std::vector<std::string> problems;
   std::map<std::string, int64_t> failingNodesByOp;
+  /// For a model that imports: how many ops compute on quantized tensors,
+  /// and each island of ops that stays float between a dequantize and a
+  /// quantize (its ops and ONNX nodes).
+  int64_t integerOps = 0;
+  std::vector<std::string> floatIslands;
 };
 
-/// Imports the model only to find what cannot be compiled. Fails only when
+/// Imports the model only to find what cannot be compiled; `imported`, if
+/// given, receives the module when every node imports. Fails only when
 /// the model cannot be read at all.
-llvm::Expected<SupportReport> checkOnnxModel(mlir::MLIRContext &context,
-                                             llvm::StringRef path,
-                                             const ImportOptions &options = {});
+llvm::Expected<SupportReport>
+checkOnnxModel(mlir::MLIRContext &context, llvm::StringRef path,
+               const ImportOptions &options = {},
+               mlir::OwningOpRef<mlir::ModuleOp> *imported = nullptr);
 
 /// Name of the argument/result attribute holding ONNX value names.
 inline constexpr llvm::StringLiteral kValueNameAttr = "tessel.name";

@@ -31,17 +31,14 @@ llvm::Error quantizeError(const llvm::Twine &message) {
 
 func::FuncOp mainOf(ModuleOp module) { return module.lookupSymbol<func::FuncOp>("main"); }
 
-/// Appends `values` to `function`'s results.
-/// Returns `values` from `function` too, in whatever layout the graph
-/// computes them: their histograms and errors do not depend on it.
+/// Returns `values` from `function` too, after its results, in whatever
+/// layout the graph computes them: their histograms and errors do not
+/// depend on it.
 void appendWatchedResults(func::FuncOp function, ArrayRef<Value> values) {
-  Operation *terminator = function.front().getTerminator();
-  unsigned first = terminator->getNumOperands();
-  SmallVector<Value> results(terminator->getOperands());
+  SmallVector<Value> results(function.front().getTerminator()->getOperands());
+  unsigned first = results.size();
   results.append(values.begin(), values.end());
-  terminator->setOperands(results);
-  function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
-                                     ValueRange(results).getTypes()));
+  setReturnedValues(function, results);
   for (unsigned i = first; i < results.size(); ++i)
     function.setResultAttr(i, kAnyLayoutAttr, UnitAttr::get(function.getContext()));
 }
@@ -52,15 +49,15 @@ void appendWatchedResults(func::FuncOp function, ArrayRef<Value> values) {
 void watchQuantized(func::FuncOp function, unsigned first) {
   Operation *terminator = function.front().getTerminator();
   OpBuilder b(terminator);
-  for (unsigned i = first; i < terminator->getNumOperands(); ++i)
-    if (auto dequantize = terminator->getOperand(i).getDefiningOp<DequantizeOp>()) {
+  SmallVector<Value> results(terminator->getOperands());
+  for (Value &result : llvm::drop_begin(results, first))
+    if (auto dequantize = result.getDefiningOp<DequantizeOp>()) {
       // Graph edges hold the integers; the cast names their quantization.
       Value quantized = dequantize.getInput();
-      terminator->setOperand(i, BitCastOp::create(b, dequantize.getLoc(),
-                                                  storageType(quantized.getType()), quantized));
+      result = BitCastOp::create(b, dequantize.getLoc(), storageType(quantized.getType()),
+                                 quantized);
     }
-  function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
-                                     terminator->getOperandTypes()));
+  setReturnedValues(function, results);
 }
 
 /// Runs tessel-insert-quantization on `module`.
@@ -375,6 +372,22 @@ std::string QuantizationReport::table() const {
   for (const auto &[name, db] : outputs)
     os << "  model output '" << name << "': SQNR " << formatDb(db)
        << (std::isinf(db) ? "\n" : " dB\n");
+  os << formatFloatIslands(integerOps, floatIslands, "  ");
+  return text;
+}
+
+std::string formatFloatIslands(int64_t integerOps, const std::vector<std::string> &islands,
+                               llvm::StringRef indent) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << indent << integerOps << " ops compute in integers; ";
+  if (islands.empty())
+    os << "nothing stays float between them\n";
+  else
+    os << islands.size() << " float island" << (islands.size() == 1 ? "" : "s")
+       << " (ops left in float between dequantize and quantize):\n";
+  for (auto [index, island] : llvm::enumerate(islands))
+    os << indent << "  " << index + 1 << ": " << island << "\n";
   return text;
 }
 
@@ -411,7 +424,9 @@ std::string QuantizationReport::json() const {
                           {"samples", static_cast<int64_t>(sampleCount)},
                           {"min_sqnr_db", minSqnrDb},
                           {"layers", std::move(layerArray)},
-                          {"outputs", std::move(outputArray)}};
+                          {"outputs", std::move(outputArray)},
+                          {"integer_ops", integerOps},
+                          {"float_islands", llvm::json::Array(floatIslands)}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

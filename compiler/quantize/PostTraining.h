@@ -64,10 +64,20 @@ struct QuantizationReport {
   std::vector<LayerQuantization> layers;
   /// Each model output's SQNR (dB) against float.
   std::vector<std::pair<std::string, double>> outputs;
+  /// How many ops of the quantized model compute on quantized tensors, and
+  /// what stays float between them: one line per island (its ops and
+  /// their ONNX nodes).
+  int64_t integerOps = 0;
+  std::vector<std::string> floatIslands;
 
   std::string table() const;
   std::string json() const;
 };
+
+/// Lines saying how many ops compute in integers and listing each float
+/// island, each line after `indent` (the report's and --check's).
+std::string formatFloatIslands(int64_t integerOps, const std::vector<std::string> &islands,
+                               llvm::StringRef indent);
 
 /// Compiles a module of the tessel dialect (as the importer gives it) into
 /// artifact bytes: the rest of the compile pipeline.

@@ -98,6 +98,22 @@ func.func @silu_table(%x: tensor<16x!quant.uniform<u8:f32, 0.05:128>>) -> tensor
 
 // -----
 
+// SiLU read from one dequantize, x * sigmoid(x) as Tessel's own
+// quantization leaves it: the dequantize feeds two ops of the chain.
+// CHECK-LABEL: @silu_shared_input
+// CHECK: %[[T:.+]] = tessel.constant dense<{{.+}}> : tensor<256xui8> -> tensor<256x!quant.uniform<u8:f32, 5.000000e-02:10>>
+// CHECK-NEXT: %[[L:.+]] = tessel.lookup %arg0, %[[T]]
+// CHECK-NEXT: return %[[L]]
+func.func @silu_shared_input(%x: tensor<16x!quant.uniform<u8:f32, 0.05:128>>) -> tensor<16x!quant.uniform<u8:f32, 0.05:10>> {
+  %xd = tessel.dequantize %x : tensor<16x!quant.uniform<u8:f32, 0.05:128>> -> tensor<16xf32>
+  %s = tessel.sigmoid %xd : tensor<16xf32>
+  %m = tessel.mul %xd, %s : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %q = tessel.quantize %m : tensor<16xf32> -> tensor<16x!quant.uniform<u8:f32, 0.05:10>>
+  return %q : tensor<16x!quant.uniform<u8:f32, 0.05:10>>
+}
+
+// -----
+
 // Max pooling keeps its input's quantization, then requantizes; a reshape
 // moves quantized elements.
 // CHECK-LABEL: @pool_and_reshape
@@ -114,6 +130,77 @@ func.func @pool_and_reshape(%x: tensor<1x1x4x4x!quant.uniform<u8:f32, 0.5:128>>)
   %r = tessel.reshape %pd : tensor<1x1x2x2xf32> -> tensor<4xf32>
   %rq = tessel.quantize %r : tensor<4xf32> -> tensor<4x!quant.uniform<u8:f32, 0.25:128>>
   return %rq : tensor<4x!quant.uniform<u8:f32, 0.25:128>>
+}
+
+// -----
+
+// Dequantization sinks through a chain of ops that commute with it (a pool,
+// then a reshape), so that the integers reach the next quantize.
+// CHECK-LABEL: @pool_then_reshape
+// CHECK: %[[P:.+]] = tessel.max_pool %arg0 {{.*}} -> tensor<1x1x2x2x!quant.uniform<u8:f32, 5.000000e-01:128>>
+// CHECK: %[[R:.+]] = tessel.reshape %[[P]] : {{.*}} -> tensor<4x!quant.uniform<u8:f32, 5.000000e-01:128>>
+// CHECK: %[[Q:.+]] = tessel.requantize %[[R]] {{.*}} -> tensor<4x!quant.uniform<u8:f32, 2.500000e-01:128>>
+// CHECK: return %[[Q]]
+func.func @pool_then_reshape(%x: tensor<1x1x4x4x!quant.uniform<u8:f32, 0.5:128>>) -> tensor<4x!quant.uniform<u8:f32, 0.25:128>> {
+  %xd = tessel.dequantize %x : tensor<1x1x4x4x!quant.uniform<u8:f32, 0.5:128>> -> tensor<1x1x4x4xf32>
+  %p = tessel.max_pool %xd {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>,
+                            pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  %r = tessel.reshape %p : tensor<1x1x2x2xf32> -> tensor<4xf32>
+  %rq = tessel.quantize %r : tensor<4xf32> -> tensor<4x!quant.uniform<u8:f32, 0.25:128>>
+  return %rq : tensor<4x!quant.uniform<u8:f32, 0.25:128>>
+}
+
+// -----
+
+// A quantize rises through the ops that commute with it to what computes
+// their input: the average pool before a flatten runs on the integers.
+// CHECK-LABEL: @average_then_flatten
+// CHECK: %[[P:.+]] = tessel.global_average_pool %arg0 {{.*}} -> tensor<1x2x1x1x!quant.uniform<u8:f32, 2.500000e-01:128>>
+// CHECK: %[[R:.+]] = tessel.reshape %[[P]] : {{.*}} -> tensor<1x2x!quant.uniform<u8:f32, 2.500000e-01:128>>
+// CHECK: return %[[R]]
+func.func @average_then_flatten(%x: tensor<1x2x4x4x!quant.uniform<u8:f32, 0.5:128>>) -> tensor<1x2x!quant.uniform<u8:f32, 0.25:128>> {
+  %xd = tessel.dequantize %x : tensor<1x2x4x4x!quant.uniform<u8:f32, 0.5:128>> -> tensor<1x2x4x4xf32>
+  %p = tessel.global_average_pool %xd : (tensor<1x2x4x4xf32>) -> tensor<1x2x1x1xf32>
+  %r = tessel.reshape %p : tensor<1x2x1x1xf32> -> tensor<1x2xf32>
+  %q = tessel.quantize %r : tensor<1x2xf32> -> tensor<1x2x!quant.uniform<u8:f32, 0.25:128>>
+  return %q : tensor<1x2x!quant.uniform<u8:f32, 0.25:128>>
+}
+
+// -----
+
+// A residual add and the relu after it: the quantize rises through the
+// relu, the add is quantized and the relu keeps the integers above the
+// zero point.
+// CHECK-LABEL: @add_then_relu
+// CHECK: %[[A:.+]] = tessel.add %arg0, %arg1 : {{.*}} -> tensor<4x!quant.uniform<u8:f32, 2.500000e-01:3>>
+// CHECK: %[[R:.+]] = tessel.relu %[[A]] : tensor<4x!quant.uniform<u8:f32, 2.500000e-01:3>>
+// CHECK: return %[[R]]
+func.func @add_then_relu(%a: tensor<4x!quant.uniform<u8:f32, 0.5:128>>, %b: tensor<4x!quant.uniform<u8:f32, 0.5:120>>) -> tensor<4x!quant.uniform<u8:f32, 0.25:3>> {
+  %ad = tessel.dequantize %a : tensor<4x!quant.uniform<u8:f32, 0.5:128>> -> tensor<4xf32>
+  %bd = tessel.dequantize %b : tensor<4x!quant.uniform<u8:f32, 0.5:120>> -> tensor<4xf32>
+  %s = tessel.add %ad, %bd : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %r = tessel.relu %s : tensor<4xf32>
+  %q = tessel.quantize %r : tensor<4xf32> -> tensor<4x!quant.uniform<u8:f32, 0.25:3>>
+  return %q : tensor<4x!quant.uniform<u8:f32, 0.25:3>>
+}
+
+// -----
+
+// A weight read through a transpose (as exporters write Gemm's transB)
+// still makes an integer product: the transpose moves the integers and
+// folds into the constant.
+// CHECK-LABEL: @transposed_weight
+// CHECK: %[[W:.+]] = tessel.constant dense<{{\[}}[1, 3], [2, 4]]> : tensor<2x2xi8> -> tensor<2x2x!quant.uniform<i8:f32, 5.000000e-01>>
+// CHECK: tessel.matmul %arg0, %[[W]] : {{.*}} -> tensor<2x2x!quant.uniform<u8:f32, 2.500000e-01:128>>
+func.func @transposed_weight(%a: tensor<2x2x!quant.uniform<u8:f32, 0.5:128>>) -> tensor<2x2x!quant.uniform<u8:f32, 0.25:128>> {
+  %ad = tessel.dequantize %a : tensor<2x2x!quant.uniform<u8:f32, 0.5:128>> -> tensor<2x2xf32>
+  %w = tessel.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi8> -> tensor<2x2x!quant.uniform<i8:f32, 0.5>>
+  %wd = tessel.dequantize %w : tensor<2x2x!quant.uniform<i8:f32, 0.5>> -> tensor<2x2xf32>
+  %t = tessel.transpose %wd {perm = array<i64: 1, 0>} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %m = tessel.matmul %ad, %t : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %q = tessel.quantize %m : tensor<2x2xf32> -> tensor<2x2x!quant.uniform<u8:f32, 0.25:128>>
+  return %q : tensor<2x2x!quant.uniform<u8:f32, 0.25:128>>
 }
 
 // -----

@@ -68,6 +68,9 @@ int checkSupport(const std::string &model, const tessel::CompileOptions &options
   if (report->problems.empty()) {
     llvm::outs() << model << ": all " << report->nodeCount
                  << " nodes can be compiled (opset " << report->opset << ")\n";
+    if (report->integerOps > 0 || !report->floatIslands.empty())
+      llvm::outs() << "quantized:\n"
+                   << tessel::formatFloatIslands(report->integerOps, report->floatIslands, "  ");
     return 0;
   }
   int64_t failing = 0;
