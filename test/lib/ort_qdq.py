@@ -463,11 +463,18 @@ def main():
     print(f"quantize_static QDQ, per-channel {weights} QInt8 weights, min-max calibration "
           f"on {CALIBRATION_SAMPLES} inputs; {TEST_SAMPLES} test inputs per model")
 
+    return check_every_model(check_model, ACTIVATIONS, args, "quantized models")
+
+
+def check_every_model(check, activation_kinds, args, what):
+    """Runs check(name, activations, args, seed) on every model with each
+    activation kind (each model its own seed) and prints how many of `what`
+    agree; returns the exit status."""
     results = []
     for model_index, name in enumerate(MODELS):
-        for activations in ACTIVATIONS:
-            results.append(check_model(name, activations, args, args.seed + 10 * model_index))
-    print(f"{sum(results)} of {len(results)} quantized models agree within one step "
+        for activations in activation_kinds:
+            results.append(check(name, activations, args, args.seed + 10 * model_index))
+    print(f"{sum(results)} of {len(results)} {what} agree within one step "
           f"on >= {REQUIRED_PER_MILLE / 10}% of elements")
     return 0 if all(results) else 1
 

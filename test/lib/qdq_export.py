@@ -49,8 +49,9 @@ import onnx
 import onnxruntime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_qdq import (MODELS, REQUIRED_PER_MILLE, ToolFailure, compare, input_shapes,  # noqa: E402
-                     random_inputs, run_artifact, run_reference, run_tool, tool_path)
+from ort_qdq import (MODELS, REQUIRED_PER_MILLE, ToolFailure, check_every_model,  # noqa: E402
+                     compare, input_shapes, random_inputs, run_artifact, run_reference, run_tool,
+                     tool_path)
 
 CALIBRATION_SAMPLES = 16
 TEST_SAMPLES = 8
@@ -145,13 +146,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     print(f"Tessel PTQ (min-max on {CALIBRATION_SAMPLES} inputs, fit-i16 weights) exported as "
           f"QDQ ONNX; {TEST_SAMPLES} test inputs per model")
-    results = []
-    for model_index, name in enumerate(MODELS):
-        for activations in ACTIVATIONS:
-            results.append(check_model(name, activations, args, args.seed + 10 * model_index))
-    print(f"{sum(results)} of {len(results)} exported models agree within one step "
-          f"on >= {REQUIRED_PER_MILLE / 10}% of elements")
-    return 0 if all(results) else 1
+    return check_every_model(check_model, ACTIVATIONS, args, "exported models")
 
 
 if __name__ == "__main__":
