@@ -156,9 +156,8 @@ std::string describeOptions(const CompileOptions &options) {
        << quantize::calibrationMethodName(quantize->method);
     if (quantize->method == quantize::CalibrationMethod::Percentile)
       os << " --calibration-percentile " << quantize->percentile;
-    os << " --activations " << (quantize->signedActivations ? "s8" : "u8")
-       << " --weight-pairs " << (quantize->fitWeightPairs ? "fit-i16" : "any")
-       << " --min-sqnr " << quantize->minSqnrDb;
+    os << " --activations " << (quantize->signedActivations ? "s8" : "u8") << " --weight-pairs "
+       << weightPairsName(quantize->weightPairs) << " --min-sqnr " << quantize->minSqnrDb;
   }
   return text;
 }
@@ -186,7 +185,19 @@ public:
     return std::vector<uint8_t>(bytes.begin(), bytes.end());
   }
 
+  /// Whether the target wants INT8 weight pairs that fit 16-bit sums.
+  bool prefersFittedWeightPairs(ModuleOp module) {
+    return target.prefersFittedWeightPairs(module, targetOptions());
+  }
+
 private:
+  TargetOptions targetOptions() const {
+    TargetOptions targetOptions;
+    targetOptions.optLevel = options.optLevel;
+    targetOptions.cpu = options.cpu;
+    return targetOptions;
+  }
+
   Target &target;
   const CompileOptions &options;
   llvm::StringRef modelPath;
@@ -230,9 +241,7 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   buildLinalgPipeline(lowering);
   if (failed(lowering.run(module)))
     return diagnostics.error("lowering to linalg failed:");
-  TargetOptions targetOptions;
-  targetOptions.optLevel = options.optLevel;
-  targetOptions.cpu = options.cpu;
+  TargetOptions targetOptions = this->targetOptions();
   if (failed(target.chooseDataLayouts(module, targetOptions)))
     return diagnostics.error("code generation for " + target.name() + " failed:");
   if (emit == EmitKind::Linalg)
@@ -325,9 +334,10 @@ llvm::Error describeFloatIslands(ModuleOp module, DiagnosticCollector &diagnosti
 llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options,
                                   ModuleCompiler &compiler, DiagnosticCollector &diagnostics,
                                   const std::function<void(const llvm::Twine &)> &progress) {
+  QuantizeOptions quantizeOptions = *options.quantize;
+  quantizeOptions.targetPrefersFittedPairs = compiler.prefersFittedWeightPairs(module);
   llvm::Expected<QuantizationReport> report = quantizeModel(
-      module, *options.quantize,
-      [&](ModuleOp copy) { return compiler.artifactOf(copy); }, progress);
+      module, quantizeOptions, [&](ModuleOp copy) { return compiler.artifactOf(copy); }, progress);
   if (!report)
     return report.takeError();
   if (llvm::Error error =

@@ -67,6 +67,17 @@ Value quantizeWeight(OpBuilder &b, Operation *product, DenseElementsAttr weight,
   return DequantizeOp::create(b, loc, type, constant);
 }
 
+/// Multiply-adds of `product` with its constant `weight`: each output
+/// element sums the weight's elements of one output channel (0 when a shape
+/// is dynamic).
+int64_t multiplyAdds(Operation *product, RankedTensorType weight) {
+  auto result = dyn_cast<RankedTensorType>(product->getResult(0).getType());
+  if (!result || !result.hasStaticShape() || !weight.hasStaticShape())
+    return 0;
+  int64_t channels = weight.getDimSize(channelAxes(product).first);
+  return result.getNumElements() * (weight.getNumElements() / std::max<int64_t>(channels, 1));
+}
+
 /// Whether `use` reads its value in float on purpose: an operand of a
 /// product kept in float.
 bool readsFloat(OpOperand &use) {
@@ -101,12 +112,22 @@ struct TesselInsertQuantizationPass
       if (isQuantizableProduct(op) && calibratedRange(op->getOperand(0)))
         products.push_back(op);
     });
+    SmallVector<std::pair<Operation *, DenseElementsAttr>> weighted;
+    int64_t totalWork = 0;
     for (Operation *product : products) {
       DenseElementsAttr weight;
       if (!matchPattern(product->getOperand(1), m_Constant(&weight)))
         continue;
+      weighted.push_back({product, weight});
+      totalWork += multiplyAdds(product, cast<RankedTensorType>(weight.getType()));
+    }
+    for (auto [product, weight] : weighted) {
+      // A product with an unknown count does a share that may be large.
+      int64_t work = multiplyAdds(product, cast<RankedTensorType>(weight.getType()));
+      bool fit =
+          fitWeightPairs && (work == 0 || static_cast<double>(work) >= fitMinWorkShare * totalWork);
       b.setInsertionPoint(product);
-      product->setOperand(1, quantizeWeight(b, product, weight, fitWeightPairs));
+      product->setOperand(1, quantizeWeight(b, product, weight, fit));
     }
     for (Value point : points) {
       std::optional<std::pair<double, double>> range = calibratedRange(point);

@@ -84,7 +84,8 @@ def TesselInsertQuantizationPass
     range widened to hold 0), s8 symmetric with `signed-activations`.
     Each quantizable product's constant weight becomes a per-output-channel
     symmetric s8 constant (with `fit-weight-pairs`, levels whose adjacent
-    pairs of input channels fit 16-bit sums), dequantized; its float bias is left for
+    pairs of input channels fit 16-bit sums, for the products doing at least
+    `fit-min-work-share` of the multiply-adds), dequantized; its float bias is left for
     tessel-fuse-quantized-ops, which quantizes it to i32 at the product's
     scales. Products marked `tessel.precision = "f32"` keep their float
     weight and read their float input. What is left is the QDQ form that
@@ -96,6 +97,9 @@ def TesselInsertQuantizationPass
     Option<"fitWeightPairs", "fit-weight-pairs", "bool", "false",
            "Choose weight levels whose pairs along the reduction fit VPMADDUBSW's "
            "16-bit sums (WeightQuantization.h)">,
+    Option<"fitMinWorkShare", "fit-min-work-share", "double", "0.0",
+           "With fit-weight-pairs, fit only the products doing at least this share "
+           "of the function's multiply-adds">,
   ];
   let dependentDialects = ["tessel::TesselDialect"];
 }

@@ -243,9 +243,10 @@ def main():
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=10, help="runs per round")
-    parser.add_argument("--weight-pairs", default="any", choices=["any", "fit-i16"],
+    parser.add_argument("--weight-pairs", default="auto", choices=["auto", "any", "fit-i16"],
                         help="tessel-compile's --weight-pairs (fit-i16: exact VPMADDUBSW "
-                        "on CPUs without VNNI)")
+                        "on CPUs without VNNI; auto: fit-i16 there for the layers doing most "
+                        "of the work)")
     parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--output", default=str(ROOT / "docs" / "performance-int8.md"))
     args = parser.parse_args()

@@ -81,6 +81,15 @@ public:
   /// (attention) without storing the whole score matrix.
   virtual bool fusesAttention() const { return false; }
 
+  /// Whether the target's INT8 products run faster when every two adjacent
+  /// weights along the reduction are small enough that their products with
+  /// bytes sum into 16 bits exactly (x86 without VNNI: VPMADDUBSW instead
+  /// of widened VPMADDWD pairs). Post-training quantization then chooses
+  /// such weight levels for the products that do most of the work.
+  virtual bool prefersFittedWeightPairs(mlir::ModuleOp module, const TargetOptions &options) {
+    return false;
+  }
+
   /// Rewrites the whole module on tensors (the host function and its
   /// kernels) into the data layouts the target's kernels want, before the
   /// kernels are split off: constants it stores differently (packed matmul

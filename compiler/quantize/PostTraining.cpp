@@ -65,7 +65,17 @@ llvm::Error insertQuantization(ModuleOp module, const QuantizeOptions &quantizeO
   PassManager passes(module.getContext());
   TesselInsertQuantizationPassOptions options;
   options.signedActivations = quantizeOptions.signedActivations;
-  options.fitWeightPairs = quantizeOptions.fitWeightPairs;
+  switch (quantizeOptions.weightPairs) {
+  case WeightPairs::Any:
+    break;
+  case WeightPairs::FitI16:
+    options.fitWeightPairs = true;
+    break;
+  case WeightPairs::Auto:
+    options.fitWeightPairs = quantizeOptions.targetPrefersFittedPairs;
+    options.fitMinWorkShare = kFittedMinWorkShare;
+    break;
+  }
   passes.addNestedPass<func::FuncOp>(createTesselInsertQuantizationPass(options));
   if (failed(passes.run(module)))
     return quantizeError("inserting quantization failed");
@@ -332,6 +342,25 @@ llvm::Expected<QuantizationReport> PostTrainingQuantizer::run() {
 }
 
 } // namespace
+
+llvm::StringRef weightPairsName(WeightPairs pairs) {
+  switch (pairs) {
+  case WeightPairs::Any:
+    return "any";
+  case WeightPairs::FitI16:
+    return "fit-i16";
+  case WeightPairs::Auto:
+    return "auto";
+  }
+  llvm_unreachable("weight pairs");
+}
+
+std::optional<WeightPairs> parseWeightPairs(llvm::StringRef name) {
+  for (WeightPairs pairs : {WeightPairs::Any, WeightPairs::FitI16, WeightPairs::Auto})
+    if (name == weightPairsName(pairs))
+      return pairs;
+  return std::nullopt;
+}
 
 llvm::Expected<QuantizationReport>
 quantizeModel(ModuleOp module, const QuantizeOptions &options, const ArtifactBuilder &build,

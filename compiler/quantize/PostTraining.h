@@ -24,6 +24,28 @@
 
 namespace tessel {
 
+/// How weight levels are chosen along the reduction
+/// (passes/WeightQuantization.h).
+enum class WeightPairs {
+  /// The nearest level of each weight.
+  Any,
+  /// Levels whose adjacent pairs fit 16-bit sums (exact VPMADDUBSW).
+  FitI16,
+  /// FitI16 where the target prefers it (Target::prefersFittedWeightPairs),
+  /// for the products that do at least kFittedMinWorkShare of the model's
+  /// multiply-adds; Any for the others, whose speed hardly matters.
+  Auto,
+};
+
+/// --weight-pairs spellings, and back.
+llvm::StringRef weightPairsName(WeightPairs pairs);
+std::optional<WeightPairs> parseWeightPairs(llvm::StringRef name);
+
+/// The smallest share of the model's multiply-adds for which Auto fits a
+/// product's weight pairs (0.5%: ResNet-50's classifier keeps full-range
+/// weights, every convolution is fitted).
+inline constexpr double kFittedMinWorkShare = 0.005;
+
 struct QuantizeOptions {
   /// Where the calibration inputs are (see CalibrationData.h).
   std::string calibrationDirectory;
@@ -32,8 +54,9 @@ struct QuantizeOptions {
   quantize::CalibrationMethod method = quantize::CalibrationMethod::MinMax;
   double percentile = 99.999;
   bool signedActivations = false;
-  /// Weight levels whose pairs fit VPMADDUBSW (passes/WeightQuantization.h).
-  bool fitWeightPairs = false;
+  WeightPairs weightPairs = WeightPairs::Auto;
+  /// Set by the compiler from its target, for Auto.
+  bool targetPrefersFittedPairs = false;
   /// A layer whose quantization alone leaves its output below this SQNR
   /// stays in float.
   double minSqnrDb = 15.0;

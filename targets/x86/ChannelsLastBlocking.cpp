@@ -130,8 +130,10 @@ int64_t pixelStepCost(WindowKind kind, int64_t pixels, int64_t vectors, DotProdu
   switch (kind) {
   case WindowKind::Convolution: // filter vectors + one broadcast per pixel
     return stepCost(arithmetic, vectors + pixels);
-  case WindowKind::DotConvolution: // the same, in dot products and their operands
-    return stepCost(arithmetic * dotInstructions(dot) +
+  case WindowKind::DotConvolution:
+    // The same, in dot products and their operands; a broadcast of four
+    // bytes takes a vector pipe besides its load (Zen), unlike an f32 one.
+    return stepCost(arithmetic * dotInstructions(dot) + pixels +
                         (vectors + pixels) * preparationInstructions(dot),
                     vectors + pixels);
   case WindowKind::Depthwise: // filter vectors + input vectors
@@ -263,6 +265,18 @@ std::optional<PaddedInput> tracePaddedInput(OpBuilder &b, Location loc, Value wi
   return padded;
 }
 
+/// Whether a step that reads `padding` at every pixel leaves the sums as
+/// they are (a zero product or sum, -inf under max): a block skips the
+/// window positions where it would read nothing else.
+bool isIdentityOfStep(WindowKind kind, Value padding) {
+  if (kind == WindowKind::MaxPool) {
+    APFloat value(0.0f);
+    return matchPattern(padding, m_ConstantFloat(&value)) && value.isInfinity() &&
+           value.isNegative();
+  }
+  return matchPattern(padding, m_Zero()) || matchPattern(padding, m_AnyZeroFloat());
+}
+
 /// Emits the block computation for `block`, whose producer's output is one
 /// block [1, height, width, channels] (and its epilogue), in place of it.
 void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
@@ -330,6 +344,16 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     panels = traceFilterPanels(rewriter, loc, filter, panelWidth, dotProduct);
   std::optional<PaddedInput> padded = tracePaddedInput(rewriter, loc, input);
 
+  // Whether source row or column `start` + `offset` lies in [0, extent).
+  auto insideExtent = [&](OpBuilder &b, Location at, Value start, Value offset,
+                          int64_t extent) -> Value {
+    Value position = b.createOrFold<arith::AddIOp>(at, start, offset);
+    Value aboveZero = arith::CmpIOp::create(b, at, arith::CmpIPredicate::sge, position, zero);
+    Value belowEnd =
+        arith::CmpIOp::create(b, at, arith::CmpIPredicate::slt, position, index(b, at, extent));
+    return arith::AndIOp::create(b, at, aboveZero, belowEnd).getResult();
+  };
+
   // What loadInput reads at a position: one element (convolution), one
   // vector of channels (depthwise, pooling), or four channels' bytes (dot
   // products; masked past the last channel).
@@ -362,14 +386,8 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     SmallVector<Value> indices{padded->start[0], row, column, add(padded->start[3], c)};
     if (!guarded)
       return load(padded->source, indices);
-    auto inside = [&](Value position, int64_t extent) {
-      Value aboveZero = arith::CmpIOp::create(b, at, arith::CmpIPredicate::sge, position, zero);
-      Value belowEnd = arith::CmpIOp::create(b, at, arith::CmpIPredicate::slt, position,
-                                             index(b, at, extent));
-      return arith::AndIOp::create(b, at, aboveZero, belowEnd).getResult();
-    };
-    Value valid = arith::AndIOp::create(b, at, inside(row, padded->rows),
-                                        inside(column, padded->columns));
+    Value valid = arith::AndIOp::create(b, at, insideExtent(b, at, zero, row, padded->rows),
+                                        insideExtent(b, at, zero, column, padded->columns));
     indices[1] = arith::SelectOp::create(b, at, valid, row, zero);
     indices[2] = arith::SelectOp::create(b, at, valid, column, zero);
     Value loaded = load(padded->source, indices);
@@ -500,35 +518,89 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   // positions fall into the left and right padding.
   int64_t kernelRows = extents[kKernelRow], kernelColumns = extents[kKernelColumn];
   bool unroll = kernelRows * kernelColumns <= kMaxUnrolledWindow;
-  auto reduce = [&](OpBuilder &b, bool guarded) -> SmallVector<Value> {
+  // One window position: the input channel loop of convolutions, a single
+  // step otherwise.
+  auto reducePosition = [&](OpBuilder &b, Location at, Value kh, Value kw, ValueRange sums,
+                            bool guarded) -> SmallVector<Value> {
+    if (!channelLoop)
+      return step(b, at, {kh, kw}, sums, guarded);
+    auto channels = scf::ForOp::create(
+        b, at, zero, upperBounds[2], steps[2], sums,
+        [&](OpBuilder &nested, Location inner, Value c, ValueRange carried) {
+          scf::YieldOp::create(nested, inner, step(nested, inner, {kh, kw, c}, carried, guarded));
+        });
+    return SmallVector<Value>(channels.getResults());
+  };
+  // A window position of a block that crosses the border: where every
+  // pixel of the block reads inside the image (most positions, for a block
+  // beside the border), it reads unchecked; where none does and padding
+  // leaves the sums as they are, the position is skipped; only the others
+  // check each read.
+  bool paddingIsIdentity = padded && isIdentityOfStep(kind, padded->padding);
+  auto reduceBorderPosition = [&](OpBuilder &b, Location at, Value kh, Value kw,
+                                  ValueRange sums) -> SmallVector<Value> {
+    auto pixelsInside = [&](int64_t count, bool rows) -> std::pair<Value, Value> {
+      Value all, any;
+      for (int64_t i = 0; i < count; ++i) {
+        auto [h, w] = inputPosition(b, at, rows ? i : 0, rows ? 0 : i, kh, kw);
+        Value inside = rows ? insideExtent(b, at, padded->start[1], h, padded->rows)
+                            : insideExtent(b, at, padded->start[2], w, padded->columns);
+        all = all ? arith::AndIOp::create(b, at, all, inside).getResult() : inside;
+        any = any ? arith::OrIOp::create(b, at, any, inside).getResult() : inside;
+      }
+      return {all, any};
+    };
+    auto [allRows, anyRow] = pixelsInside(height, /*rows=*/true);
+    auto [allColumns, anyColumn] = pixelsInside(columns, /*rows=*/false);
+    Value allInside = arith::AndIOp::create(b, at, allRows, allColumns);
+    Value anyInside = arith::AndIOp::create(b, at, anyRow, anyColumn);
+    auto ifElse = [&](OpBuilder &builder, Value condition, auto thenSums, auto elseSums) {
+      auto branch = scf::IfOp::create(builder, at, sums.getTypes(), condition,
+                                      /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(&branch.getThenRegion().front());
+      scf::YieldOp::create(builder, at, thenSums(builder));
+      builder.setInsertionPointToStart(&branch.getElseRegion().front());
+      scf::YieldOp::create(builder, at, elseSums(builder));
+      return SmallVector<Value>(branch.getResults());
+    };
+    auto checked = [&](OpBuilder &builder) {
+      return reducePosition(builder, at, kh, kw, sums, /*guarded=*/true);
+    };
+    return ifElse(
+        b, allInside,
+        [&](OpBuilder &builder) {
+          return reducePosition(builder, at, kh, kw, sums, /*guarded=*/false);
+        },
+        [&](OpBuilder &builder) -> SmallVector<Value> {
+          if (!paddingIsIdentity)
+            return checked(builder);
+          return ifElse(builder, anyInside, checked,
+                        [&](OpBuilder &) { return SmallVector<Value>(sums); });
+        });
+  };
+  auto reduce = [&](OpBuilder &b, bool border) -> SmallVector<Value> {
+    auto position = [&](OpBuilder &nested, Location at, Value kh, Value kw, ValueRange sums) {
+      return border ? reduceBorderPosition(nested, at, kh, kw, sums)
+                    : reducePosition(nested, at, kh, kw, sums, /*guarded=*/false);
+    };
     if (!unroll)
-      return scf::buildLoopNest(b, loc, lowerBounds, upperBounds, steps, accumulators,
-                                [&](OpBuilder &nested, Location at, ValueRange ivs,
-                                    ValueRange sums) {
-                                  return step(nested, at, ivs, sums, guarded);
-                                })
+      return scf::buildLoopNest(
+                 b, loc, {zero, zero}, {upperBounds[0], upperBounds[1]}, {steps[0], steps[1]},
+                 accumulators,
+                 [&](OpBuilder &nested, Location at, ValueRange ivs, ValueRange sums) {
+                   return position(nested, at, ivs[0], ivs[1], sums);
+                 })
           .results;
     SmallVector<Value> sums = accumulators;
     for (int64_t kh = 0; kh < kernelRows; ++kh)
-      for (int64_t kw = 0; kw < kernelColumns; ++kw) {
-        Value khValue = index(b, loc, kh), kwValue = index(b, loc, kw);
-        if (!channelLoop) {
-          sums = step(b, loc, {khValue, kwValue}, sums, guarded);
-          continue;
-        }
-        auto channels = scf::ForOp::create(
-            b, loc, zero, upperBounds[2], steps[2], sums,
-            [&](OpBuilder &nested, Location at, Value c, ValueRange carried) {
-              scf::YieldOp::create(nested, at,
-                                   step(nested, at, {khValue, kwValue, c}, carried, guarded));
-            });
-        sums.assign(channels.getResults().begin(), channels.getResults().end());
-      }
+      for (int64_t kw = 0; kw < kernelColumns; ++kw)
+        sums = position(b, loc, index(b, loc, kh), index(b, loc, kw), sums);
     return sums;
   };
   SmallVector<Value> results;
   if (!padded) {
-    results = reduce(rewriter, /*guarded=*/false);
+    results = reduce(rewriter, /*border=*/false);
   } else {
     // Most blocks' windows lie inside the image and read it unchecked.
     auto windowType = cast<RankedTensorType>(input.getType());
@@ -547,9 +619,9 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
                                     interior, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
-    scf::YieldOp::create(rewriter, loc, reduce(rewriter, /*guarded=*/false));
+    scf::YieldOp::create(rewriter, loc, reduce(rewriter, /*border=*/false));
     rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
-    scf::YieldOp::create(rewriter, loc, reduce(rewriter, /*guarded=*/true));
+    scf::YieldOp::create(rewriter, loc, reduce(rewriter, /*border=*/true));
     results = branch.getResults();
   }
 

@@ -59,6 +59,12 @@ public:
   bool prefersChannelsLast() const override { return true; }
   bool fusesAttention() const override { return true; }
 
+  bool prefersFittedWeightPairs(ModuleOp module, const TargetOptions &options) override {
+    FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = createMachine(module, options);
+    return succeeded(machine) &&
+           dotProduct(**machine) != x86::dotProductName(x86::DotProductKind::Vnni);
+  }
+
   LogicalResult chooseDataLayouts(ModuleOp module, const TargetOptions &options) override {
     FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = createMachine(module, options);
     if (failed(machine))

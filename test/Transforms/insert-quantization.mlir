@@ -1,6 +1,7 @@
 // RUN: tessel-opt %s --tessel-insert-quantization --split-input-file | FileCheck %s
 // RUN: tessel-opt %s --tessel-insert-quantization=signed-activations --split-input-file | FileCheck %s --check-prefix=SIGNED
 // RUN: tessel-opt %s --tessel-insert-quantization=fit-weight-pairs --split-input-file | FileCheck %s --check-prefix=PAIRS
+// RUN: tessel-opt %s --tessel-insert-quantization="fit-weight-pairs fit-min-work-share=0.1" --split-input-file | FileCheck %s --check-prefix=SHARE
 
 // Calibrated ranges become 8-bit types: the input's [-1, 3] is u8 of scale
 // 4/255 and zero point round(1 / (4/255)) = 64 (s8: scale 3/127, zero point
@@ -72,4 +73,26 @@ func.func @fit_pairs(%x: tensor<1x2x4x4xf32> {tessel.calibrated_range = array<f6
                            pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
       : (tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x1x4x4xf32>
   return %c : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+// With fit-min-work-share only the products doing at least that share of
+// the multiply-adds fit their pairs: the convolution does 2 x 16 x 16 = 512
+// of them, the matmul 1 x 2 = 2 (0.4% < 10%): its (1.0, 0.5) keeps the
+// nearest levels (127, 64), the convolution's are fitted to (64, 32).
+// SHARE-LABEL: @fit_large_products
+// SHARE: tessel.constant dense<{{\[\[\[\[}}64]], {{\[\[}}32]]]]> : tensor<1x2x1x1xi8>
+// SHARE: tessel.constant dense<{{\[\[}}127], [64]]> : tensor<2x1xi8>
+func.func @fit_large_products(
+    %x: tensor<1x2x16x16xf32> {tessel.calibrated_range = array<f64: 0.0, 1.0>},
+    %y: tensor<1x2xf32> {tessel.calibrated_range = array<f64: 0.0, 1.0>})
+    -> (tensor<1x1x16x16xf32>, tensor<1x1xf32>) {
+  %w = tessel.constant dense<[[[[1.0]], [[0.5]]]]> : tensor<1x2x1x1xf32>
+  %c = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64,
+                           pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x2x16x16xf32>, tensor<1x2x1x1xf32>) -> tensor<1x1x16x16xf32>
+  %v = tessel.constant dense<[[1.0], [0.5]]> : tensor<2x1xf32>
+  %m = tessel.matmul %y, %v : (tensor<1x2xf32>, tensor<2x1xf32>) -> tensor<1x1xf32>
+  return %c, %m : tensor<1x1x16x16xf32>, tensor<1x1xf32>
 }

@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> shapes, frozen;
   bool quiet = false, check = false;
   std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8",
-              weightPairs = "any";
+              weightPairs = "auto";
   std::string quantizeReport;
   double percentile = 99.999, minSqnr = tessel::QuantizeOptions().minSqnrDb;
   size_t calibrationSamples = 0;
@@ -146,8 +146,10 @@ int main(int argc, char **argv) {
   app.add_option("--weight-pairs", weightPairs,
                  "fit-i16: choose weight levels whose pairs of adjacent input channels fit "
                  "16-bit sums, so that x86 CPUs without VNNI multiply them exactly with "
-                 "VPMADDUBSW (faster INT8, slightly coarser weights)")
-      ->check(CLI::IsMember({"any", "fit-i16"}));
+                 "VPMADDUBSW (faster INT8, slightly coarser weights); auto (default): "
+                 "fit-i16 where the target CPU lacks VNNI, for the layers doing at least "
+                 "0.5% of the model's multiply-adds; any: the nearest levels")
+      ->check(CLI::IsMember({"auto", "any", "fit-i16"}));
   app.add_option("--min-sqnr", minSqnr,
                  "Keep in float a layer whose own quantization error leaves its output "
                  "below this SQNR (dB)");
@@ -196,7 +198,7 @@ int main(int argc, char **argv) {
     tessel::quantize::parseCalibrationMethod(calibrationMethod, quantizeOptions.method);
     quantizeOptions.percentile = percentile;
     quantizeOptions.signedActivations = activations == "s8";
-    quantizeOptions.fitWeightPairs = weightPairs == "fit-i16";
+    quantizeOptions.weightPairs = *tessel::parseWeightPairs(weightPairs);
     quantizeOptions.minSqnrDb = minSqnr;
     bool textToStdout =
         emit != "artifact" && emit != "qdq-onnx" && (output.empty() || output == "-");

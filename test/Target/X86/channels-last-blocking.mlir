@@ -75,18 +75,27 @@ func.func @max_pool(%input: tensor<1x6x6x8xf32>) -> tensor<1x2x2x8xf32> {
 // -----
 
 // A padded image is not materialized: blocks read the unpadded input, with
-// the row one above the output row's. A block's positions in the padding
-// (known statically for columns, as the block spans whole rows) read the
-// padding value instead: the row check selects it, and positions left of
-// column 0 never load.
+// the row one above the output row's. Per window position, a block (a whole
+// output row here) whose pixels all read inside the image reads unchecked;
+// one whose pixels all read the zero padding skips the position (zero
+// products leave the sums as they are); only the others check each read and
+// select the padding value: at kernel column 0, pixel 0 reads column -1.
 // CHECK-LABEL: @padded_depthwise
 // CHECK-NOT: tensor.pad
 // CHECK: scf.for %[[OH:.+]] = %c0 to %c8 step %c1
 // CHECK: %[[ROW:.+]] = arith.subi %[[OH]], %c1
-// CHECK: %[[VALID:.+]] = arith.andi
-// CHECK: %[[CLAMPED:.+]] = arith.select %[[VALID]], %[[ROW]], %c0
+// CHECK: %[[INSIDE:.+]] = arith.andi
+// CHECK: %[[FIRST:.+]]:8 = scf.if %[[INSIDE]]
+// CHECK: %[[CLAMPED:.+]] = arith.select %[[INSIDE]], %[[ROW]], %c0
 // CHECK: %[[X:.+]] = vector.transfer_read %arg0[%c0, %[[CLAMPED]], %c0, %c0]
-// CHECK: arith.select %[[VALID]], %[[X]], %{{.+}} : vector<8xf32>
+// CHECK: arith.select %[[INSIDE]], %[[X]], %{{.+}} : vector<8xf32>
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %cst, %cst, %cst, %cst, %cst, %cst, %cst, %cst
+// CHECK: scf.if %[[INSIDE]]
+// CHECK-NEXT: vector.transfer_read %arg1[%c0, %c1, %c0]
+// CHECK-NEXT: vector.transfer_read %arg0[%c0, %[[ROW]], %c0, %c0]
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[FIRST]]#0, %[[FIRST]]#1, %[[FIRST]]#2, %[[FIRST]]#3, %[[FIRST]]#4, %[[FIRST]]#5, %[[FIRST]]#6, %[[FIRST]]#7
 func.func @padded_depthwise(%x: tensor<1x8x8x8xf32>, %filter: tensor<3x3x8xf32>) -> tensor<1x8x8x8xf32> {
   %zero = arith.constant 0.0 : f32
   %padded = tensor.pad %x low[0, 1, 1, 0] high[0, 1, 1, 0] {
