@@ -112,18 +112,23 @@ struct TesselInsertQuantizationPass
       if (isQuantizableProduct(op) && calibratedRange(op->getOperand(0)))
         products.push_back(op);
     });
-    SmallVector<std::pair<Operation *, DenseElementsAttr>> weighted;
+    struct WeightedProduct {
+      Operation *product;
+      DenseElementsAttr weight;
+      int64_t work; // multiply-adds
+    };
+    SmallVector<WeightedProduct> weighted;
     int64_t totalWork = 0;
     for (Operation *product : products) {
       DenseElementsAttr weight;
       if (!matchPattern(product->getOperand(1), m_Constant(&weight)))
         continue;
-      weighted.push_back({product, weight});
-      totalWork += multiplyAdds(product, cast<RankedTensorType>(weight.getType()));
-    }
-    for (auto [product, weight] : weighted) {
-      // A product with an unknown count does a share that may be large.
       int64_t work = multiplyAdds(product, cast<RankedTensorType>(weight.getType()));
+      weighted.push_back({product, weight, work});
+      totalWork += work;
+    }
+    for (auto [product, weight, work] : weighted) {
+      // A product with an unknown count does a share that may be large.
       bool fit =
           fitWeightPairs && (work == 0 || static_cast<double>(work) >= fitMinWorkShare * totalWork);
       b.setInsertionPoint(product);

@@ -502,17 +502,16 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     return updated;
   };
 
-  SmallVector<Value> upperBounds{index(rewriter, loc, extents[kKernelRow]),
-                                 index(rewriter, loc, extents[kKernelColumn])};
+  Value one = index(rewriter, loc, 1);
+  SmallVector<Value> windowExtents{index(rewriter, loc, extents[kKernelRow]),
+                                   index(rewriter, loc, extents[kKernelColumn])};
   // Convolutions also step their input channels, dot products four at a
   // time.
   bool channelLoop = kind == WindowKind::Convolution || dotProduct;
-  if (channelLoop)
-    upperBounds.push_back(index(
-        rewriter, loc,
-        dotProduct ? llvm::divideCeil(extents[kInputChannel], 4) : extents[kInputChannel]));
-  SmallVector<Value> lowerBounds(upperBounds.size(), zero);
-  SmallVector<Value> steps(upperBounds.size(), index(rewriter, loc, 1));
+  Value channelSteps = channelLoop ? index(rewriter, loc,
+                                           dotProduct ? llvm::divideCeil(extents[kInputChannel], 4)
+                                                      : extents[kInputChannel])
+                                   : Value();
   // Small windows are unrolled: the window positions become constants, so
   // that a block spanning whole rows knows at compile time which of its
   // positions fall into the left and right padding.
@@ -525,7 +524,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     if (!channelLoop)
       return step(b, at, {kh, kw}, sums, guarded);
     auto channels = scf::ForOp::create(
-        b, at, zero, upperBounds[2], steps[2], sums,
+        b, at, zero, channelSteps, one, sums,
         [&](OpBuilder &nested, Location inner, Value c, ValueRange carried) {
           scf::YieldOp::create(nested, inner, step(nested, inner, {kh, kw, c}, carried, guarded));
         });
@@ -586,8 +585,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     };
     if (!unroll)
       return scf::buildLoopNest(
-                 b, loc, {zero, zero}, {upperBounds[0], upperBounds[1]}, {steps[0], steps[1]},
-                 accumulators,
+                 b, loc, {zero, zero}, windowExtents, {one, one}, accumulators,
                  [&](OpBuilder &nested, Location at, ValueRange ivs, ValueRange sums) {
                    return position(nested, at, ivs[0], ivs[1], sums);
                  })

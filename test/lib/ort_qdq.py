@@ -415,24 +415,44 @@ def explain_disagreement(model, feeds, tessel_runs, ort_runs):
               f"within one step ({agreement.percent()}), max diff {agreement.worst:.3g} steps")
 
 
-def check_model(name, activations, args, seed):
-    """Builds, quantizes, compiles and runs one model; prints its line and
-    returns whether it agrees on at least REQUIRED_PER_MILLE of elements."""
-    directory = os.path.join(args.work, f"{name}-{activations}")
+@dataclasses.dataclass
+class PreparedModel:
+    """A float model of MODELS saved in its own folder, with its inputs."""
+    directory: str
+    float_path: str
+    input_names: list
+    calibration: list  # feeds
+    tests: list
+
+
+def prepare_model(name, activations, work, seed):
+    """Builds float model `name` from `seed` into `work`/name-activations and
+    draws its calibration and test feeds (seeds + 1 and + 2)."""
+    directory = os.path.join(work, f"{name}-{activations}")
     os.makedirs(directory, exist_ok=True)
     float_model = MODELS[name](np.random.default_rng(seed))
     float_path = os.path.join(directory, "float.onnx")
     onnx.save(float_model, float_path)
     shapes = input_shapes(float_model)
-    calibration = random_inputs(np.random.default_rng(seed + 1), shapes, CALIBRATION_SAMPLES)
-    tests = random_inputs(np.random.default_rng(seed + 2), shapes, TEST_SAMPLES)
+    return PreparedModel(
+        directory, float_path, list(shapes),
+        random_inputs(np.random.default_rng(seed + 1), shapes, CALIBRATION_SAMPLES),
+        random_inputs(np.random.default_rng(seed + 2), shapes, TEST_SAMPLES))
+
+
+def check_model(name, activations, args, seed):
+    """Builds, quantizes, compiles and runs one model; prints its line and
+    returns whether it agrees on at least REQUIRED_PER_MILLE of elements."""
+    prepared = prepare_model(name, activations, args.work, seed)
+    directory, tests = prepared.directory, prepared.tests
 
     qdq_path = os.path.join(directory, "model.onnx")
-    quantize_to_qdq(float_path, qdq_path, calibration, activations, args.reduce_range)
+    quantize_to_qdq(prepared.float_path, qdq_path, prepared.calibration, activations,
+                    args.reduce_range)
     qdq_model = onnx.load(qdq_path)
     label = f"{name} {activations}"
     try:
-        tessel_runs = run_tessel(args.tools, qdq_path, directory, tests, list(shapes),
+        tessel_runs = run_tessel(args.tools, qdq_path, directory, tests, prepared.input_names,
                                  len(qdq_model.graph.output))
     except ToolFailure as failure:
         print(f"{label}: FAILED, a tool failed ({qdq_path})\n  {failure}")

@@ -49,12 +49,10 @@ import onnx
 import onnxruntime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_qdq import (MODELS, REQUIRED_PER_MILLE, ToolFailure, check_every_model,  # noqa: E402
-                     compare, input_shapes, random_inputs, run_artifact, run_reference, run_tool,
-                     tool_path)
+from ort_qdq import (CALIBRATION_SAMPLES, REQUIRED_PER_MILLE, TEST_SAMPLES,  # noqa: E402
+                     ToolFailure, check_every_model, compare, prepare_model, run_artifact,
+                     run_reference, run_tool, tool_path)
 
-CALIBRATION_SAMPLES = 16
-TEST_SAMPLES = 8
 ACTIVATIONS = ("u8", "s8")
 
 
@@ -89,16 +87,10 @@ def check_model(name, activations, args, seed):
     """Quantizes, compiles, exports and runs one model; prints its lines and
     returns whether both comparisons pass."""
     label = f"{name} {activations}"
-    directory = os.path.join(args.work, f"{name}-{activations}")
-    os.makedirs(directory, exist_ok=True)
-    float_model = MODELS[name](np.random.default_rng(seed))
-    float_path = os.path.join(directory, "float.onnx")
-    onnx.save(float_model, float_path)
-    shapes = input_shapes(float_model)
+    prepared = prepare_model(name, activations, args.work, seed)
+    directory, float_path, tests = prepared.directory, prepared.float_path, prepared.tests
     calibration = os.path.join(directory, "calibration")
-    write_calibration(calibration, random_inputs(np.random.default_rng(seed + 1), shapes,
-                                                 CALIBRATION_SAMPLES))
-    tests = random_inputs(np.random.default_rng(seed + 2), shapes, TEST_SAMPLES)
+    write_calibration(calibration, prepared.calibration)
 
     artifact = os.path.join(directory, "model.tsl")
     exported = os.path.join(directory, "model_int8.onnx")
@@ -110,7 +102,7 @@ def check_model(name, activations, args, seed):
         run_tool([compile_tool, float_path, "-o", exported, "--emit", "qdq-onnx", *quantize])
         model = onnx.load(exported)
         onnx.checker.check_model(model, full_check=True)
-        tessel_runs = run_artifact(args.tools, artifact, directory, tests, list(shapes),
+        tessel_runs = run_artifact(args.tools, artifact, directory, tests, prepared.input_names,
                                    len(model.graph.output))
     except (ToolFailure, onnx.checker.ValidationError) as failure:
         print(f"{label}: FAILED ({directory})\n  {failure}")
