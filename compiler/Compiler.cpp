@@ -158,6 +158,8 @@ std::string describeOptions(const CompileOptions &options) {
       os << " --calibration-percentile " << quantize->percentile;
     os << " --activations " << (quantize->signedActivations ? "s8" : "u8") << " --weight-pairs "
        << weightPairsName(quantize->weightPairs) << " --min-sqnr " << quantize->minSqnrDb;
+    if (!quantize->biasCorrection)
+      os << " --no-bias-correction";
   }
   return text;
 }

@@ -47,9 +47,44 @@ quant::QuantizedType activationType(MLIRContext *context, double lo, double hi,
   return perTensorType(f32, false, 8, scale, zeroPoint);
 }
 
+/// Bias correction: subtracts from the f32 constant bias of `product` the
+/// mean error its quantized weight adds to each output channel, sum over
+/// the reduction of (quantized - float weight) * the input channel's mean
+/// (`means`, from calibration). Quantizing a weight shifts each output by
+/// that much on average; the bias takes the shift back.
+void correctBias(OpBuilder &b, Operation *product, ArrayRef<float> weights, ArrayRef<int64_t> shape,
+                 const SymmetricWeights &levels, const WeightAxes &axes, ArrayRef<double> means) {
+  Value bias = product->getNumOperands() > 2 ? product->getOperand(2) : Value();
+  DenseElementsAttr biasValues;
+  if (!bias || !matchPattern(bias, m_Constant(&biasValues)) ||
+      !biasValues.getElementType().isF32() || biasValues.getNumElements() != shape[axes.channel])
+    return;
+  // A grouped convolution's channel f reads the input channels of its group.
+  int64_t groups = 1;
+  if (auto conv = dyn_cast<ConvOp>(product))
+    groups = conv.getGroup();
+  int64_t perGroup = shape[axes.channel] / groups, groupWidth = shape[axes.reduction];
+  if (static_cast<int64_t>(means.size()) != groups * groupWidth)
+    return;
+  SmallVector<double> shift(shape[axes.channel], 0.0);
+  for (auto [linear, weight] : llvm::enumerate(weights)) {
+    int64_t channel = indexAlong(linear, shape, axes.channel);
+    int64_t input = channel / perGroup * groupWidth + indexAlong(linear, shape, axes.reduction);
+    double quantized = static_cast<double>(levels.levels[linear]) * levels.scales[channel];
+    shift[channel] += (quantized - static_cast<double>(weight)) * means[input];
+  }
+  SmallVector<float> corrected;
+  for (auto [value, channelShift] : llvm::zip_equal(biasValues.getValues<float>(), shift))
+    corrected.push_back(static_cast<float>(static_cast<double>(value) - channelShift));
+  auto type = cast<RankedTensorType>(bias.getType());
+  product->setOperand(2, ConstantOp::create(b, bias.getLoc(), type,
+                                            DenseElementsAttr::get(type, ArrayRef(corrected))));
+}
+
 /// The f32 constant weight of `product` as symmetric s8 per output channel
 /// (with pairs that fit VPMADDUBSW if `fitPairs`), dequantized back to f32
-/// for the product to read.
+/// for the product to read. With its input's channel means (calibration's),
+/// the bias is corrected for the weight's quantization.
 Value quantizeWeight(OpBuilder &b, Operation *product, DenseElementsAttr weight,
                      bool fitPairs) {
   auto type = cast<RankedTensorType>(weight.getType());
@@ -62,6 +97,8 @@ Value quantizeWeight(OpBuilder &b, Operation *product, DenseElementsAttr weight,
   quant::QuantizedType quantized =
       perAxisType(f32, true, 8, levels.scales,
                   SmallVector<int64_t>(levels.scales.size(), 0), axes.channel);
+  if (auto means = product->getAttrOfType<DenseF64ArrayAttr>(kInputChannelMeansAttr))
+    correctBias(b, product, values, type.getShape(), levels, axes, means.asArrayRef());
   Location loc = product->getLoc();
   Value constant = quantizedConstant(b, loc, type.getShape(), quantized, levels.levels);
   return DequantizeOp::create(b, loc, type, constant);
@@ -142,7 +179,10 @@ struct TesselInsertQuantizationPass
                     activationType(&getContext(), range->first, range->second,
                                    signedActivations));
     }
-    function.walk([](Operation *op) { op->removeAttr(kCalibratedRangeAttr); });
+    function.walk([](Operation *op) {
+      op->removeAttr(kCalibratedRangeAttr);
+      op->removeAttr(kInputChannelMeansAttr);
+    });
     for (unsigned i = 0; i < function.getNumArguments(); ++i)
       function.removeArgAttr(i, kCalibratedRangeAttr);
   }

@@ -23,6 +23,9 @@ namespace tessel {
 /// The attribute on an op (or a function argument) that holds the range
 /// [lo, hi] calibration chose for its result: array<f64: lo, hi>.
 inline constexpr llvm::StringLiteral kCalibratedRangeAttr = "tessel.calibrated_range";
+/// On a product, the mean of each input channel its weight reduces over,
+/// on the calibration data: what bias correction needs.
+inline constexpr llvm::StringLiteral kInputChannelMeansAttr = "tessel.input_channel_means";
 /// The attribute that keeps a product in float ("f32") when the accuracy
 /// budget rejects its quantization.
 inline constexpr llvm::StringLiteral kPrecisionAttr = "tessel.precision";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace tessel::quantize {
@@ -60,20 +61,56 @@ std::vector<InputSpec> artifactInputs(const std::vector<uint8_t> &bytes) {
   return specs;
 }
 
-std::vector<Histogram> collectHistograms(const std::vector<uint8_t> &bytes,
-                                         const std::vector<CalibrationSample> &samples,
-                                         size_t firstWatched, const SampleProgress &progress) {
+std::vector<std::vector<int64_t>> artifactOutputShapes(const std::vector<uint8_t> &bytes) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const tsl::TensorInfo &info : tsl::Module::fromMemory(bytes.data(), bytes.size()).outputs())
+    shapes.push_back(info.shape);
+  return shapes;
+}
+
+Observations collectObservations(const std::vector<uint8_t> &bytes,
+                                 const std::vector<CalibrationSample> &samples, size_t firstWatched,
+                                 const std::vector<int64_t> &meanAxes,
+                                 const SampleProgress &progress) {
   tsl::Session session = sessionOf(bytes);
-  std::vector<Histogram> histograms;
+  Observations observed;
+  std::vector<std::vector<double>> sums;
+  std::vector<uint64_t> counts;
   for (size_t s = 0; s < samples.size(); ++s) {
     std::vector<tsl::Tensor> outputs = session.run(wrapInputs(samples[s]));
-    histograms.resize(outputs.size() - firstWatched);
-    for (size_t i = firstWatched; i < outputs.size(); ++i)
-      histograms[i - firstWatched].add(outputs[i].data<float>(), outputs[i].elementCount());
+    size_t watched = outputs.size() - firstWatched;
+    observed.histograms.resize(watched);
+    sums.resize(watched);
+    counts.resize(watched);
+    for (size_t i = 0; i < watched; ++i) {
+      const tsl::Tensor &tensor = outputs[firstWatched + i];
+      const float *values = tensor.data<float>();
+      observed.histograms[i].add(values, tensor.elementCount());
+      int64_t axis = i < meanAxes.size() ? meanAxes[i] : -1;
+      if (axis < 0)
+        continue;
+      // Elements are [outer, channel, inner] around the axis.
+      const std::vector<int64_t> &shape = tensor.shape();
+      size_t channels = shape.at(axis), inner = 1;
+      for (size_t d = axis + 1; d < shape.size(); ++d)
+        inner *= shape[d];
+      sums[i].resize(channels, 0.0);
+      size_t outer = tensor.elementCount() / std::max<size_t>(channels * inner, 1);
+      for (size_t o = 0; o < outer; ++o)
+        for (size_t c = 0; c < channels; ++c) {
+          const float *run = values + (o * channels + c) * inner;
+          sums[i][c] += std::accumulate(run, run + inner, 0.0);
+        }
+      counts[i] += outer * inner;
+    }
     if (progress)
       progress(s + 1, samples.size());
   }
-  return histograms;
+  observed.channelMeans.resize(sums.size());
+  for (size_t i = 0; i < sums.size(); ++i)
+    for (double sum : sums[i])
+      observed.channelMeans[i].push_back(sum / static_cast<double>(counts[i]));
+  return observed;
 }
 
 double ErrorPower::sqnrDb() const {

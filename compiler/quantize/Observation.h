@@ -26,11 +26,25 @@ using SampleProgress = std::function<void(size_t done, size_t total)>;
 /// The inputs of the artifact in `bytes`. Throws on a bad artifact.
 std::vector<InputSpec> artifactInputs(const std::vector<uint8_t> &bytes);
 
-/// Runs the artifact in `bytes` on every sample and returns a histogram of
-/// each f32 output from `firstWatched` on. Throws on a failed run.
-std::vector<Histogram> collectHistograms(const std::vector<uint8_t> &bytes,
-                                         const std::vector<CalibrationSample> &samples,
-                                         size_t firstWatched, const SampleProgress &progress);
+/// The shapes of the outputs of the artifact in `bytes`, as it computes
+/// them (watched tensors may be channels-last). Throws on a bad artifact.
+std::vector<std::vector<int64_t>> artifactOutputShapes(const std::vector<uint8_t> &bytes);
+
+/// What calibration keeps of each watched tensor.
+struct Observations {
+  std::vector<Histogram> histograms;
+  /// The mean of each channel along the axis asked for (empty if none).
+  std::vector<std::vector<double>> channelMeans;
+};
+
+/// Runs the artifact in `bytes` on every sample and observes each f32
+/// output from `firstWatched` on: its histogram, and the mean of each
+/// channel along `meanAxes[i - firstWatched]` where that is not -1.
+/// Throws on a failed run.
+Observations collectObservations(const std::vector<uint8_t> &bytes,
+                                 const std::vector<CalibrationSample> &samples, size_t firstWatched,
+                                 const std::vector<int64_t> &meanAxes,
+                                 const SampleProgress &progress);
 
 /// The power of a tensor and of its error, summed over samples.
 struct ErrorPower {

@@ -104,6 +104,34 @@ double toDb(double relative) {
 /// How many times the accuracy budget is applied to a new measurement.
 constexpr int kBudgetRounds = 3;
 
+/// The axis of `layer`'s input whose channels its weight reduces over, for
+/// a product whose bias can absorb a correction (a convolution or gemm
+/// with one); -1 otherwise.
+int64_t correctableInputAxis(Operation *layer) {
+  if (auto conv = dyn_cast<ConvOp>(layer))
+    return conv.getBias() && !conv.getChannelsLast() ? 1 : -1;
+  if (auto gemm = dyn_cast<GemmOp>(layer))
+    return gemm.getC() ? 1 : -1;
+  return -1;
+}
+
+/// Where `axis` of a tensor of `logical` shape lies in the `computed` shape
+/// the artifact returns it in: the same, or channels-last (axis 1 moved
+/// last); -1 when the shapes cannot tell.
+int64_t computedAxis(ArrayRef<int64_t> logical, ArrayRef<int64_t> computed, int64_t axis) {
+  SmallVector<int64_t> channelsLast(logical);
+  if (logical.size() >= 3) {
+    channelsLast.erase(channelsLast.begin() + 1);
+    channelsLast.push_back(logical[1]);
+  }
+  bool same = computed == logical, moved = axis == 1 && computed == ArrayRef(channelsLast);
+  if (same && moved)
+    return channelsLast == logical ? axis : -1;
+  if (same)
+    return axis;
+  return moved ? static_cast<int64_t>(logical.size()) - 1 : -1;
+}
+
 /// One quantizable product: where its input and output are among the
 /// watched tensors.
 struct Layer {
@@ -140,6 +168,9 @@ private:
   /// from the latest evaluation.
   std::pair<double, double> layerSqnr(const Layer &layer) const;
   llvm::Error calibrate();
+  /// The axis whose channel means calibration keeps for each point (-1:
+  /// none), as the float artifact computes the points.
+  std::vector<int64_t> channelMeanAxes() const;
   /// Compiles the quantized model with its points watched and measures
   /// each point's and output's error against float.
   llvm::Error evaluate(const char *stage);
@@ -214,7 +245,7 @@ llvm::Error PostTrainingQuantizer::calibrate() {
     return bytes.takeError();
   floatArtifact = std::move(*bytes);
 
-  std::vector<quantize::Histogram> histograms;
+  quantize::Observations observed;
   if (llvm::Error error = guarded("calibration data", [&] {
         samples = quantize::readCalibrationData(
             options.calibrationDirectory, quantize::artifactInputs(floatArtifact),
@@ -225,15 +256,38 @@ llvm::Error PostTrainingQuantizer::calibrate() {
            options.calibrationDirectory + ", " +
            quantize::calibrationMethodName(options.method));
   if (llvm::Error error = guarded("calibration", [&] {
-        histograms = quantize::collectHistograms(floatArtifact, samples, outputCount,
-                                                 sampleProgress("calibration"));
+        observed = quantize::collectObservations(floatArtifact, samples, outputCount,
+                                                 channelMeanAxes(), sampleProgress("calibration"));
       }))
     return error;
-  for (auto [point, histogram] : llvm::zip_equal(points, histograms)) {
+  for (auto [point, histogram] : llvm::zip_equal(points, observed.histograms)) {
     auto [lo, hi] = quantize::chooseRange(histogram, options.method, options.percentile);
     setCalibratedRange(point, lo, hi);
   }
+  // Bias correction reads each layer's input means (InsertQuantization).
+  for (const Layer &layer : layers) {
+    const std::vector<double> &means = observed.channelMeans[pointIndex.lookup(layer.input)];
+    if (!means.empty())
+      layer.op->setAttr(kInputChannelMeansAttr,
+                        DenseF64ArrayAttr::get(layer.op->getContext(), means));
+  }
   return llvm::Error::success();
+}
+
+std::vector<int64_t> PostTrainingQuantizer::channelMeanAxes() const {
+  std::vector<int64_t> axes(points.size(), -1);
+  if (!options.biasCorrection)
+    return axes;
+  std::vector<std::vector<int64_t>> computed = quantize::artifactOutputShapes(floatArtifact);
+  for (const Layer &layer : layers) {
+    int64_t axis = correctableInputAxis(layer.op);
+    auto type = dyn_cast<RankedTensorType>(layer.input.getType());
+    if (axis < 0 || !type || !type.hasStaticShape())
+      continue;
+    size_t index = pointIndex.lookup(layer.input);
+    axes[index] = computedAxis(type.getShape(), computed.at(outputCount + index), axis);
+  }
+  return axes;
 }
 
 llvm::Error PostTrainingQuantizer::evaluate(const char *stage) {

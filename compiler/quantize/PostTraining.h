@@ -57,6 +57,9 @@ struct QuantizeOptions {
   WeightPairs weightPairs = WeightPairs::Auto;
   /// Set by the compiler from its target, for Auto.
   bool targetPrefersFittedPairs = false;
+  /// Correct each bias for the mean error its quantized weights add, from
+  /// the mean of each input channel on the calibration data.
+  bool biasCorrection = true;
   /// A layer whose quantization alone leaves its output below this SQNR
   /// stays in float.
   double minSqnrDb = 15.0;

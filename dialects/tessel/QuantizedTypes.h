@@ -29,6 +29,15 @@ mlir::quant::QuantizedType getQuantizedType(mlir::Type type);
 /// Whether `type` (a tensor or an element type) is uniformly quantized.
 inline bool isQuantized(mlir::Type type) { return bool(getQuantizedType(type)); }
 
+/// The index along `axis` of the element at row-major position `linear` of
+/// a tensor of `shape`: the channel of a per-axis quantized element.
+inline int64_t indexAlong(int64_t linear, llvm::ArrayRef<int64_t> shape, int64_t axis) {
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d > axis; --d)
+    stride *= shape[d];
+  return (linear / stride) % shape[axis];
+}
+
 /// The storage integer of a quantized element type, signed `iN` or unsigned
 /// `uiN`.
 mlir::IntegerType storageElementType(mlir::quant::QuantizedType type);

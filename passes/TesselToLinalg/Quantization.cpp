@@ -99,6 +99,20 @@ Value saturateToStorage(OpBuilder &b, Location loc, Value real,
   return arith::TruncIOp::create(b, loc, storage, integer);
 }
 
+Value saturateI32ToStorage(OpBuilder &b, Location loc, Value real, quant::QuantizedType type) {
+  Type i32 = b.getI32Type();
+  auto bound = [&](int64_t value) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+  };
+  Value integer = arith::FPToSIOp::create(b, loc, i32, real);
+  integer = arith::MaxSIOp::create(b, loc, integer, bound(type.getStorageTypeMin()));
+  integer = arith::MinSIOp::create(b, loc, integer, bound(type.getStorageTypeMax()));
+  Type storage = b.getIntegerType(type.getStorageTypeIntegralWidth());
+  if (storage == i32)
+    return integer;
+  return arith::TruncIOp::create(b, loc, storage, integer);
+}
+
 namespace {
 
 /// x / scale, rounded half to even, plus the zero point, saturated (ONNX's

@@ -51,6 +51,12 @@ mlir::Value storageConstant(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value saturateToStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value real,
                               mlir::quant::QuantizedType type);
 
+/// Likewise for a real integer known to lie within i32's range: converted
+/// first and clamped in integers, which vectors do on twice the lanes of
+/// f64 and fold into saturating packs.
+mlir::Value saturateI32ToStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value real,
+                                 mlir::quant::QuantizedType type);
+
 } // namespace tessel
 
 #endif // TESSEL_PASSES_TESSELTOLINALG_QUANTIZATIONUTILS_H

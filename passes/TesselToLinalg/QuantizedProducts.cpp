@@ -48,6 +48,9 @@ struct IntegerProduct {
   int64_t padding;
   /// The accumulator's initial value (bias and folded zero-point terms).
   Value init;
+  /// A bound on the accumulator's magnitude, where the weights and bias are
+  /// known.
+  std::optional<int64_t> accumulatorBound;
 };
 
 /// The storage values of a constant quantized tensor, widened by their
@@ -64,14 +67,6 @@ std::optional<SmallVector<int64_t>> constantValues(const KernelConstants &consta
   for (const APInt &element : attr.getValues<APInt>())
     values.push_back(isSigned ? element.getSExtValue() : element.getZExtValue());
   return values;
-}
-
-/// The index along `axis` of the element at row-major position `linear`.
-int64_t indexAlong(int64_t linear, ArrayRef<int64_t> shape, int64_t axis) {
-  int64_t stride = 1;
-  for (int64_t i = shape.size() - 1; i > axis; --i)
-    stride *= shape[i];
-  return (linear / stride) % shape[axis];
 }
 
 /// `value` - zero point (per channel along `axis`) as i16: exact for 8-bit
@@ -144,22 +139,33 @@ IntegerProduct prepareProduct(OpBuilder &b, Location loc, const KernelConstants 
     weightCentred &= weightZero(channel) == 0;
   if (weightValues && biasValues && weightCentred) {
     ArrayRef<int64_t> shape = weightTensor.getShape();
-    SmallVector<int64_t> sums(shape[weightAxis], 0);
-    for (auto [linear, value] : llvm::enumerate(*weightValues))
-      sums[indexAlong(linear, shape, weightAxis)] += value;
+    SmallVector<int64_t> sums(shape[weightAxis], 0), magnitudes(shape[weightAxis], 0);
+    for (auto [linear, value] : llvm::enumerate(*weightValues)) {
+      int64_t channel = indexAlong(linear, shape, weightAxis);
+      sums[channel] += value;
+      magnitudes[channel] += std::abs(value);
+    }
+    int64_t largestInput =
+        std::max(std::abs(inputType.getStorageTypeMin()), std::abs(inputType.getStorageTypeMax()));
     SmallVector<int64_t> init(*biasValues);
-    for (int64_t channel = 0; channel < channels; ++channel)
-      init[channel] -= inputZero * sums[sums.size() == 1 ? 0 : channel];
+    int64_t bound = 0;
+    for (int64_t channel = 0; channel < channels; ++channel) {
+      int64_t weightChannel = sums.size() == 1 ? 0 : channel;
+      init[channel] -= inputZero * sums[weightChannel];
+      bound = std::max(bound, std::abs(init[channel]) + largestInput * magnitudes[weightChannel]);
+    }
     return {{loweredInput, !inputType.isSigned()},
             {loweredWeight, false},
             inputZero,
-            accumulatorInit(b, loc, accumulatorType, init, resultAxis)};
+            accumulatorInit(b, loc, accumulatorType, init, resultAxis),
+            bound};
   }
 
   IntegerProduct product{{loweredInput, !inputType.isSigned()},
                          {loweredWeight, !weightType.isSigned()},
                          0,
-                         {}};
+                         {},
+                         std::nullopt};
   if (inputZero != 0)
     product.input = {centre(b, loc, loweredInput, inputType, 0), false};
   bool weightHasZeroPoint = false;
@@ -184,8 +190,10 @@ auto integerMultiplyAccumulate(const IntegerProduct &product) {
 
 /// The i32 `accumulator` of a product of `input` and `weight` requantized to
 /// the 8-bit `result` type (lowered `loweredType`), the weight's channels
-/// along axis `axis` of the result.
-Value requantize(OpBuilder &b, Location loc, Value accumulator, quant::QuantizedType input,
+/// along axis `axis` of the result. With a bound on the accumulator that
+/// keeps every rounded value within i32, it saturates in integers.
+Value requantize(OpBuilder &b, Location loc, Value accumulator,
+                 std::optional<int64_t> accumulatorBound, quant::QuantizedType input,
                  quant::QuantizedType weight, quant::QuantizedType result,
                  RankedTensorType loweredType, int64_t axis) {
   Type f64 = b.getF64Type();
@@ -200,6 +208,12 @@ Value requantize(OpBuilder &b, Location loc, Value accumulator, quant::Quantized
   if (perChannel)
     operands.push_back(channelConstant(b, loc, f64, multipliers, axis, loweredType.getRank()));
   double zeroPoint = quantParams(result).zeroPoint;
+  double largestMultiplier = 0.0;
+  for (double multiplier : multipliers)
+    largestMultiplier = std::max(largestMultiplier, std::abs(multiplier));
+  bool fitsI32 = accumulatorBound &&
+                 double(*accumulatorBound) * largestMultiplier + std::abs(zeroPoint) + 1.0 <
+                     double(std::numeric_limits<int32_t>::max());
   return buildElementwise(
       b, loc, loweredType, operands, [&](OpBuilder &nested, Location at, ValueRange args) {
         Value multiplier =
@@ -212,25 +226,26 @@ Value requantize(OpBuilder &b, Location loc, Value accumulator, quant::Quantized
             nested, at, scaled,
             arith::ConstantOp::create(nested, at, nested.getF64FloatAttr(zeroPoint)));
         Value rounded = math::RoundEvenOp::create(nested, at, shifted);
-        return saturateToStorage(nested, at, rounded, result);
+        return fitsI32 ? saturateI32ToStorage(nested, at, rounded, result)
+                       : saturateToStorage(nested, at, rounded, result);
       });
 }
 
 /// Replaces `op` by `accumulator`, requantized unless the result is the i32
 /// accumulator itself.
 void finish(ConversionPatternRewriter &rewriter, Operation *op, const TypeConverter &converter,
-            Value accumulator, Value input, Value weight, int64_t resultAxis) {
+            Value accumulator, std::optional<int64_t> accumulatorBound, Value input, Value weight,
+            int64_t resultAxis) {
   Type resultType = op->getResult(0).getType();
   quant::QuantizedType result = getQuantizedType(resultType);
   if (result.getStorageTypeIntegralWidth() == 32) {
     rewriter.replaceOp(op, accumulator);
     return;
   }
-  rewriter.replaceOp(op, requantize(rewriter, op->getLoc(), accumulator,
-                                    getQuantizedType(input.getType()),
-                                    getQuantizedType(weight.getType()), result,
-                                    converter.convertType<RankedTensorType>(resultType),
-                                    resultAxis));
+  rewriter.replaceOp(
+      op, requantize(rewriter, op->getLoc(), accumulator, accumulatorBound,
+                     getQuantizedType(input.getType()), getQuantizedType(weight.getType()), result,
+                     converter.convertType<RankedTensorType>(resultType), resultAxis));
 }
 
 RankedTensorType accumulatorType(OpBuilder &b, Type resultType) {
@@ -258,7 +273,8 @@ struct QuantizedMatMulLowering : OpConversionPattern<MatMulOp> {
                                                 product.weight.value, accumulator);
     Value sums = buildContraction(rewriter, loc, iteration.lhs, iteration.rhs, product.init,
                                   iteration.extents, integerMultiplyAccumulate(product));
-    finish(rewriter, op, *getTypeConverter(), sums, op.getLhs(), op.getRhs(), resultAxis);
+    finish(rewriter, op, *getTypeConverter(), sums, product.accumulatorBound, op.getLhs(),
+           op.getRhs(), resultAxis);
     return success();
   }
 
@@ -293,7 +309,8 @@ struct QuantizedGemmLowering : OpConversionPattern<GemmOp> {
         op.getTransB() ? SmallVector<int64_t>{n, k} : SmallVector<int64_t>{k, n}, extents);
     Value sums = buildContraction(rewriter, loc, a, b, product.init, extents,
                                   integerMultiplyAccumulate(product));
-    finish(rewriter, op, *getTypeConverter(), sums, op.getA(), op.getB(), 1);
+    finish(rewriter, op, *getTypeConverter(), sums, product.accumulatorBound, op.getA(), op.getB(),
+           1);
     return success();
   }
 
@@ -385,7 +402,8 @@ struct QuantizedConvLowering : OpConversionPattern<ConvOp> {
                                           op.getStrides(), op.getDilations(),
                                           /*depthwise=*/true, body);
     }
-    finish(rewriter, op, *getTypeConverter(), sums, op.getInput(), op.getWeight(), resultAxis);
+    finish(rewriter, op, *getTypeConverter(), sums, product.accumulatorBound, op.getInput(),
+           op.getWeight(), resultAxis);
     return success();
   }
 

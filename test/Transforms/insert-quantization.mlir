@@ -36,6 +36,30 @@ func.func @conv_relu(%x: tensor<1x2x4x4xf32> {tessel.calibrated_range = array<f6
 
 // -----
 
+// Bias correction: quantized, each output channel's weights shift its
+// output by sum((level * scale - w) * mean of the input channel read) on
+// average, which the bias takes back. In this depthwise convolution channel
+// 0 reads input channel 0 (mean 2) with 0.3 -> 38/127, channel 1 reads input
+// channel 1 (mean 4) with -0.2 -> -51 * 0.5/127: 0.5 - 2 * (38/127 - 0.3)
+// and -1.0 - 4 * (-51 * 0.5/127 + 0.2).
+// CHECK-LABEL: @bias_correction
+// CHECK: %[[B:.+]] = tessel.constant dense<[0.501574{{[0-9]*}}, -0.99685{{[0-9]*}}]> : tensor<2xf32>
+// CHECK: tessel.conv %{{.+}}, %{{.+}}, %[[B]]
+// CHECK-NOT: tessel.input_channel_means
+func.func @bias_correction(%x: tensor<1x2x4x4xf32> {tessel.calibrated_range = array<f64: 0.0, 8.0>})
+    -> tensor<1x2x4x3xf32> {
+  %w = tessel.constant dense<[[[[1.0, 0.3]]], [[[0.5, -0.2]]]]> : tensor<2x1x1x2xf32>
+  %b = tessel.constant dense<[0.5, -1.0]> : tensor<2xf32>
+  %c = tessel.conv %x, %w, %b {dilations = array<i64: 1, 1>, group = 2 : i64,
+                                pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>,
+                                tessel.calibrated_range = array<f64: -2.0, 2.0>,
+                                tessel.input_channel_means = array<f64: 2.0, 4.0>}
+      : (tensor<1x2x4x4xf32>, tensor<2x1x1x2xf32>, tensor<2xf32>) -> tensor<1x2x4x3xf32>
+  return %c : tensor<1x2x4x3xf32>
+}
+
+// -----
+
 // A product the accuracy budget keeps in float keeps its float weight and
 // reads the float input, while the quantized product beside it reads the
 // dequantized one.

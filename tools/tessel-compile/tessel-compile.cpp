@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
   std::string target = "x86", cpu, emit = "artifact";
   int optLevel = 3;
   std::vector<std::string> shapes, frozen;
-  bool quiet = false, check = false;
+  bool quiet = false, check = false, noBiasCorrection = false;
   std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8",
               weightPairs = "auto";
   std::string quantizeReport;
@@ -150,6 +150,9 @@ int main(int argc, char **argv) {
                  "fit-i16 where the target CPU lacks VNNI, for the layers doing at least "
                  "0.5% of the model's multiply-adds; any: the nearest levels")
       ->check(CLI::IsMember({"auto", "any", "fit-i16"}));
+  app.add_flag("--no-bias-correction", noBiasCorrection,
+               "Keep each bias as calibrated: do not correct it for the mean error its "
+               "layer's quantized weights add (measured on the calibration inputs)");
   app.add_option("--min-sqnr", minSqnr,
                  "Keep in float a layer whose own quantization error leaves its output "
                  "below this SQNR (dB)");
@@ -200,6 +203,7 @@ int main(int argc, char **argv) {
     quantizeOptions.signedActivations = activations == "s8";
     quantizeOptions.weightPairs = *tessel::parseWeightPairs(weightPairs);
     quantizeOptions.minSqnrDb = minSqnr;
+    quantizeOptions.biasCorrection = !noBiasCorrection;
     bool textToStdout =
         emit != "artifact" && emit != "qdq-onnx" && (output.empty() || output == "-");
     options.quantizationReport = [&, textToStdout](const tessel::QuantizationReport &report) {

@@ -58,7 +58,8 @@ func.func @lookup(%x: tensor<4x!quant.uniform<i8:f32, 0.1>>, %t: tensor<256x!qua
 // accumulator ([10 - 128 * (1 + 3 + 5), -20 - 128 * (2 + 4 + 6)]), the
 // product multiplies storage integers, and the requantization multiplies
 // the i32 sum by 0.5 * 0.25 / 1.0 in f64, adds the zero point 3, rounds
-// half to even and saturates.
+// half to even and saturates. The accumulator's magnitude is at most
+// 1556 + 255 * 12, so the rounded value fits i32 and saturates in integers.
 // CHECK-LABEL: @matmul_folded_zero_point
 // CHECK-DAG: %[[INIT:.+]] = arith.constant dense<[-1142, -1556]> : tensor<2xi32>
 // CHECK: linalg.generic {{.*}} ins(%[[INIT]] : tensor<2xi32>)
@@ -72,6 +73,10 @@ func.func @lookup(%x: tensor<4x!quant.uniform<i8:f32, 0.1>>, %t: tensor<256x!qua
 // CHECK-NEXT: arith.mulf %{{.+}}, %cst{{.*}} : f64
 // CHECK: arith.addf
 // CHECK-NEXT: math.roundeven
+// CHECK-NEXT: arith.fptosi %{{.+}} : f64 to i32
+// CHECK: arith.maxsi %{{.+}}, %c0_i32
+// CHECK: arith.minsi %{{.+}}, %c255_i32
+// CHECK-NEXT: arith.trunci %{{.+}} : i32 to i8
 func.func @matmul_folded_zero_point(%a: tensor<2x3x!quant.uniform<u8:f32, 0.5:128>>)
     -> tensor<2x2x!quant.uniform<u8:f32, 1.0:3>> {
   %w = tessel.constant dense<[[1, 2], [3, 4], [5, 6]]> : tensor<3x2xi8> -> tensor<3x2x!quant.uniform<i8:f32, 0.25>>
@@ -81,6 +86,23 @@ func.func @matmul_folded_zero_point(%a: tensor<2x3x!quant.uniform<u8:f32, 0.5:12
   %1 = tessel.gemm %a, %w, %b : (tensor<2x3x!quant.uniform<u8:f32, 0.5:128>>, tensor<3x2x!quant.uniform<i8:f32, 0.25>>,
                                  tensor<2x!quant.uniform<i32:f32, 0.125>>) -> tensor<2x2x!quant.uniform<u8:f32, 1.0:3>>
   return %1 : tensor<2x2x!quant.uniform<u8:f32, 1.0:3>>
+}
+
+// -----
+
+// A multiplier so large that a rounded value may leave i32 (2^20 * 3 * 255
+// * 127 > 2^31) saturates in f64 before the conversion.
+// CHECK-LABEL: @matmul_unbounded_requantization
+// CHECK: math.roundeven
+// CHECK: arith.maxnumf
+// CHECK: arith.minnumf
+// CHECK-NEXT: arith.fptosi %{{.+}} : f64 to i32
+func.func @matmul_unbounded_requantization(%a: tensor<2x3x!quant.uniform<u8:f32, 1024.0>>)
+    -> tensor<2x2x!quant.uniform<u8:f32, 0.0009765625>> {
+  %w = tessel.constant dense<[[127, 2], [3, 4], [5, 6]]> : tensor<3x2xi8> -> tensor<3x2x!quant.uniform<i8:f32, 1.0>>
+  %0 = tessel.matmul %a, %w : (tensor<2x3x!quant.uniform<u8:f32, 1024.0>>, tensor<3x2x!quant.uniform<i8:f32, 1.0>>)
+      -> tensor<2x2x!quant.uniform<u8:f32, 0.0009765625>>
+  return %0 : tensor<2x2x!quant.uniform<u8:f32, 0.0009765625>>
 }
 
 // -----
