@@ -54,10 +54,12 @@ quant::QuantizedType activationType(MLIRContext *context, double lo, double hi,
 /// that much on average; the bias takes the shift back.
 void correctBias(OpBuilder &b, Operation *product, ArrayRef<float> weights, ArrayRef<int64_t> shape,
                  const SymmetricWeights &levels, const WeightAxes &axes, ArrayRef<double> means) {
-  Value bias = product->getNumOperands() > 2 ? product->getOperand(2) : Value();
+  OpOperand *bias = biasOperand(product);
   DenseElementsAttr biasValues;
-  if (!bias || !matchPattern(bias, m_Constant(&biasValues)) ||
-      !biasValues.getElementType().isF32() || biasValues.getNumElements() != shape[axes.channel])
+  int64_t channels = shape[axes.channel];
+  if (!bias || !matchPattern(bias->get(), m_Constant(&biasValues)) ||
+      !biasValues.getElementType().isF32() || biasValues.getNumElements() != channels ||
+      biasValues.getType().getShape().back() != channels)
     return;
   // A grouped convolution's channel f reads the input channels of its group.
   int64_t groups = 1;
@@ -76,9 +78,9 @@ void correctBias(OpBuilder &b, Operation *product, ArrayRef<float> weights, Arra
   SmallVector<float> corrected;
   for (auto [value, channelShift] : llvm::zip_equal(biasValues.getValues<float>(), shift))
     corrected.push_back(static_cast<float>(static_cast<double>(value) - channelShift));
-  auto type = cast<RankedTensorType>(bias.getType());
-  product->setOperand(2, ConstantOp::create(b, bias.getLoc(), type,
-                                            DenseElementsAttr::get(type, ArrayRef(corrected))));
+  auto type = cast<RankedTensorType>(bias->get().getType());
+  bias->set(ConstantOp::create(b, bias->get().getLoc(), type,
+                               DenseElementsAttr::get(type, ArrayRef(corrected))));
 }
 
 /// The f32 constant weight of `product` as symmetric s8 per output channel

@@ -16,6 +16,23 @@ namespace tessel {
 
 bool isProduct(Operation *op) { return isa_and_present<ConvOp, MatMulOp, GemmOp>(op); }
 
+OpOperand *biasOperand(Operation *product) {
+  if (isa<ConvOp, GemmOp>(product))
+    return product->getNumOperands() > 2 ? &product->getOpOperand(2) : nullptr;
+  if (!isa<MatMulOp>(product))
+    return nullptr;
+  // Calibration may also return the product's result (to watch it).
+  SmallVector<Operation *> readers;
+  for (Operation *user : product->getUsers())
+    if (!isa<func::ReturnOp>(user))
+      readers.push_back(user);
+  auto add = readers.size() == 1 ? dyn_cast<AddOp>(readers.front()) : AddOp();
+  if (!add)
+    return nullptr;
+  OpOperand &other = add->getOpOperand(add.getLhs() == product->getResult(0) ? 1 : 0);
+  return matchPattern(other.get(), m_Constant()) ? &other : nullptr;
+}
+
 std::pair<int64_t, int64_t> channelAxes(Operation *op) {
   if (auto conv = dyn_cast<ConvOp>(op))
     return conv.getChannelsLast()

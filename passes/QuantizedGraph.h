@@ -33,6 +33,11 @@ inline constexpr llvm::StringLiteral kPrecisionAttr = "tessel.precision";
 /// Convolution, matmul or gemm: operand 0 is the input, 1 the weight.
 bool isProduct(mlir::Operation *op);
 
+/// Where the bias of `product` is: a convolution's bias, a gemm's C, or the
+/// constant added to a matmul's result by its only reader (other than the
+/// function's return); null if none.
+mlir::OpOperand *biasOperand(mlir::Operation *product);
+
 /// The axis of product `op`'s weight that its output channels run along,
 /// and the result's.
 std::pair<int64_t, int64_t> channelAxes(mlir::Operation *op);

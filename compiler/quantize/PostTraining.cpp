@@ -105,14 +105,15 @@ double toDb(double relative) {
 constexpr int kBudgetRounds = 3;
 
 /// The axis of `layer`'s input whose channels its weight reduces over, for
-/// a product whose bias can absorb a correction (a convolution or gemm
-/// with one); -1 otherwise.
+/// a product with a bias that can absorb a correction; -1 otherwise.
 int64_t correctableInputAxis(Operation *layer) {
+  if (!biasOperand(layer))
+    return -1;
   if (auto conv = dyn_cast<ConvOp>(layer))
-    return conv.getBias() && !conv.getChannelsLast() ? 1 : -1;
-  if (auto gemm = dyn_cast<GemmOp>(layer))
-    return gemm.getC() ? 1 : -1;
-  return -1;
+    return conv.getChannelsLast() ? -1 : 1;
+  if (isa<GemmOp>(layer))
+    return 1;
+  return cast<RankedTensorType>(layer->getOperand(0).getType()).getRank() - 1;
 }
 
 /// Where `axis` of a tensor of `logical` shape lies in the `computed` shape

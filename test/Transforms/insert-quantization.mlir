@@ -60,6 +60,25 @@ func.func @bias_correction(%x: tensor<1x2x4x4xf32> {tessel.calibrated_range = ar
 
 // -----
 
+// A matmul's bias is the constant its only reader adds: column 0 reads
+// 0.3 -> 38/127 and column 1 -0.2 -> -51 * 0.5/127, both times input
+// channel 1's mean 4: 0.5 - 4 * (38/127 - 0.3), -1.0 - 4 * (-51 * 0.5/127 + 0.2).
+// CHECK-LABEL: @matmul_bias_correction
+// CHECK: %[[B:.+]] = tessel.constant dense<[0.503149{{[0-9]*}}, -0.99685{{[0-9]*}}]> : tensor<2xf32>
+// CHECK: tessel.add %{{.+}}, %[[B]]
+func.func @matmul_bias_correction(%x: tensor<3x2xf32> {tessel.calibrated_range = array<f64: 0.0, 8.0>})
+    -> tensor<3x2xf32> {
+  %w = tessel.constant dense<[[1.0, 0.5], [0.3, -0.2]]> : tensor<2x2xf32>
+  %b = tessel.constant dense<[0.5, -1.0]> : tensor<2xf32>
+  %m = tessel.matmul %x, %w {tessel.input_channel_means = array<f64: 2.0, 4.0>}
+      : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+  %a = tessel.add %m, %b {tessel.calibrated_range = array<f64: -2.0, 2.0>}
+      : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  return %a : tensor<3x2xf32>
+}
+
+// -----
+
 // A product the accuracy budget keeps in float keeps its float weight and
 // reads the float input, while the quantized product beside it reads the
 // dequantized one.
