@@ -65,10 +65,10 @@ void correctBias(OpBuilder &b, Operation *product, ArrayRef<float> weights, Arra
   int64_t groups = 1;
   if (auto conv = dyn_cast<ConvOp>(product))
     groups = conv.getGroup();
-  int64_t perGroup = shape[axes.channel] / groups, groupWidth = shape[axes.reduction];
+  int64_t perGroup = channels / groups, groupWidth = shape[axes.reduction];
   if (static_cast<int64_t>(means.size()) != groups * groupWidth)
     return;
-  SmallVector<double> shift(shape[axes.channel], 0.0);
+  SmallVector<double> shift(channels, 0.0);
   for (auto [linear, weight] : llvm::enumerate(weights)) {
     int64_t channel = indexAlong(linear, shape, axes.channel);
     int64_t input = channel / perGroup * groupWidth + indexAlong(linear, shape, axes.reduction);

@@ -117,20 +117,20 @@ int64_t correctableInputAxis(Operation *layer) {
 }
 
 /// Where `axis` of a tensor of `logical` shape lies in the `computed` shape
-/// the artifact returns it in: the same, or channels-last (axis 1 moved
-/// last); -1 when the shapes cannot tell.
+/// the artifact returns it in: the same, or channels-last (axis 1 of an
+/// image moved last); -1 when the shapes cannot tell.
 int64_t computedAxis(ArrayRef<int64_t> logical, ArrayRef<int64_t> computed, int64_t axis) {
+  if (logical.size() < 3 || axis != 1)
+    return computed == logical ? axis : -1;
   SmallVector<int64_t> channelsLast(logical);
-  if (logical.size() >= 3) {
-    channelsLast.erase(channelsLast.begin() + 1);
-    channelsLast.push_back(logical[1]);
-  }
-  bool same = computed == logical, moved = axis == 1 && computed == ArrayRef(channelsLast);
-  if (same && moved)
-    return channelsLast == logical ? axis : -1;
-  if (same)
+  channelsLast.erase(channelsLast.begin() + 1);
+  channelsLast.push_back(logical[1]);
+  // Channels as many as every spatial extent: either layout has this shape.
+  if (channelsLast == logical)
+    return -1;
+  if (computed == logical)
     return axis;
-  return moved ? static_cast<int64_t>(logical.size()) - 1 : -1;
+  return computed == ArrayRef(channelsLast) ? static_cast<int64_t>(logical.size()) - 1 : -1;
 }
 
 /// One quantizable product: where its input and output are among the
