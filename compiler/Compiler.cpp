@@ -11,6 +11,7 @@
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "passes/QuantizedGraph.h"
+#include "runtime/schema/Artifact.h"
 #include "runtime/schema/Checksum.h"
 #include "targets/x86/X86Target.h"
 
@@ -252,6 +253,10 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   FailureOr<HostPlan> plan = planHost(main);
   if (failed(plan))
     return diagnostics.error("planning the host schedule failed:");
+  if (plan->arenaSize > schema::kMaxArenaBytes)
+    return compileError("the model's intermediate tensors need an arena of " +
+                        llvm::Twine(plan->arenaSize) +
+                        " bytes; the runtime loads artifacts whose arena is at most 1 TiB");
 
   // The kernels go to the target in a module of their own.
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());

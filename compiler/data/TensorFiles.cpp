@@ -28,6 +28,23 @@ std::string formatShape(const std::vector<int64_t> &shape) {
 
 namespace {
 
+/// The tensor's element count, refusing negative dimensions and counts no
+/// file could hold (the check also keeps the products from overflowing).
+size_t checkedElementCount(const HostTensor &tensor, const std::string &path) {
+  constexpr uint64_t kMaxElements = uint64_t(1) << 40;
+  uint64_t count = 1;
+  for (int64_t dim : tensor.shape) {
+    if (dim < 0)
+      throw std::runtime_error(path + ": dimension " + std::to_string(dim) + " of shape " +
+                               formatShape(tensor.shape) + " is negative");
+    if (dim != 0 && count > kMaxElements / static_cast<uint64_t>(dim))
+      throw std::runtime_error(path + ": shape " + formatShape(tensor.shape) +
+                               " has more than 2^40 elements");
+    count *= static_cast<uint64_t>(dim);
+  }
+  return count;
+}
+
 std::string readFile(const std::string &path) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
@@ -131,7 +148,7 @@ HostTensor readTensorProto(const std::string &path) {
       break;
     }
   }
-  size_t count = tensor.elementCount();
+  size_t count = checkedElementCount(tensor, path);
   unsigned bits = packedBits(tensor.dtype);
   size_t storedBytes = bits ? (count * bits + 7) / 8 : count * elementBytes;
   if (tensor.bytes.size() != storedBytes)
@@ -155,18 +172,24 @@ const std::map<std::string, tsl_dtype> &npyTypes() {
 /// The value of `key` in the .npy header dictionary, e.g. 'descr'.
 std::string headerField(const std::string &header, const std::string &key,
                         const std::string &path) {
+  auto malformed = [&] {
+    return std::runtime_error(path + ": .npy header has no value for '" + key + "'");
+  };
   size_t at = header.find("'" + key + "'");
   if (at == std::string::npos)
     throw std::runtime_error(path + ": .npy header lacks '" + key + "'");
-  at = header.find(':', at);
-  size_t begin = header.find_first_not_of(" ", at + 1);
-  if (header[begin] == '(') {
-    size_t end = header.find(')', begin);
+  size_t colon = header.find(':', at);
+  size_t begin = colon == std::string::npos ? colon : header.find_first_not_of(" ", colon + 1);
+  if (begin == std::string::npos)
+    throw malformed();
+  size_t end = header.find_first_of(header[begin] == '(' ? ")" : ",}", begin);
+  if (end == std::string::npos)
+    throw malformed();
+  if (header[begin] == '(')
     return header.substr(begin + 1, end - begin - 1);
-  }
-  size_t end = header.find_first_of(",}", begin);
   std::string value = header.substr(begin, end - begin);
-  if (!value.empty() && value.front() == '\'')
+  value.erase(value.find_last_not_of(" ") + 1);
+  if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'')
     value = value.substr(1, value.size() - 2);
   return value;
 }
@@ -205,10 +228,17 @@ HostTensor readNpy(const std::string &path) {
     throw std::runtime_error(path + ": Fortran-ordered arrays are not supported");
   std::stringstream dims(headerField(header, "shape", path));
   std::string dim;
-  while (std::getline(dims, dim, ','))
-    if (dim.find_first_not_of(" ") != std::string::npos)
-      tensor.shape.push_back(std::stoll(dim));
-  size_t bytes = tensor.elementCount() * tsl_dtype_size(tensor.dtype);
+  while (std::getline(dims, dim, ',')) {
+    size_t first = dim.find_first_not_of(" "), last = dim.find_last_not_of(" ");
+    if (first == std::string::npos)
+      continue;
+    std::string digits = dim.substr(first, last - first + 1);
+    // Up to 18 digits: every such number fits int64_t.
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw std::runtime_error(path + ": .npy shape entry '" + digits + "' is not a dimension");
+    tensor.shape.push_back(std::stoll(digits));
+  }
+  size_t bytes = checkedElementCount(tensor, path) * tsl_dtype_size(tensor.dtype);
   size_t dataStart = headerStart + headerLength;
   if (data.size() - dataStart != bytes)
     throw std::runtime_error(path + ": holds " + std::to_string(data.size() - dataStart) +

@@ -1,6 +1,8 @@
 //===- OnnxImporter.cpp - ONNX ModelProto to the tessel dialect -----------===//
 //
-// The importer walks the graph once in order. Every node that cannot be
+// The importer first validates the model (ModelValidation.h): nothing reads
+// a node that does not match its operator's signature. It then walks the
+// graph once in order. Every node that cannot be
 // imported is recorded and the walk goes on, so that one error lists them
 // all; the outputs of such a node become placeholders typed by ONNX's shape
 // inference, so that the nodes after it are still checked.
@@ -8,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/OnnxImporter.h"
+#include "compiler/onnx/ModelValidation.h"
 #include "compiler/onnx/NodeImporter.h"
 #include "compiler/onnx/TensorProto.h"
 #include "dialects/tessel/ShapeInference.h"
@@ -32,6 +35,9 @@ namespace tessel {
 namespace {
 
 using onnx_import::NodeImporter;
+
+/// The largest value the importer folds from constant inputs.
+constexpr uint64_t kMaxFoldedBytes = uint64_t(1) << 30;
 
 llvm::Error importError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -65,14 +71,15 @@ public:
 
 private:
   llvm::Error readOpset();
+  bool validate();
   void inferShapes();
   llvm::Expected<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   Value lookup(const std::string &name);
   Value foldConstantInputs(mlir::Value value);
   Value placeholder(const std::string &name);
   Location nodeLocation(const onnx::NodeProto &node, int index);
-  std::string nodeLabel(const onnx::NodeProto &node, int index);
   void importNode(const onnx::NodeProto &node, int index);
+  llvm::Error problemsError() const;
 
   MLIRContext &context;
   onnx::ModelProto &model;
@@ -89,6 +96,8 @@ private:
   llvm::StringSet<> poisoned;
   llvm::StringMap<RankedTensorType> inferredTypes;
   std::vector<std::string> problems;
+  /// Per node, why it does not match its operator's signature.
+  std::vector<std::vector<std::string>> signatureProblems;
   std::map<std::string, int64_t> failingOpCounts;
 };
 
@@ -100,6 +109,20 @@ llvm::Error GraphImporter::readOpset() {
     return importError(path + ": the model imports no version of the default "
                               "ONNX operator set (opset_import)");
   return llvm::Error::success();
+}
+
+/// Records each node's signature problems, and the graph's; false when the
+/// graph's make importing it unsafe, with every problem recorded.
+bool GraphImporter::validate() {
+  for (const onnx::NodeProto &node : model.graph().node())
+    signatureProblems.push_back(onnx_import::nodeSignatureProblems(node, opset));
+  problems = onnx_import::graphProblems(model, opset);
+  if (problems.empty())
+    return true;
+  for (auto [index, node] : llvm::enumerate(model.graph().node()))
+    for (const std::string &why : signatureProblems[index])
+      problems.push_back(onnx_import::nodeContext(node, index, opset) + why);
+  return false;
 }
 
 /// ONNX's own shape inference types the values that placeholders stand for.
@@ -170,6 +193,10 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
                          "=1x...");
     }
   }
+  if (!onnx_import::tensorBytes(shape, llvm::divideCeil(element.getIntOrFloatBitWidth(), 8)))
+    return importError("graph input '" + name + "' of shape " + formatShape(shape) +
+                       " would take more than the 1 TiB one tensor may (the runtime's arena "
+                       "limit)");
   return RankedTensorType::get(shape, element);
 }
 
@@ -179,6 +206,15 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
 Value GraphImporter::foldConstantInputs(Value value) {
   Operation *op = value.getDefiningOp();
   if (!op || op->hasTrait<OpTrait::ConstantLike>() || op->getNumOperands() == 0)
+    return value;
+  // Folding holds the whole result in memory: past the budget, the value
+  // stays a run-time computation.
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return value;
+  std::optional<uint64_t> bytes =
+      onnx_import::tensorBytes(type.getShape(), llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+  if (!bytes || *bytes > kMaxFoldedBytes)
     return value;
   SmallVector<Attribute> operands;
   for (Value operand : op->getOperands()) {
@@ -246,14 +282,8 @@ Value GraphImporter::placeholder(const std::string &name) {
       .getResult(0);
 }
 
-std::string GraphImporter::nodeLabel(const onnx::NodeProto &node, int index) {
-  if (!node.name().empty())
-    return node.name();
-  return node.op_type() + "#" + std::to_string(index);
-}
-
 Location GraphImporter::nodeLocation(const onnx::NodeProto &node, int index) {
-  return NameLoc::get(builder.getStringAttr(nodeLabel(node, index)),
+  return NameLoc::get(builder.getStringAttr(onnx_import::nodeLabel(node, index)),
                       FileLineColLoc::get(&context, path, 0, 0));
 }
 
@@ -279,9 +309,24 @@ static std::optional<std::string> emptyInputRead(ArrayRef<Operation *> ops) {
   return std::nullopt;
 }
 
+/// The reason to refuse `ops` if one of them makes a tensor larger than
+/// one may be (a Range or Expand whose size comes from the model's data).
+static std::optional<std::string> oversizedResult(ArrayRef<Operation *> ops) {
+  for (Operation *op : ops)
+    for (Type type : op->getResultTypes()) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || !tensor.hasStaticShape() || !tensor.getElementType().isIntOrFloat())
+        continue;
+      uint64_t elementBytes = llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
+      if (!onnx_import::tensorBytes(tensor.getShape(), elementBytes))
+        return "a result of shape " + formatShape(tensor.getShape()) +
+               " would take more than the 1 TiB one tensor may (the runtime's arena limit)";
+    }
+  return std::nullopt;
+}
+
 void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
-  std::string label = "node '" + nodeLabel(node, index) + "' (" + node.op_type() +
-                      ", opset " + std::to_string(opset) + "): ";
+  std::string label = onnx_import::nodeContext(node, index, opset);
   size_t problemsBefore = problems.size();
   auto poison = [&] {
     ++failingOpCounts[node.op_type()];
@@ -292,6 +337,11 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     problems.push_back(label + "operator domain '" + node.domain() +
                        "' is not supported");
+    return poison();
+  }
+  if (!signatureProblems[index].empty()) {
+    for (const std::string &why : signatureProblems[index])
+      problems.push_back(label + why);
     return poison();
   }
   std::string reason;
@@ -327,6 +377,18 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   }
   if (!checkable)
     return poison();
+  SmallVector<int32_t> inputDataTypes;
+  for (Value input : inputs) {
+    auto type = input ? dyn_cast<RankedTensorType>(input.getType()) : nullptr;
+    inputDataTypes.push_back(type ? onnx_import::dataTypeOf(type.getElementType()) : 0);
+  }
+  std::vector<std::string> typeProblems =
+      onnx_import::inputTypeProblems(node, opset, inputDataTypes);
+  if (!typeProblems.empty()) {
+    for (const std::string &why : typeProblems)
+      problems.push_back(label + why);
+    return poison();
+  }
 
   CreatedOps created;
   builder.setListener(&created);
@@ -357,6 +419,9 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   }
   if (reasons.empty())
     if (std::optional<std::string> why = emptyInputRead(created.ops))
+      reasons.push_back(*why);
+  if (reasons.empty())
+    if (std::optional<std::string> why = oversizedResult(created.ops))
       reasons.push_back(*why);
   if (failed(imported) && reasons.empty())
     reasons.push_back("cannot be imported");
@@ -393,13 +458,28 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   }
 }
 
+llvm::Error GraphImporter::problemsError() const {
+  std::string message = path + ": " + std::to_string(problems.size()) +
+                        (problems.size() == 1 ? " problem prevents" : " problems prevent") +
+                        " compiling this model:";
+  for (const std::string &problem : problems)
+    message += "\n  " + problem;
+  return importError(message);
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   context.getOrLoadDialect<TesselDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
   if (llvm::Error error = readOpset())
     return std::move(error);
   const onnx::GraphProto &graph = model.graph();
-  inferShapes();
+  if (!validate())
+    return problemsError();
+  // libonnx's shape inference trusts the nodes it reads (a zero stride
+  // divides by zero there): it runs only on a model whose every node matches
+  // its signature.
+  if (llvm::all_of(signatureProblems, [](const auto &node) { return node.empty(); }))
+    inferShapes();
   for (const onnx::TensorProto &tensor : graph.initializer())
     initializers[tensor.name()] = &tensor;
   if (graph.sparse_initializer_size() > 0)
@@ -449,15 +529,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                          "' is not produced by any node, input or initializer");
     results.push_back(value);
   }
-  if (!problems.empty()) {
-    std::string message = path + ": " + std::to_string(problems.size()) +
-                          (problems.size() == 1 ? " problem prevents"
-                                                : " problems prevent") +
-                          " compiling this model:";
-    for (const std::string &problem : problems)
-      message += "\n  " + problem;
-    return importError(message);
-  }
+  if (!problems.empty())
+    return problemsError();
 
   func::ReturnOp::create(builder, moduleLoc, results);
   function.setType(builder.getFunctionType(argumentTypes,

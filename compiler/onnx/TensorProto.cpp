@@ -68,6 +68,13 @@ Type elementTypeFor(MLIRContext *context, int32_t dataType) {
   }
 }
 
+int32_t dataTypeOf(Type type) {
+  for (int32_t dataType = onnx::TensorProto::FLOAT; dataType <= kInt2; ++dataType)
+    if (Type candidate = elementTypeFor(type.getContext(), dataType); candidate == type)
+      return dataType;
+  return onnx::TensorProto::UNDEFINED;
+}
+
 std::string dataTypeName(int32_t dataType) {
   if (onnx::TensorProto::DataType_IsValid(dataType))
     return onnx::TensorProto::DataType_Name(
@@ -130,6 +137,9 @@ llvm::Expected<std::string> readExternalData(const onnx::TensorProto &tensor,
     return tensorError(tensor, "external data location '" + location +
                                    "' leaves the model's directory");
 
+  // A FIFO or device would block the read or never end it.
+  if (!llvm::sys::fs::is_regular_file(path))
+    return tensorError(tensor, "external data location '" + location + "' is not a regular file");
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);

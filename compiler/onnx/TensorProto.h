@@ -33,6 +33,10 @@ enum NewerDataType : int32_t {
 /// Null for types Tessel does not handle.
 mlir::Type elementTypeFor(mlir::MLIRContext *context, int32_t dataType);
 
+/// The ONNX data type whose MLIR element type is `type`, or 0 (UNDEFINED)
+/// for types no ONNX data type maps to (quantized types, say).
+int32_t dataTypeOf(mlir::Type type);
+
 /// "FLOAT", "UINT8", ... for messages.
 std::string dataTypeName(int32_t dataType);
 

@@ -20,6 +20,10 @@ inline constexpr uint32_t kFormatVersion = 1;
 /// Alignment of the weights, of executables' binaries and of the arena.
 inline constexpr size_t kAlignment = 64;
 
+/// The largest arena a loader accepts; the compiler writes no artifact
+/// that needs more.
+inline constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 40;
+
 } // namespace tessel::schema
 
 #endif // TESSEL_RUNTIME_SCHEMA_ARTIFACT_H

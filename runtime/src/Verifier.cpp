@@ -41,7 +41,6 @@ constexpr fb::uoffset_t kMaxDepth = 16;
 constexpr fb::uoffset_t kMaxTables = 1u << 24;
 
 constexpr uint64_t kMaxScratchBytes = uint64_t(1) << 30;
-constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 40;
 constexpr uint32_t kMaxArenaAlignment = 4096;
 
 tsl_status invalid(const char *format, ...)
@@ -111,7 +110,7 @@ private:
 
   tsl_status checkMemoryPlan() {
     const sc::MemoryPlan &plan = *artifact.memory_plan();
-    if (plan.arena_size() > kMaxArenaBytes)
+    if (plan.arena_size() > sc::kMaxArenaBytes)
       return invalid("artifact memory plan: arena_size %" PRIu64
                      " exceeds the 1 TiB limit",
                      plan.arena_size());

@@ -137,11 +137,35 @@ LogicalResult importSplit(NodeImporter &node) {
   return success();
 }
 
+/// Fails, saying which, if a constant index of input `input` lies outside
+/// [-extent, extent) of the axis it indexes: entry i indexes an axis of
+/// extent extents[i % extents.size()] (one extent for Gather, one per tuple
+/// element for GatherND). ONNX leaves such an index undefined and
+/// onnxruntime refuses it; clamping it would give wrong rows silently.
+LogicalResult checkConstantIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> extents) {
+  ElementsAttr indices = node.constantInput(input);
+  if (!indices || extents.empty() || llvm::any_of(extents, ShapedType::isDynamic))
+    return success();
+  auto values = indices.tryGetValues<APInt>();
+  if (!values)
+    return success();
+  for (auto [position, value] : llvm::enumerate(*values)) {
+    int64_t index = value.getSExtValue(), extent = extents[position % extents.size()];
+    if (index < -extent || index >= extent)
+      return node.unsupported("index " + Twine(index) + " (entry " + Twine(position) +
+                              " of the constant indices) is out of range for an axis of size " +
+                              Twine(extent));
+  }
+  return success();
+}
+
 LogicalResult importGather(NodeImporter &node) {
   std::optional<int64_t> axis =
       normalizeAxis(node.intAttr("axis", 0), node.inputType(0).getRank());
   if (!axis)
     return node.unsupported("axis is out of range");
+  if (failed(checkConstantIndices(node, 1, node.inputType(0).getDimSize(*axis))))
+    return failure();
   return node.setInferredOutput(
       0, node.createInferred<GatherOp>(node.input(0), node.input(1),
                                        node.builder().getI64IntegerAttr(*axis)));
@@ -153,6 +177,8 @@ LogicalResult importGatherElements(NodeImporter &node) {
       normalizeAxis(node.intAttr("axis", 0), node.inputType(0).getRank());
   if (!axis)
     return node.unsupported("axis is out of range");
+  if (failed(checkConstantIndices(node, 1, node.inputType(0).getDimSize(*axis))))
+    return failure();
   node.setOutput(0, GatherElementsOp::create(
                         node.builder(), node.loc(),
                         indices.clone(node.inputType(0).getElementType()),
@@ -319,6 +345,9 @@ LogicalResult importConstantOfShape(NodeImporter &node) {
   return success();
 }
 
+/// The most elements a Range may have.
+constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
+
 /// Range with constant start, limit and delta is a constant.
 LogicalResult importRange(NodeImporter &node) {
   ElementsAttr start = node.constantInput(0), limit = node.constantInput(1),
@@ -339,7 +368,14 @@ LogicalResult importRange(NodeImporter &node) {
   double first = scalar(start), last = scalar(limit), step = scalar(delta);
   if (step == 0)
     return node.unsupported("delta is 0");
-  int64_t count = std::max<int64_t>(0, int64_t(std::ceil((last - first) / step)));
+  double length = std::max(0.0, std::ceil((last - first) / step));
+  // Range is computed here, element by element: the budget keeps a limit
+  // from the model's data from exhausting the compiler.
+  if (!(length <= double(kMaxRangeElements)))
+    return node.unsupported(
+        "it would have " + (length < 1e18 ? std::to_string(int64_t(length)) : "over 10^18") +
+        " elements; Range is computed at compile time, up to " + std::to_string(kMaxRangeElements));
+  int64_t count = int64_t(length);
   OpBuilder &b = node.builder();
   auto type = RankedTensorType::get({count}, elementType);
   SmallVector<Attribute> values;
@@ -580,9 +616,11 @@ LogicalResult importGatherND(NodeImporter &node) {
   int64_t depth = indicesType.getShape().back();
   if (batchDims + depth > dataType.getRank())
     return node.unsupported("index tuples are longer than the data's rank");
+  SmallVector<int64_t> dims(dataType.getShape().slice(batchDims, depth)), strides(depth, 1);
+  if (failed(checkConstantIndices(node, 1, dims)))
+    return failure();
   OpBuilder &b = node.builder();
   Location loc = node.loc();
-  SmallVector<int64_t> dims(dataType.getShape().slice(batchDims, depth)), strides(depth, 1);
   for (int64_t i = depth - 2; i >= 0; --i)
     strides[i] = strides[i + 1] * dims[i + 1];
   SmallVector<int64_t> tupleShape(indicesType.getRank(), 1);
@@ -628,6 +666,8 @@ LogicalResult importScatterElements(NodeImporter &node) {
       node.opset() >= 16 ? node.stringAttr("reduction").value_or("none") : "none";
   if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
     return node.unsupported("reduction '" + reduction + "' is not supported");
+  if (failed(checkConstantIndices(node, 1, type.getDimSize(*axis))))
+    return failure();
   OpBuilder &b = node.builder();
   node.setOutput(0, ScatterElementsOp::create(b, node.loc(), type, node.input(0),
                                               node.input(1), node.input(2),
@@ -644,6 +684,13 @@ LogicalResult importScatterND(NodeImporter &node) {
     return node.unsupported("reduction '" + reduction + "' is not supported");
   if (!node.inputType(1).hasStaticShape())
     return node.unsupported("indices must have a static shape");
+  if (node.inputType(1).getRank() < 1)
+    return node.unsupported("indices must have at least one axis");
+  int64_t depth = node.inputType(1).getShape().back();
+  if (depth > type.getRank())
+    return node.unsupported("index tuples are longer than the data's rank");
+  if (failed(checkConstantIndices(node, 1, type.getShape().take_front(depth))))
+    return failure();
   OpBuilder &b = node.builder();
   node.setOutput(0, ScatterNDOp::create(b, node.loc(), type, node.input(0), node.input(1),
                                         node.input(2), b.getStringAttr(reduction)));
