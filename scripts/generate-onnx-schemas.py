@@ -70,9 +70,17 @@ def type_parameter(schema, parameter):
     return parameter.type_str
 
 
+# Inputs the schema marks required but the operator's own text lets a model
+# omit with an empty name, as exporters do (tf2onnx's Resize-11 nodes);
+# onnx/onnx#2451, #2559 and #3959 discuss the conflict.
+OMITTABLE = {("Resize", 11): {1, 2}}
+
+
 def input_formals(schema):
-    return " ".join(f"{OPTION[p.option]}:{type_parameter(schema, p)}:{tensor_types(schema, p):#x}"
-                    for p in schema.inputs)
+    omittable = OMITTABLE.get((schema.name, schema.since_version), set())
+    return " ".join(
+        f"{'?' if i in omittable else OPTION[p.option]}:{type_parameter(schema, p)}:"
+        f"{tensor_types(schema, p):#x}" for i, p in enumerate(schema.inputs))
 
 
 def row(schema):

@@ -220,29 +220,6 @@ std::optional<uint64_t> tensorBytes(llvm::ArrayRef<int64_t> shape, uint64_t elem
   return bytes;
 }
 
-uint64_t dataTypeBytes(int32_t dataType) {
-  switch (dataType) {
-  case onnx::TensorProto::DOUBLE:
-  case onnx::TensorProto::INT64:
-  case onnx::TensorProto::UINT64:
-  case onnx::TensorProto::COMPLEX64:
-    return 8;
-  case onnx::TensorProto::COMPLEX128:
-    return 16;
-  case onnx::TensorProto::FLOAT:
-  case onnx::TensorProto::INT32:
-  case onnx::TensorProto::UINT32:
-    return 4;
-  case onnx::TensorProto::FLOAT16:
-  case onnx::TensorProto::BFLOAT16:
-  case onnx::TensorProto::INT16:
-  case onnx::TensorProto::UINT16:
-    return 2;
-  default:
-    return 1;
-  }
-}
-
 std::vector<std::string> nodeSignatureProblems(const onnx::NodeProto &node, int64_t opset) {
   std::vector<std::string> problems;
   if (!node.domain().empty() && node.domain() != "ai.onnx")
@@ -256,14 +233,14 @@ std::vector<std::string> nodeSignatureProblems(const onnx::NodeProto &node, int6
                        " takes " + countRange(signature->minInputs, signature->maxInputs));
   llvm::SmallVector<FormalInput> inputs = formalInputs(*signature);
   for (int i = 0; i < node.input_size() && !inputs.empty(); ++i)
-    if (node.input(i).empty() && formalAt(inputs, i).option != '?')
+    if (node.input(i).empty() && formalAt(inputs, i).option == '1')
       problems.push_back("input " + std::to_string(i) + " is required but has no name");
   if (node.output_size() < signature->minOutputs || node.output_size() > signature->maxOutputs)
     problems.push_back("has " + counted(node.output_size(), "output") + "; " + node.op_type() +
                        " has " + countRange(signature->minOutputs, signature->maxOutputs));
   for (int i = 0; i < node.output_size(); ++i)
     if (node.output(i).empty() && !signature->outputs.empty() &&
-        formalAt(signature->outputs, i) != '?')
+        formalAt(signature->outputs, i) == '1')
       problems.push_back("output " + std::to_string(i) + " is required but has no name");
 
   llvm::StringMap<AttributeRule> rules = attributeRules(signature->attributes);
@@ -274,12 +251,12 @@ std::vector<std::string> nodeSignatureProblems(const onnx::NodeProto &node, int6
       problems.push_back("attribute '" + name + "' is given twice");
       continue;
     }
+    // One the schema does not declare is left to the handler, which refuses
+    // it unless it knowingly ignores it (Dropout's 'ratio' before opset 12,
+    // which exporters still write).
     auto rule = rules.find(name);
-    if (rule == rules.end()) {
-      problems.push_back("attribute '" + name + "' is not an attribute of " + node.op_type() +
-                         " at opset " + std::to_string(opset));
+    if (rule == rules.end())
       continue;
-    }
     std::string type = onnx::AttributeProto::AttributeType_Name(attributeType(attribute));
     if (type != rule->second.type)
       problems.push_back("attribute '" + name + "' is " + (type.empty() ? "UNDEFINED" : type) +
@@ -361,21 +338,11 @@ std::vector<std::string> graphProblems(const onnx::ModelProto &model, int64_t op
     producers[name] = "graph input '" + name + "'";
     if (!input.type().has_tensor_type() || !input.type().tensor_type().has_shape())
       continue; // the importer says what it needs
-    const onnx::TypeProto_Tensor &tensor = input.type().tensor_type();
-    std::vector<int64_t> shape;
-    bool isStatic = true;
-    for (const onnx::TensorShapeProto_Dimension &dim : tensor.shape().dim()) {
+    // Its size is checked once --shape has given every dimension.
+    for (const onnx::TensorShapeProto_Dimension &dim : input.type().tensor_type().shape().dim())
       if (dim.has_dim_value() && dim.dim_value() < 0)
         problems.push_back("graph input '" + name + "' has a negative dimension (" +
                            std::to_string(dim.dim_value()) + ")");
-      isStatic &= dim.has_dim_value();
-      shape.push_back(dim.dim_value());
-    }
-    if (isStatic && llvm::all_of(shape, [](int64_t d) { return d >= 0; }) &&
-        !tensorBytes(shape, dataTypeBytes(tensor.elem_type())))
-      problems.push_back("graph input '" + name +
-                         "' would take more than the 1 TiB one tensor may (the runtime's "
-                         "arena limit)");
   }
   llvm::StringSet<> outputNames;
   for (auto [i, output] : llvm::enumerate(graph.output())) {

@@ -5,10 +5,11 @@
 // operator's signature at the model's opset (input and output counts,
 // required attributes, attribute types, the values that divide or index:
 // strides, dilations, kernel sizes, pads, group), and the graph against the
-// rules every later stage relies on (each value produced once, inputs
-// produced before they are read, unique signature names, tensor sizes that
-// fit the runtime's limits). Every problem is a line naming the node, value
-// or graph input it is about; all of them are reported at once.
+// rules every later stage relies on (each value produced once, unique
+// signature names, a known opset). The importer adds the checks that need
+// types (input data types, tensor sizes within the runtime's limits) and
+// order (inputs produced before they are read). Every problem is a line
+// naming the node, value or graph input it is about.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,9 +45,6 @@ std::string nodeContext(const onnx::NodeProto &node, int index, int64_t opset);
 /// kMaxTensorBytes (overflow-checked).
 std::optional<uint64_t> tensorBytes(llvm::ArrayRef<int64_t> shape, uint64_t elementBytes);
 
-/// Bytes of one element of an ONNX data type (1 for sub-byte types).
-uint64_t dataTypeBytes(int32_t dataType);
-
 /// Why `node` does not match its operator's signature at `opset`, one
 /// reason per problem (empty when it matches, or when its domain or op type
 /// has no ONNX schema: the importer reports those as unsupported).
@@ -58,9 +56,9 @@ std::vector<std::string> nodeSignatureProblems(const onnx::NodeProto &node, int6
 std::vector<std::string> inputTypeProblems(const onnx::NodeProto &node, int64_t opset,
                                            llvm::ArrayRef<int32_t> inputDataTypes);
 
-/// Graph-level problems: the opset, signature names, values produced more
-/// than once or read before they are produced, graph inputs and
-/// initializers too large for the runtime. Each message is complete.
+/// Graph-level problems: the opset, signature and initializer names,
+/// negative input dimensions, values produced more than once. Each message
+/// is complete.
 std::vector<std::string> graphProblems(const onnx::ModelProto &model, int64_t opset);
 
 } // namespace tessel::onnx_import

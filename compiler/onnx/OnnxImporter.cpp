@@ -72,7 +72,7 @@ public:
 private:
   llvm::Error readOpset();
   bool validate();
-  void inferShapes();
+  void inferShapes(int nodeCount);
   llvm::Expected<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   Value lookup(const std::string &name);
   Value foldConstantInputs(mlir::Value value);
@@ -98,6 +98,14 @@ private:
   std::vector<std::string> problems;
   /// Per node, why it does not match its operator's signature.
   std::vector<std::vector<std::string>> signatureProblems;
+  /// The node being imported; the leading nodes shape inference has read;
+  /// whether every node before the current one was imported or, if its op
+  /// is not supported, matched its signature and input types. libonnx's
+  /// shape inference trusts what it reads (a zero stride, a bool signal or
+  /// an image of the wrong rank for its weights crash it).
+  int currentNode = 0;
+  int inferredNodes = 0;
+  bool trustedPrefix = true;
   std::map<std::string, int64_t> failingOpCounts;
 };
 
@@ -111,8 +119,9 @@ llvm::Error GraphImporter::readOpset() {
   return llvm::Error::success();
 }
 
-/// Records each node's signature problems, and the graph's; false when the
-/// graph's make importing it unsafe, with every problem recorded.
+/// Records each node's signature problems, and the graph's; false when there
+/// are graph-level problems, which make importing unsafe, with every
+/// problem recorded.
 bool GraphImporter::validate() {
   for (const onnx::NodeProto &node : model.graph().node())
     signatureProblems.push_back(onnx_import::nodeSignatureProblems(node, opset));
@@ -125,10 +134,14 @@ bool GraphImporter::validate() {
   return false;
 }
 
-/// ONNX's own shape inference types the values that placeholders stand for.
-/// It is best effort: a model it rejects is still imported.
-void GraphImporter::inferShapes() {
+/// ONNX's own shape inference, on the first `nodeCount` nodes, types the
+/// values that placeholders stand for. It is best effort: a model it
+/// rejects is still imported.
+void GraphImporter::inferShapes(int nodeCount) {
   onnx::ModelProto copy = model;
+  auto &nodes = *copy.mutable_graph()->mutable_node();
+  nodes.DeleteSubrange(nodeCount, nodes.size() - nodeCount);
+  inferredNodes = nodeCount;
   try {
     onnx::shape_inference::InferShapes(copy);
   } catch (const std::exception &) {
@@ -274,6 +287,10 @@ Value GraphImporter::lookup(const std::string &name) {
 /// Stands in for a value whose producer could not be imported, so that its
 /// consumers can still be checked. Never reaches code generation.
 Value GraphImporter::placeholder(const std::string &name) {
+  // Only when a node fails to import are its consumers typed this way:
+  // inference then reads the nodes before the consumer, all checked.
+  if (!inferredTypes.contains(name) && trustedPrefix && inferredNodes < currentNode)
+    inferShapes(currentNode);
   auto type = inferredTypes.find(name);
   if (type == inferredTypes.end())
     return {};
@@ -326,6 +343,7 @@ static std::optional<std::string> oversizedResult(ArrayRef<Operation *> ops) {
 }
 
 void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
+  currentNode = index;
   std::string label = onnx_import::nodeContext(node, index, opset);
   size_t problemsBefore = problems.size();
   auto poison = [&] {
@@ -340,17 +358,15 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
     return poison();
   }
   if (!signatureProblems[index].empty()) {
+    trustedPrefix = false;
     for (const std::string &why : signatureProblems[index])
       problems.push_back(label + why);
     return poison();
   }
+
   std::string reason;
   const onnx_import::OpHandler *handler =
       onnx_import::onnxOpRegistry().lookup(node.op_type(), opset, reason);
-  if (!handler) {
-    problems.push_back(label + reason);
-    return poison();
-  }
 
   SmallVector<Value> inputs;
   SmallVector<ElementsAttr> inputConstants;
@@ -375,8 +391,13 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
     inputConstants.push_back(constant == constants.end() ? ElementsAttr()
                                                          : constant->second);
   }
-  if (!checkable)
+  if (!checkable) {
+    // Its input types were never checked: inference must not read it.
+    trustedPrefix = false;
+    if (!handler)
+      problems.push_back(label + reason);
     return poison();
+  }
   SmallVector<int32_t> inputDataTypes;
   for (Value input : inputs) {
     auto type = input ? dyn_cast<RankedTensorType>(input.getType()) : nullptr;
@@ -385,8 +406,15 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   std::vector<std::string> typeProblems =
       onnx_import::inputTypeProblems(node, opset, inputDataTypes);
   if (!typeProblems.empty()) {
+    trustedPrefix = false;
     for (const std::string &why : typeProblems)
       problems.push_back(label + why);
+    return poison();
+  }
+  // Reported only now: shape inference may read an unsupported node later,
+  // so its input types are checked too.
+  if (!handler) {
+    problems.push_back(label + reason);
     return poison();
   }
 
@@ -426,6 +454,9 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
   if (failed(imported) && reasons.empty())
     reasons.push_back("cannot be imported");
   if (!reasons.empty()) {
+    // A node its handler refuses may be malformed beyond what validation
+    // sees (an image of the wrong rank for its weights, say).
+    trustedPrefix = false;
     for (const std::string &why : reasons)
       problems.push_back(label + why);
     return poison();
@@ -475,11 +506,6 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   const onnx::GraphProto &graph = model.graph();
   if (!validate())
     return problemsError();
-  // libonnx's shape inference trusts the nodes it reads (a zero stride
-  // divides by zero there): it runs only on a model whose every node matches
-  // its signature.
-  if (llvm::all_of(signatureProblems, [](const auto &node) { return node.empty(); }))
-    inferShapes();
   for (const onnx::TensorProto &tensor : graph.initializer())
     initializers[tensor.name()] = &tensor;
   if (graph.sparse_initializer_size() > 0)

@@ -182,8 +182,12 @@ LogicalResult importAttention(NodeImporter &node) {
   Value bias;
   if (node.input(3))
     bias = a.maskBias(node.input(3), keyLength);
-  if (node.intAttr("is_causal", 0) != 0)
+  if (node.intAttr("is_causal", 0) != 0) {
+    if (failed(checkComputeBudget(node, double(queryLength) * double(keyLength),
+                                  "causal mask elements")))
+      return failure();
     bias = a.add(bias, a.causalBias(queryLength, keyLength, pastLength));
+  }
   if (node.input(6))
     bias = a.add(bias, a.paddingBias(node.input(6), keyLength));
   Value biased = bias ? a.add(scores, bias) : scores;

@@ -33,6 +33,17 @@ mlir::Value convolutionFromAttributes(NodeImporter &node, mlir::Value input,
                                       mlir::Value weight, mlir::Value bias,
                                       mlir::Type resultElement = {});
 
+/// The most elements a handler computes itself at compile time (a Range, a
+/// window, an identity matrix, resize taps) and the most recurrent steps it
+/// unrolls: sizes come from the model's data, and an unbounded one would
+/// let a small file exhaust the compiler.
+inline constexpr int64_t kMaxComputedElements = int64_t(1) << 24;
+inline constexpr int64_t kMaxUnrolledSteps = int64_t(1) << 14;
+
+/// Fails, saying so, when `count` (of what `what` names) exceeds `limit`.
+mlir::LogicalResult checkComputeBudget(NodeImporter &node, double count, const llvm::Twine &what,
+                                       int64_t limit = kMaxComputedElements);
+
 /// Resolves a possibly negative axis against `rank` (ONNX's convention);
 /// nullopt when it is out of range. `inclusive` allows axis == rank.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,

@@ -113,6 +113,10 @@ LogicalResult importSplit(NodeImporter &node) {
   int64_t parts = node.numOutputs();
   if (node.opset() >= 18)
     parts = node.intAttr("num_outputs", parts);
+  if (parts < 1)
+    return node.unsupported("num_outputs is " + Twine(parts) + "; it must be at least 1");
+  if (llvm::any_of(*sizes, [](int64_t part) { return part < 0; }))
+    return node.unsupported("a split size is negative");
   if (sizes->empty()) {
     int64_t chunk = llvm::divideCeil(size, parts);
     for (int64_t offset = 0; offset < size; offset += chunk)
@@ -345,9 +349,6 @@ LogicalResult importConstantOfShape(NodeImporter &node) {
   return success();
 }
 
-/// The most elements a Range may have.
-constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
-
 /// Range with constant start, limit and delta is a constant.
 LogicalResult importRange(NodeImporter &node) {
   ElementsAttr start = node.constantInput(0), limit = node.constantInput(1),
@@ -369,12 +370,8 @@ LogicalResult importRange(NodeImporter &node) {
   if (step == 0)
     return node.unsupported("delta is 0");
   double length = std::max(0.0, std::ceil((last - first) / step));
-  // Range is computed here, element by element: the budget keeps a limit
-  // from the model's data from exhausting the compiler.
-  if (!(length <= double(kMaxRangeElements)))
-    return node.unsupported(
-        "it would have " + (length < 1e18 ? std::to_string(int64_t(length)) : "over 10^18") +
-        " elements; Range is computed at compile time, up to " + std::to_string(kMaxRangeElements));
+  if (failed(checkComputeBudget(node, length, "range elements")))
+    return failure();
   int64_t count = int64_t(length);
   OpBuilder &b = node.builder();
   auto type = RankedTensorType::get({count}, elementType);
@@ -400,9 +397,10 @@ LogicalResult importDepthToSpace(NodeImporter &node) {
   std::string mode = node.stringAttr("mode").value_or("DCR");
   int64_t n = type.getDimSize(0), c = type.getDimSize(1), h = type.getDimSize(2),
           w = type.getDimSize(3);
-  if (c % (block * block) != 0)
+  // Divided step by step: block * block may overflow.
+  if (block > c || c % block != 0 || (c / block) % block != 0)
     return node.unsupported("channels are not a multiple of blocksize^2");
-  int64_t depth = c / (block * block);
+  int64_t depth = c / block / block;
   SmallVector<int64_t> split, perm;
   if (mode == "DCR") {
     split = {n, block, block, depth, h, w};
@@ -466,6 +464,8 @@ LogicalResult importOneHot(NodeImporter &node) {
   int64_t depth = depthValue->front();
   if (depth <= 0)
     return node.unsupported("depth must be positive");
+  if (failed(checkComputeBudget(node, double(depth), "one-hot positions")))
+    return failure();
   int64_t rank = indicesType.getRank() + 1;
   std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), rank);
   if (!axis)
@@ -511,6 +511,8 @@ LogicalResult importEyeLike(NodeImporter &node) {
   if (!elementType)
     return node.unsupported("dtype is not supported");
   int64_t k = node.intAttr("k", 0);
+  if (failed(checkComputeBudget(node, double(type.getNumElements()), "matrix elements")))
+    return failure();
   SmallVector<Attribute> values;
   for (int64_t i = 0; i < type.getDimSize(0); ++i)
     for (int64_t j = 0; j < type.getDimSize(1); ++j) {
@@ -852,6 +854,8 @@ LogicalResult importWindow(NodeImporter &node, double a0, double a1, double a2) 
   int64_t count = size->front();
   if (count <= 0)
     return node.unsupported("size must be positive");
+  if (failed(checkComputeBudget(node, double(count), "window elements")))
+    return failure();
   OpBuilder &b = node.builder();
   Type elementType = elementTypeFor(b.getContext(), node.intAttr("output_datatype", 1));
   if (!elementType)

@@ -242,6 +242,9 @@ LogicalResult Recurrence::import() {
                       : node.createInferred<TransposeOp>(node.input(0),
                                                          b.getDenseI64ArrayAttr({1, 0, 2}));
   sequence = typeOf(steps).getDimSize(0);
+  // Every step becomes its own ops.
+  if (failed(checkComputeBudget(node, double(sequence), "unrolled steps", kMaxUnrolledSteps)))
+    return failure();
   batch = typeOf(steps).getDimSize(1);
   gates = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
   hiddenSize = node.intAttr("hidden_size").value_or(node.inputType(2).getDimSize(2));

@@ -24,6 +24,15 @@ const OpRegistry &onnxOpRegistry() {
   return registry;
 }
 
+mlir::LogicalResult checkComputeBudget(NodeImporter &node, double count, const llvm::Twine &what,
+                                       int64_t limit) {
+  if (count <= double(limit)) // NaN fails too
+    return mlir::success();
+  std::string shown = count < 1e18 ? std::to_string(int64_t(count)) : "over 10^18";
+  return node.unsupported("it would compute " + shown + " " + what +
+                          " at compile time; the limit is " + std::to_string(limit));
+}
+
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                      bool inclusive) {
   // Negative axes count from the back in both forms: -1 is rank - 1.

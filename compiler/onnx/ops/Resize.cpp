@@ -267,6 +267,9 @@ LogicalResult resize(NodeImporter &node, const ResizeMode &m, std::vector<double
       continue;
     if (axisSize[axis] <= 0)
       return node.unsupported("axis " + Twine(axis) + " would be resized to no elements");
+    if (failed(checkComputeBudget(node, double(axisSize[axis]),
+                                  "resized positions on axis " + Twine(axis))))
+      return failure();
     x = resizeAxis(node, m, x, axis, axisScale[axis], axisSize[axis], roiStart, roiEnd);
     if (!x)
       return failure();
