@@ -72,31 +72,6 @@ llvm::StringMap<AttributeRule> attributeRules(llvm::StringRef spec) {
   return rules;
 }
 
-/// The attribute's type: its declared one, or for producers that leave
-/// `type` unset, the field that holds its value.
-onnx::AttributeProto::AttributeType attributeType(const onnx::AttributeProto &attribute) {
-  using onnx::AttributeProto;
-  if (attribute.type() != AttributeProto::UNDEFINED)
-    return attribute.type();
-  if (attribute.has_f())
-    return AttributeProto::FLOAT;
-  if (attribute.has_i())
-    return AttributeProto::INT;
-  if (attribute.has_s())
-    return AttributeProto::STRING;
-  if (attribute.has_t())
-    return AttributeProto::TENSOR;
-  if (attribute.has_g())
-    return AttributeProto::GRAPH;
-  if (attribute.floats_size())
-    return AttributeProto::FLOATS;
-  if (attribute.ints_size())
-    return AttributeProto::INTS;
-  if (attribute.strings_size())
-    return AttributeProto::STRINGS;
-  return AttributeProto::UNDEFINED;
-}
-
 std::string formatInts(const google::protobuf::RepeatedField<int64_t> &values) {
   std::string text = "[";
   for (auto [i, value] : llvm::enumerate(values))
@@ -198,6 +173,29 @@ std::string nodeLabel(const onnx::NodeProto &node, int index) {
   if (!node.name().empty())
     return node.name();
   return node.op_type() + "#" + std::to_string(index);
+}
+
+onnx::AttributeProto::AttributeType attributeType(const onnx::AttributeProto &attribute) {
+  using onnx::AttributeProto;
+  if (attribute.type() != AttributeProto::UNDEFINED)
+    return attribute.type();
+  if (attribute.has_f())
+    return AttributeProto::FLOAT;
+  if (attribute.has_i())
+    return AttributeProto::INT;
+  if (attribute.has_s())
+    return AttributeProto::STRING;
+  if (attribute.has_t())
+    return AttributeProto::TENSOR;
+  if (attribute.has_g())
+    return AttributeProto::GRAPH;
+  if (attribute.floats_size())
+    return AttributeProto::FLOATS;
+  if (attribute.ints_size())
+    return AttributeProto::INTS;
+  if (attribute.strings_size())
+    return AttributeProto::STRINGS;
+  return AttributeProto::UNDEFINED;
 }
 
 std::string nodeContext(const onnx::NodeProto &node, int index, int64_t opset) {

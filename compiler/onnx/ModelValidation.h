@@ -37,6 +37,10 @@ int64_t newestKnownOpset();
 /// How messages name a node: its name, or "OpType#index" when it has none.
 std::string nodeLabel(const onnx::NodeProto &node, int index);
 
+/// The attribute's type: its declared one, or for producers that leave
+/// `type` unset, the field that holds its value.
+onnx::AttributeProto::AttributeType attributeType(const onnx::AttributeProto &attribute);
+
 /// "node 'label' (OpType, opset N): ", the prefix of every node's problem.
 std::string nodeContext(const onnx::NodeProto &node, int index, int64_t opset);
 

@@ -1,6 +1,7 @@
 //===- NodeImporter.cpp - What an op handler sees of one ONNX node --------===//
 
 #include "compiler/onnx/NodeImporter.h"
+#include "compiler/onnx/ModelValidation.h"
 
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/tessel/QuantizedTypes.h"
@@ -151,7 +152,7 @@ std::optional<int64_t> NodeImporter::intAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)
     return std::nullopt;
-  if (attr->type() != onnx::AttributeProto::INT) {
+  if (attributeType(*attr) != onnx::AttributeProto::INT) {
     (void)unsupported("attribute " + name + " is not an integer");
     return std::nullopt;
   }
@@ -166,7 +167,7 @@ std::optional<float> NodeImporter::floatAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)
     return std::nullopt;
-  if (attr->type() != onnx::AttributeProto::FLOAT) {
+  if (attributeType(*attr) != onnx::AttributeProto::FLOAT) {
     (void)unsupported("attribute " + name + " is not a float");
     return std::nullopt;
   }
@@ -181,7 +182,7 @@ std::optional<std::string> NodeImporter::stringAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)
     return std::nullopt;
-  if (attr->type() != onnx::AttributeProto::STRING) {
+  if (attributeType(*attr) != onnx::AttributeProto::STRING) {
     (void)unsupported("attribute " + name + " is not a string");
     return std::nullopt;
   }
@@ -193,7 +194,7 @@ NodeImporter::intsAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)
     return std::nullopt;
-  if (attr->type() != onnx::AttributeProto::INTS) {
+  if (attributeType(*attr) != onnx::AttributeProto::INTS) {
     (void)unsupported("attribute " + name + " is not a list of integers");
     return std::nullopt;
   }
@@ -205,7 +206,7 @@ NodeImporter::floatsAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)
     return std::nullopt;
-  if (attr->type() != onnx::AttributeProto::FLOATS) {
+  if (attributeType(*attr) != onnx::AttributeProto::FLOATS) {
     (void)unsupported("attribute " + name + " is not a list of floats");
     return std::nullopt;
   }
@@ -217,7 +218,7 @@ NodeImporter::stringsAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)
     return std::nullopt;
-  if (attr->type() != onnx::AttributeProto::STRINGS) {
+  if (attributeType(*attr) != onnx::AttributeProto::STRINGS) {
     (void)unsupported("attribute " + name + " is not a list of strings");
     return std::nullopt;
   }
@@ -228,7 +229,7 @@ const onnx::TensorProto *NodeImporter::tensorAttr(llvm::StringRef name) {
   const onnx::AttributeProto *attr = findAttr(name);
   if (!attr)
     return nullptr;
-  if (attr->type() != onnx::AttributeProto::TENSOR) {
+  if (attributeType(*attr) != onnx::AttributeProto::TENSOR) {
     (void)unsupported("attribute " + name + " is not a tensor");
     return nullptr;
   }

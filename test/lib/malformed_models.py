@@ -555,6 +555,15 @@ def budget_cases():
     ]
 
 
+def untyped_attributes(result):
+    """`result` with its attributes' type fields cleared, as old producers
+    wrote them: the value's field says the type."""
+    for each in result.graph.node:
+        for attribute in each.attribute:
+            attribute.type = onnx.AttributeProto.UNDEFINED
+    return result
+
+
 def valid_cases():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
     statistics = [helper.make_tensor(name, TensorProto.FLOAT, [4], [1.0] * 4) for name in "sbmv"]
@@ -570,6 +579,9 @@ def valid_cases():
              model([node("Dropout", ["x"], ratio=0.5)], inputs=[x], opset=13)),
         Case("dropout-9-with-is-test", None,
              model([node("Dropout", ["x"], is_test=1)], inputs=[x], opset=9)),
+        Case("untyped-attributes", None,
+             untyped_attributes(model([node("MaxPool", ["x"], kernel_shape=[2, 2],
+                                            strides=[2, 2], auto_pad="VALID")], inputs=[x]))),
         Case("batch-norm-9-with-is-test", None,
              model([node("BatchNormalization", ["x", "s", "b", "m", "v"], is_test=1)],
                    inputs=[x], initializers=statistics, opset=9)),
