@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tessel::onnx_import {
@@ -117,8 +118,14 @@ public:
   /// Creates an op whose result type it infers (InferTypeOpInterface).
   /// Returns null, with the reason recorded, when inference rejects the
   /// operands: ONNX models are input, so this must not assert.
+  /// For an op whose operands are all required, a null one (an earlier
+  /// createInferred that failed, with its reason recorded) gives null
+  /// without creating anything, so that handlers may chain calls.
   template <typename OpTy, typename... Args>
   mlir::Value createInferred(Args &&...args) {
+    if constexpr (hasOnlyRequiredOperands<OpTy>())
+      if ((isMissingOperand(args) || ...))
+        return {};
     auto op = OpTy::create(b, location, mlir::NoneType::get(b.getContext()),
                            std::forward<Args>(args)...);
     return inferResultType(op.getOperation());
@@ -133,6 +140,21 @@ public:
   std::vector<std::string> unreadAttributes() const;
 
 private:
+  /// Ops with optional operands (a convolution's bias) take null for an
+  /// absent one; the others have a fixed operand count.
+  template <typename OpTy> static constexpr bool hasOnlyRequiredOperands() {
+    using namespace mlir::OpTrait;
+    return OpTy::template hasTrait<OneOperand>() || OpTy::template hasTrait<NOperands<2>::Impl>() ||
+           OpTy::template hasTrait<NOperands<3>::Impl>() ||
+           OpTy::template hasTrait<NOperands<4>::Impl>();
+  }
+  template <typename T> static bool isMissingOperand(const T &argument) {
+    if constexpr (std::is_convertible_v<const T &, mlir::Value>)
+      return !static_cast<mlir::Value>(argument);
+    else
+      return false;
+  }
+
   const onnx::AttributeProto *findAttr(llvm::StringRef name);
   mlir::Value inferResultType(mlir::Operation *op);
 

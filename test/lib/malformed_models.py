@@ -236,6 +236,11 @@ def type_cases():
         Case("prelu-slope-wider", "node 'n' (PRelu, opset 17): operand shapes [2] and [2, 3] do "
              "not broadcast", model([node("PRelu", ["x", "s"])],
                                     inputs=[typed("x", f32, [2]), typed("s", f32, [2, 3])])),
+        Case("layer-norm-scale-apart", "node 'n' (LayerNormalization, opset 17): operand shapes "
+             "[1, 1, 2] and [5, 2, 1, 3] do not broadcast",
+             model([node("LayerNormalization", ["x", "s", "b"], axis=1)],
+                   inputs=[typed("x", f32, [1, 1, 2]), typed("s", f32, [5, 2, 1, 3]),
+                           typed("b", f32, [5, 1])])),
         Case("concat-mixed", f"node 'n' (Concat, opset 17): input 2 ('c') is INT64 but input 0 "
              f"('a') is FLOAT; Concat {one_type}",
              model([node("Concat", ["a", "b", "c"], axis=0)],

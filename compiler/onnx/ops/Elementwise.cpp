@@ -295,8 +295,6 @@ LogicalResult importPRelu(NodeImporter &node) {
   Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), x,
                                                   node.splatConstant(elementType, 0.0));
   Value scaled = node.createInferred<MulOp>(x, node.input(1));
-  if (!scaled)
-    return failure(); // the slope does not broadcast to x
   return node.setInferredOutput(0, node.createInferred<WhereOp>(negative, scaled, x));
 }
 
