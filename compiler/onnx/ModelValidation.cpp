@@ -55,6 +55,14 @@ const OpSignature *signatureAt(llvm::StringRef opType, int64_t opset) {
   return found;
 }
 
+/// The signature `node` must match: none for other domains or op types
+/// without an ONNX schema, which the importer reports as unsupported.
+const OpSignature *signatureOf(const onnx::NodeProto &node, int64_t opset) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return nullptr;
+  return signatureAt(node.op_type(), opset);
+}
+
 struct AttributeRule {
   std::string type;
   bool required;
@@ -220,9 +228,7 @@ std::optional<uint64_t> tensorBytes(llvm::ArrayRef<int64_t> shape, uint64_t elem
 
 std::vector<std::string> nodeSignatureProblems(const onnx::NodeProto &node, int64_t opset) {
   std::vector<std::string> problems;
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return problems;
-  const OpSignature *signature = signatureAt(node.op_type(), opset);
+  const OpSignature *signature = signatureOf(node, opset);
   if (!signature)
     return problems;
 
@@ -271,9 +277,7 @@ std::vector<std::string> nodeSignatureProblems(const onnx::NodeProto &node, int6
 std::vector<std::string> inputTypeProblems(const onnx::NodeProto &node, int64_t opset,
                                            llvm::ArrayRef<int32_t> inputDataTypes) {
   std::vector<std::string> problems;
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return problems;
-  const OpSignature *signature = signatureAt(node.op_type(), opset);
+  const OpSignature *signature = signatureOf(node, opset);
   if (!signature)
     return problems;
   llvm::SmallVector<FormalInput> inputs = formalInputs(*signature);

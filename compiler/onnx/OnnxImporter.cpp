@@ -26,6 +26,7 @@
 #include "llvm/Support/Path.h"
 
 #include <map>
+#include <optional>
 
 #include "onnx/shape_inference/implementation.h"
 
@@ -38,6 +39,20 @@ using onnx_import::NodeImporter;
 
 /// The largest value the importer folds from constant inputs.
 constexpr uint64_t kMaxFoldedBytes = uint64_t(1) << 30;
+
+constexpr llvm::StringLiteral kTooLarge =
+    "would take more than the 1 TiB one tensor may (the runtime's arena limit)";
+
+/// The bytes a tensor of `type` takes; nothing when it does not fit the
+/// runtime's limit (onnx_import::tensorBytes). Types without a static shape
+/// or of non-numeric elements count as 0.
+std::optional<uint64_t> tensorTypeBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() || !tensor.getElementType().isIntOrFloat())
+    return 0;
+  return onnx_import::tensorBytes(tensor.getShape(),
+                                  llvm::divideCeil(tensor.getElementTypeBitWidth(), 8));
+}
 
 llvm::Error importError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -106,6 +121,9 @@ private:
   int currentNode = 0;
   int inferredNodes = 0;
   bool trustedPrefix = true;
+  /// What shape inference reads and annotates: a copy of the model, made
+  /// once (its weights are large), whose nodes are the prefix read last.
+  std::optional<onnx::ModelProto> inferenceModel;
   std::map<std::string, int64_t> failingOpCounts;
 };
 
@@ -138,16 +156,22 @@ bool GraphImporter::validate() {
 /// values that placeholders stand for. It is best effort: a model it
 /// rejects is still imported.
 void GraphImporter::inferShapes(int nodeCount) {
-  onnx::ModelProto copy = model;
-  auto &nodes = *copy.mutable_graph()->mutable_node();
-  nodes.DeleteSubrange(nodeCount, nodes.size() - nodeCount);
+  if (!inferenceModel)
+    inferenceModel = model;
+  onnx::GraphProto &graph = *inferenceModel->mutable_graph();
+  graph.clear_node();
+  for (int i = 0; i < nodeCount; ++i)
+    *graph.add_node() = model.graph().node(i);
+  // What an earlier inference wrote is not an input to this one.
+  graph.clear_value_info();
+  *graph.mutable_output() = model.graph().output();
   inferredNodes = nodeCount;
   try {
-    onnx::shape_inference::InferShapes(copy);
+    onnx::shape_inference::InferShapes(*inferenceModel);
   } catch (const std::exception &) {
     return;
   }
-  for (const onnx::ValueInfoProto &info : copy.graph().value_info()) {
+  for (const onnx::ValueInfoProto &info : graph.value_info()) {
     const onnx::TypeProto &type = info.type();
     if (!type.has_tensor_type() || !type.tensor_type().has_shape())
       continue;
@@ -206,11 +230,11 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
                          "=1x...");
     }
   }
-  if (!onnx_import::tensorBytes(shape, llvm::divideCeil(element.getIntOrFloatBitWidth(), 8)))
-    return importError("graph input '" + name + "' of shape " + formatShape(shape) +
-                       " would take more than the 1 TiB one tensor may (the runtime's arena "
-                       "limit)");
-  return RankedTensorType::get(shape, element);
+  auto type = RankedTensorType::get(shape, element);
+  if (!tensorTypeBytes(type))
+    return importError("graph input '" + name + "' of shape " + formatShape(shape) + " " +
+                       kTooLarge);
+  return type;
 }
 
 /// A value computed from constants only becomes a constant, so that shape
@@ -222,11 +246,7 @@ Value GraphImporter::foldConstantInputs(Value value) {
     return value;
   // Folding holds the whole result in memory: past the budget, the value
   // stays a run-time computation.
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
-    return value;
-  std::optional<uint64_t> bytes =
-      onnx_import::tensorBytes(type.getShape(), llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+  std::optional<uint64_t> bytes = tensorTypeBytes(value.getType());
   if (!bytes || *bytes > kMaxFoldedBytes)
     return value;
   SmallVector<Attribute> operands;
@@ -330,15 +350,10 @@ static std::optional<std::string> emptyInputRead(ArrayRef<Operation *> ops) {
 /// one may be (a Range or Expand whose size comes from the model's data).
 static std::optional<std::string> oversizedResult(ArrayRef<Operation *> ops) {
   for (Operation *op : ops)
-    for (Type type : op->getResultTypes()) {
-      auto tensor = dyn_cast<RankedTensorType>(type);
-      if (!tensor || !tensor.hasStaticShape() || !tensor.getElementType().isIntOrFloat())
-        continue;
-      uint64_t elementBytes = llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
-      if (!onnx_import::tensorBytes(tensor.getShape(), elementBytes))
-        return "a result of shape " + formatShape(tensor.getShape()) +
-               " would take more than the 1 TiB one tensor may (the runtime's arena limit)";
-    }
+    for (Type type : op->getResultTypes())
+      if (!tensorTypeBytes(type))
+        return "a result of shape " + formatShape(cast<RankedTensorType>(type).getShape()) + " " +
+               kTooLarge.str();
   return std::nullopt;
 }
 
