@@ -3,8 +3,14 @@
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
+# AddressSanitizer + UndefinedBehaviorSanitizer build with libFuzzer's
+# coverage (make sanitize, make fuzz) and ThreadSanitizer build (make tsan).
+SANITIZE_DIR ?= build-sanitize
+TSAN_DIR ?= build-tsan
+# Seconds each fuzz target runs in `make fuzz`.
+FUZZ_SECONDS ?= 3600
 
-.PHONY: all setup configure build demo test conformance bench clean
+.PHONY: all setup configure build demo test conformance bench sanitize fuzz tsan clean
 
 all: build
 
@@ -33,5 +39,34 @@ bench: build
 	@.venv/bin/python scripts/bench.py
 	@.venv/bin/python scripts/bench-int8.py
 
+# The tests that feed Tessel malformed input, under ASan and UBSan: the
+# runtime's unit tests, the malformed-model suite, bit flips, .npy errors
+# and every fuzz corpus and regression input.
+sanitize: setup
+	@cmake -G Ninja -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  "-DTESSEL_SANITIZERS=address;undefined" -DTESSEL_LIBFUZZER=ON > /dev/null
+	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	@./scripts/run-sanitized-tests.sh $(SANITIZE_DIR)
+
+# Each fuzz target for FUZZ_SECONDS under ASan and UBSan, from the
+# checked-in corpus (scripts/fuzz.sh).
+fuzz: setup
+	@cmake -G Ninja -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  "-DTESSEL_SANITIZERS=address;undefined" -DTESSEL_LIBFUZZER=ON > /dev/null
+	@cmake --build $(SANITIZE_DIR) -j $(JOBS) --target tessel-fuzz-onnx-import \
+	  tessel-fuzz-artifact tessel-fuzz-tensor-files
+	@./scripts/fuzz.sh $(SANITIZE_DIR) $(FUZZ_SECONDS)
+
+# The runtime under ThreadSanitizer: its unit tests (threads, sessions, the
+# thread pool) and a compiled model run 200 times on 2 threads.
+tsan: build
+	@cmake -G Ninja -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  -DTESSEL_SANITIZERS=thread > /dev/null
+	@cmake --build $(TSAN_DIR) -j $(JOBS) --target RuntimeTests tessel-run
+	@TSAN_OPTIONS=halt_on_error=1 $(TSAN_DIR)/test/Unit/Runtime/RuntimeTests --gtest_brief=1
+	@$(BUILD_DIR)/bin/tessel-compile examples/lenet/model.onnx -q -o $(TSAN_DIR)/lenet.tsl
+	@TSAN_OPTIONS=halt_on_error=1 $(TSAN_DIR)/bin/tessel-run $(TSAN_DIR)/lenet.tsl \
+	  --bench 200 --threads 2 --test-data examples/lenet/test_data_set_0
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(TSAN_DIR)

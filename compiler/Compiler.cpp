@@ -294,6 +294,8 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   llvm::Expected<std::vector<uint8_t>> bytes = serializeArtifact(contents);
   if (!bytes)
     return bytes.takeError();
+  if (options.signingKey)
+    options.signingKey->sign(*bytes);
   out.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
   return llvm::Error::success();
 }

@@ -8,6 +8,7 @@
 #ifndef TESSEL_COMPILER_COMPILER_H
 #define TESSEL_COMPILER_COMPILER_H
 
+#include "compiler/artifact/Signing.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/quantize/PostTraining.h"
 
@@ -42,6 +43,8 @@ struct CompileOptions {
   std::optional<QuantizeOptions> quantize;
   /// Receives what quantization did, per layer.
   std::function<void(const QuantizationReport &)> quantizationReport;
+  /// Signs the artifact (--sign); not owned.
+  const SigningKey *signingKey = nullptr;
 };
 
 /// The names of the targets compileModel accepts.

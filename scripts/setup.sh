@@ -2,7 +2,9 @@
 #===- scripts/setup.sh - Install everything Tessel needs, idempotently -----===#
 #
 # Installs the Debian packages (LLVM/MLIR 22, lld, ONNX, FlatBuffers, CLI11,
-# GoogleTest, build tools, the CPU build of torch for exporting test models)
+# GoogleTest, libsodium and openssl for signed artifacts, clang's sanitizer
+# and libFuzzer runtimes, build tools, the CPU build of torch for exporting
+# test models)
 # and creates the project's Python virtual environment (.venv) with onnx,
 # numpy and onnxruntime from PyPI. Running it again installs only what is
 # missing, so `make demo` and `make test` call it every time.
@@ -16,8 +18,9 @@ venv="$repo_root/.venv"
 debian_packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools liblld-22-dev lld-22
   clang-22 libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
-  libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev
-  cmake ninja-build ccache python3-venv python3-torch python3-torchvision
+  libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev libsodium-dev
+  openssl libclang-rt-22-dev cmake ninja-build ccache python3-venv python3-torch
+  python3-torchvision
 )
 # scikit-learn ships the handwritten digits that the PTQ accuracy test trains on;
 # onnxruntime's quantization preprocessing (the QDQ models the INT8 tests and

@@ -42,6 +42,7 @@ struct KernelEntry {
   int64_t workgroupCount = 1; // independent tiles the runtime may spread
   int64_t bindingCount = 0;   // buffers passed, in kernel argument order
   int64_t scratchBytes = 0;   // per-thread scratch the entry needs
+  std::vector<uint64_t> bindingBytes; // the size of each buffer it was compiled for
 };
 
 struct Executable {

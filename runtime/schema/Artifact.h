@@ -14,8 +14,9 @@
 
 namespace tessel::schema {
 
-/// The Artifact.format_version this code writes and reads.
-inline constexpr uint32_t kFormatVersion = 1;
+/// The Artifact.format_version this code writes and reads. Version 2 records
+/// KernelEntry.binding_sizes, which the verifier requires.
+inline constexpr uint32_t kFormatVersion = 2;
 
 /// Alignment of the weights, of executables' binaries and of the arena.
 inline constexpr size_t kAlignment = 64;

@@ -15,6 +15,7 @@
 #include "runtime/schema/KernelAbi.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <system_error>
 #include <thread>
@@ -51,6 +52,8 @@ tsl_status checkCpuFeatures(const schema::Executable &executable,
 struct CpuEntry {
   tsl_cpu_kernel_entry function;
   int64_t workgroupCount;
+  /// For messages; points into the module's bytes.
+  const char *symbol;
 };
 
 class CpuExecutable final : public Executable {
@@ -70,24 +73,40 @@ private:
 
 class CpuStream final : public Stream {
 public:
-  CpuStream(unsigned workerCount, std::vector<AlignedBytes> scratch)
-      : scratch(std::move(scratch)), pool(workerCount) {}
+  CpuStream(unsigned workerCount, std::vector<AlignedBytes> scratch, size_t scratchBytes)
+      : scratch(std::move(scratch)), scratchBytes(scratchBytes), pool(workerCount) {}
 
-  tsl_status dispatch(const Executable &executable, uint32_t entry,
-                      void *const *bindings) override {
+  tsl_status dispatch(const Executable &executable, uint32_t entry, const Bindings &bindings,
+                      uint32_t step) override {
     const CpuEntry &kernel =
         static_cast<const CpuExecutable &>(executable).entry(entry);
     int64_t count = kernel.workgroupCount;
-    if (count == 1 || pool.threadCount() == 1) {
-      kernel.function(bindings, 0, count, scratch[0].get());
-      return nullptr;
-    }
-    auto body = [&](uint64_t begin, uint64_t end, unsigned thread) {
-      kernel.function(bindings, static_cast<int64_t>(begin),
-                      static_cast<int64_t>(end), scratch[thread].get());
+    auto run = [&](int64_t begin, int64_t end, unsigned thread) {
+      tsl_cpu_kernel_call call{bindings.pointers, bindings.sizes, bindings.count, begin, end,
+                               scratch[thread].get(), scratchBytes};
+      return kernel.function(&call);
     };
-    pool.parallelFor(static_cast<uint64_t>(count), body);
-    return nullptr;
+    int32_t result = TSL_KERNEL_OK;
+    if (count == 1 || pool.threadCount() == 1) {
+      result = run(0, count, 0);
+    } else {
+      std::atomic<int32_t> firstFailure{TSL_KERNEL_OK};
+      auto body = [&](uint64_t begin, uint64_t end, unsigned thread) {
+        if (int32_t code = run(static_cast<int64_t>(begin), static_cast<int64_t>(end), thread))
+          firstFailure.store(code, std::memory_order_relaxed);
+      };
+      pool.parallelFor(static_cast<uint64_t>(count), body);
+      result = firstFailure.load(std::memory_order_relaxed);
+    }
+    if (result == TSL_KERNEL_OK)
+      return nullptr;
+    if (result == TSL_KERNEL_CALL_MISMATCH)
+      return makeError(TSL_INVALID_ARTIFACT,
+                       "schedule step %u: entry '%s' refused its call: the artifact binds "
+                       "buffers, workgroups or scratch other than those it was compiled for",
+                       step, kernel.symbol);
+    return makeError(TSL_INTERNAL, "schedule step %u: entry '%s' returned the unknown status %d",
+                     step, kernel.symbol, result);
   }
 
   /// Every dispatch has finished by the time it returns.
@@ -96,6 +115,7 @@ public:
 private:
   /// One buffer per thread of the pool, indexed like its threads.
   std::vector<AlignedBytes> scratch;
+  size_t scratchBytes;
   /// Declared last so that its threads are joined before the scratch goes.
   ThreadPool pool;
 };
@@ -147,7 +167,7 @@ public:
                          "%s entry %zu: the shared object has no symbol '%s'",
                          what.c_str(), entries.size(), symbol);
       entries.push_back({reinterpret_cast<tsl_cpu_kernel_entry>(address),
-                         static_cast<int64_t>(entry->workgroup_count())});
+                         static_cast<int64_t>(entry->workgroup_count()), symbol});
     }
     loaded =
         std::make_unique<CpuExecutable>(std::move(object), std::move(entries));
@@ -166,8 +186,8 @@ public:
                          options.scratchBytes, thread);
     }
     try {
-      stream = std::make_unique<CpuStream>(options.threadCount - 1,
-                                           std::move(scratch));
+      stream = std::make_unique<CpuStream>(options.threadCount - 1, std::move(scratch),
+                                           options.scratchBytes);
     } catch (const std::system_error &error) {
       return makeError(TSL_OUT_OF_MEMORY, "cannot start %u worker threads: %s",
                        options.threadCount - 1, error.what());

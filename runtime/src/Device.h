@@ -56,16 +56,23 @@ struct StreamOptions {
   size_t scratchBytes;
 };
 
+/// The buffers of one dispatch: the entry's binding_count device buffers
+/// and their byte sizes. The arrays may be reused once the call returns.
+struct Bindings {
+  void *const *pointers;
+  const uint64_t *sizes;
+  uint64_t count;
+};
+
 /// An ordered queue of dispatches. Not thread-safe: it belongs to one
 /// session, which runs one call at a time.
 class Stream {
 public:
   virtual ~Stream();
   /// Runs entry `entry` of `executable` (loaded by this stream's device)
-  /// with `bindings`, the entry's binding_count device buffers; the array
-  /// may be reused once the call returns.
+  /// with `bindings`; `step` (the schedule step) names it in errors.
   virtual tsl_status dispatch(const Executable &executable, uint32_t entry,
-                              void *const *bindings) = 0;
+                              const Bindings &bindings, uint32_t step) = 0;
   /// Returns once every dispatch enqueued so far has finished.
   virtual tsl_status synchronize() = 0;
 };

@@ -2,8 +2,11 @@
 
 #include "Module.h"
 
+#include "Signature.h"
 #include "Status.h"
 #include "Verifier.h"
+
+#include "runtime/schema/Signature.h"
 
 #include <cerrno>
 #include <cstring>
@@ -40,13 +43,29 @@ void describeSignature(
   }
 }
 
+tsl_load_options optionsOrDefaults(const tsl_load_options *options) {
+  tsl_load_options defaults;
+  tsl_load_options_init(&defaults);
+  return options ? *options : defaults;
+}
+
+/// Checks the signature `options` ask for, then verifies the artifact in
+/// the `size` bytes at `data` (64-byte aligned).
+tsl_status checkArtifact(const uint8_t *data, size_t size, const tsl_load_options &options,
+                         const sc::Artifact *&artifact) {
+  size_t artifactSize;
+  TSL_RETURN_IF_ERROR(checkSignature(data, size, options, artifactSize));
+  uint64_t maxArenaBytes = options.max_arena_bytes ? options.max_arena_bytes : sc::kMaxArenaBytes;
+  return verifyArtifact(data, artifactSize, std::min(maxArenaBytes, sc::kMaxArenaBytes), artifact);
+}
+
 /// Verifies the `size` bytes in `bytes` and loads every executable whose
 /// device this process has; the others are refused when a session needs
 /// them.
-tsl_status createModule(AlignedBytes bytes, size_t size,
+tsl_status createModule(AlignedBytes bytes, size_t size, const tsl_load_options &options,
                         tsl_module **outModule) {
   const sc::Artifact *artifact;
-  TSL_RETURN_IF_ERROR(verifyArtifact(bytes.get(), size, artifact));
+  TSL_RETURN_IF_ERROR(checkArtifact(bytes.get(), size, options, artifact));
 
   auto module = std::make_unique<tsl_module_t>();
   module->bytes = std::move(bytes);
@@ -72,6 +91,17 @@ struct FileCloser {
   ~FileCloser() { ::close(fd); }
 };
 
+/// Copies the caller's `size` bytes at `data` into memory with the
+/// alignment the artifact's weights need.
+tsl_status copyAligned(const void *data, size_t size, AlignedBytes &bytes) {
+  TSL_RETURN_IF_ERROR(checkArtifactSize(size, "the buffer"));
+  bytes = allocateAligned(size, kBufferAlignment, /*zero=*/false);
+  if (!bytes)
+    return makeError(TSL_OUT_OF_MEMORY, "cannot allocate %zu bytes for the artifact", size);
+  std::memcpy(bytes.get(), data, size);
+  return nullptr;
+}
+
 /// Reads all of `fd` (`size` bytes) into `bytes`.
 tsl_status readAll(int fd, const std::string &what, uint8_t *bytes,
                    size_t size) {
@@ -93,7 +123,7 @@ tsl_status readAll(int fd, const std::string &what, uint8_t *bytes,
   return nullptr;
 }
 
-tsl_status loadFile(const char *path, tsl_module **outModule) {
+tsl_status loadFile(const char *path, const tsl_load_options &options, tsl_module **outModule) {
   std::string what = std::string("'") + path + "'";
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -116,7 +146,7 @@ tsl_status loadFile(const char *path, tsl_module **outModule) {
     return makeError(TSL_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s",
                      size, what.c_str());
   TSL_RETURN_IF_ERROR(readAll(fd, what, bytes.get(), size));
-  return createModule(std::move(bytes), size, outModule);
+  return createModule(std::move(bytes), size, options, outModule);
 }
 
 tsl_status signatureInfo(const tsl_module *module, size_t index,
@@ -149,31 +179,86 @@ size_t tessel::runtime::cpuScratchBytes(const sc::Artifact &artifact) {
 
 extern "C" {
 
-tsl_status tsl_module_load_file(const char *path, tsl_module **out_module) {
-  if (!path || !out_module)
-    return makeError(TSL_INVALID_ARGUMENT,
-                     "tsl_module_load_file: path and out_module must not be "
-                     "NULL");
-  return guard([&] { return loadFile(path, out_module); });
+void tsl_load_options_init(tsl_load_options *options) {
+  if (options)
+    *options = tsl_load_options{0, nullptr, 0, 0};
 }
 
-tsl_status tsl_module_load_memory(const void *data, size_t size,
-                                  tsl_module **out_module) {
+tsl_status tsl_module_load_file_with_options(const char *path, const tsl_load_options *options,
+                                             tsl_module **out_module) {
+  if (!path || !out_module)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_module_load_file: path and out_module must not be NULL");
+  return guard([&] { return loadFile(path, optionsOrDefaults(options), out_module); });
+}
+
+tsl_status tsl_module_load_file(const char *path, tsl_module **out_module) {
+  return tsl_module_load_file_with_options(path, nullptr, out_module);
+}
+
+tsl_status tsl_module_load_memory_with_options(const void *data, size_t size,
+                                               const tsl_load_options *options,
+                                               tsl_module **out_module) {
   if ((!data && size) || !out_module)
     return makeError(TSL_INVALID_ARGUMENT,
-                     "tsl_module_load_memory: data and out_module must not be "
-                     "NULL");
+                     "tsl_module_load_memory: data and out_module must not be NULL");
   return guard([&]() -> tsl_status {
-    TSL_RETURN_IF_ERROR(checkArtifactSize(size, "the buffer"));
     // The copy gives the artifact the alignment its weights need and
     // frees the caller's memory as soon as this returns.
-    AlignedBytes bytes =
-        allocateAligned(size, kBufferAlignment, /*zero=*/false);
-    if (!bytes)
-      return makeError(TSL_OUT_OF_MEMORY,
-                       "cannot allocate %zu bytes for the artifact", size);
-    std::memcpy(bytes.get(), data, size);
-    return createModule(std::move(bytes), size, out_module);
+    AlignedBytes bytes;
+    TSL_RETURN_IF_ERROR(copyAligned(data, size, bytes));
+    return createModule(std::move(bytes), size, optionsOrDefaults(options), out_module);
+  });
+}
+
+tsl_status tsl_module_load_memory(const void *data, size_t size, tsl_module **out_module) {
+  return tsl_module_load_memory_with_options(data, size, nullptr, out_module);
+}
+
+tsl_status tsl_artifact_verify(const void *data, size_t size, const tsl_load_options *options) {
+  if (!data && size)
+    return makeError(TSL_INVALID_ARGUMENT, "tsl_artifact_verify: data must not be NULL");
+  return guard([&]() -> tsl_status {
+    AlignedBytes bytes;
+    TSL_RETURN_IF_ERROR(copyAligned(data, size, bytes));
+    const sc::Artifact *artifact;
+    return checkArtifact(bytes.get(), size, optionsOrDefaults(options), artifact);
+  });
+}
+
+tsl_status tsl_public_key_read_file(const char *path, uint8_t out_key[32]) {
+  if (!path || !out_key)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_public_key_read_file: path and out_key must not be NULL");
+  return guard([&]() -> tsl_status {
+    std::string what = std::string("'") + path + "'";
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return makeError(errno == ENOENT ? TSL_NOT_FOUND : TSL_IO_ERROR, "cannot open %s: %s",
+                       what.c_str(), std::strerror(errno));
+    FileCloser closer{fd};
+    // A PEM public key is about 113 bytes; anything past 4 KiB is not one.
+    std::string text(4096, '\0');
+    size_t length = 0;
+    while (length < text.size()) {
+      ssize_t count = ::read(fd, text.data() + length, text.size() - length);
+      if (count < 0 && errno == EINTR)
+        continue;
+      if (count < 0)
+        return makeError(TSL_IO_ERROR, "cannot read %s: %s", what.c_str(), std::strerror(errno));
+      if (count == 0)
+        break;
+      length += static_cast<size_t>(count);
+    }
+    text.resize(length);
+    std::optional<sc::PublicKey> key = sc::ed25519PublicKeyFromPem(text);
+    if (!key)
+      return makeError(TSL_INVALID_ARGUMENT,
+                       "%s is not an Ed25519 public key in PEM form (as `openssl pkey -in "
+                       "key.pem -pubout` writes it)",
+                       what.c_str());
+    std::memcpy(out_key, key->data(), key->size());
+    return nullptr;
   });
 }
 

@@ -45,7 +45,10 @@ struct StepPlan {
   /// Where the step's bindings start in the session's slots: a dispatch's
   /// entry.binding_count buffers, or a copy's source and destination.
   size_t firstSlot;
+  size_t slotCount;
   size_t copyBytes;
+  /// The step's index in the schedule, for messages.
+  uint32_t index;
 };
 
 /// A slot that takes the address of a caller's tensor.
@@ -72,8 +75,9 @@ struct tsl_session_t {
   DeviceBuffer arena;
   std::unique_ptr<Stream> stream;
   std::vector<StepPlan> steps;
-  /// Every step's bindings, one step after another.
+  /// Every step's bindings, one step after another, and their byte sizes.
   std::vector<void *> slots;
+  std::vector<uint64_t> slotSizes;
   std::vector<Patch> patches;
   /// Device addresses of the current run's inputs, then outputs.
   std::vector<void *> addresses;
@@ -145,13 +149,14 @@ tsl_status planSteps(tsl_session &session) {
       break;
     }
     session.slots.push_back(address);
+    session.slotSizes.push_back(buffer.size());
   };
 
   const auto &schedule = *artifact.schedule();
   session.steps.reserve(schedule.size());
   for (flatbuffers::uoffset_t i = 0; i < schedule.size(); ++i) {
     const sc::ScheduleStep &step = *schedule.Get(i);
-    StepPlan plan{nullptr, 0, session.slots.size(), 0};
+    StepPlan plan{nullptr, 0, session.slots.size(), 0, 0, i};
     if (const sc::DispatchStep *dispatch = step.step_as_DispatchStep()) {
       sc::DeviceKind kind =
           artifact.executables()->Get(dispatch->executable())->device();
@@ -168,6 +173,7 @@ tsl_status planSteps(tsl_session &session) {
       addSlot(copy.source());
       addSlot(copy.destination());
     }
+    plan.slotCount = session.slots.size() - plan.firstSlot;
     session.steps.push_back(plan);
   }
   return nullptr;
@@ -316,11 +322,13 @@ tsl_status bindTensor(tsl_session &session, size_t slot, tsl_tensor &tensor,
 }
 
 tsl_status executeStep(tsl_session &session, const StepPlan &step) {
-  void *const *bindings = &session.slots[step.firstSlot];
-  if (step.executable)
-    return session.stream->dispatch(*step.executable, step.entry, bindings);
-  return session.device->copy(bindings[1], bindings[0], step.copyBytes,
-                              CopyDirection::DeviceToDevice);
+  // data() + offset: a dispatch without bindings may start at the end.
+  void *const *slots = session.slots.data() + step.firstSlot;
+  if (step.executable) {
+    Bindings bindings{slots, session.slotSizes.data() + step.firstSlot, step.slotCount};
+    return session.stream->dispatch(*step.executable, step.entry, bindings, step.index);
+  }
+  return session.device->copy(slots[1], slots[0], step.copyBytes, CopyDirection::DeviceToDevice);
 }
 
 tsl_status execute(tsl_session &session) {

@@ -79,8 +79,8 @@ bool formatRunsOn(sc::ExecutableFormat format, sc::DeviceKind device) {
 /// uses without checking again.
 class SemanticChecker {
 public:
-  SemanticChecker(size_t size, const sc::Artifact &artifact)
-      : artifact(artifact), workLeft(size), fileBytes(size) {}
+  SemanticChecker(size_t size, uint64_t maxArenaBytes, const sc::Artifact &artifact)
+      : artifact(artifact), workLeft(size), fileBytes(size), maxArenaBytes(maxArenaBytes) {}
 
   tsl_status check() {
     TSL_RETURN_IF_ERROR(checkMemoryPlan());
@@ -110,10 +110,11 @@ private:
 
   tsl_status checkMemoryPlan() {
     const sc::MemoryPlan &plan = *artifact.memory_plan();
-    if (plan.arena_size() > sc::kMaxArenaBytes)
-      return invalid("artifact memory plan: arena_size %" PRIu64
-                     " exceeds the 1 TiB limit",
-                     plan.arena_size());
+    if (plan.arena_size() > maxArenaBytes)
+      return invalid("artifact memory plan: arena_size %" PRIu64 " exceeds the limit of %" PRIu64
+                     " bytes%s",
+                     plan.arena_size(), maxArenaBytes,
+                     maxArenaBytes == sc::kMaxArenaBytes ? " (1 TiB)" : " the caller set");
     if (!isPowerOfTwo(plan.arena_alignment()) ||
         plan.arena_alignment() > kMaxArenaAlignment)
       return invalid("artifact memory plan: arena_alignment %" PRIu32
@@ -378,6 +379,12 @@ private:
                        " ('%s'): scratch_bytes %" PRIu64
                        " exceeds the 1 GiB limit",
                        index, e, symbol.c_str(), entry.scratch_bytes());
+      const fb::Vector<uint64_t> *sizes = entry.binding_sizes();
+      uint32_t sizeCount = sizes ? sizes->size() : 0;
+      if (sizeCount != entry.binding_count())
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       " ('%s'): %" PRIu32 " binding sizes for %" PRIu32 " bindings",
+                       index, e, symbol.c_str(), sizeCount, entry.binding_count());
     }
     return nullptr;
   }
@@ -423,13 +430,21 @@ private:
                      entry.binding_count());
     TSL_RETURN_IF_ERROR(spend(bindings.size()));
     uint32_t bufferCount = artifact.buffers()->size();
-    for (fb::uoffset_t b = 0; b < bindings.size(); ++b)
+    for (fb::uoffset_t b = 0; b < bindings.size(); ++b) {
       if (bindings[b] >= bufferCount)
         return invalid("artifact schedule step %" PRIu32 ": binding %" PRIu32
                        " names buffer %" PRIu32
                        ", which is out of range (the artifact has %" PRIu32
                        " buffers)",
                        index, b, bindings[b], bufferCount);
+      // A kernel reads and writes exactly the bytes it was compiled for.
+      uint64_t size = artifact.buffers()->Get(bindings[b])->size();
+      uint64_t expected = entry.binding_sizes()->Get(b);
+      if (size != expected)
+        return invalid("artifact schedule step %" PRIu32 ": binding %" PRIu32 " is buffer %" PRIu32
+                       " of %" PRIu64 " bytes, but entry '%s' was compiled for %" PRIu64 " bytes",
+                       index, b, bindings[b], size, entry.symbol()->c_str(), expected);
+    }
     return nullptr;
   }
 
@@ -487,6 +502,7 @@ private:
   const sc::Artifact &artifact;
   uint64_t workLeft;
   size_t fileBytes;
+  uint64_t maxArenaBytes;
   /// Byte size of each signature tensor, by index.
   std::vector<uint64_t> inputBytes, outputBytes;
 };
@@ -509,7 +525,7 @@ tsl_status checkArtifactSize(uint64_t size, const char *what) {
   return nullptr;
 }
 
-tsl_status verifyArtifact(const uint8_t *data, size_t size,
+tsl_status verifyArtifact(const uint8_t *data, size_t size, uint64_t maxArenaBytes,
                           const sc::Artifact *&artifact) {
   assert(isBufferAligned(data) && "artifacts are verified in aligned memory");
   TSL_RETURN_IF_ERROR(checkArtifactSize(size, "the artifact"));
@@ -549,7 +565,7 @@ tsl_status verifyArtifact(const uint8_t *data, size_t size,
                    "; the file is corrupt",
                    integrity->checksum(), expected);
 
-  TSL_RETURN_IF_ERROR(SemanticChecker(size, *root).check());
+  TSL_RETURN_IF_ERROR(SemanticChecker(size, maxArenaBytes, *root).check());
   artifact = root;
   return nullptr;
 }

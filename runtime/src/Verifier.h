@@ -26,9 +26,10 @@ namespace tessel::runtime {
 tsl_status checkArtifactSize(uint64_t size, const char *what);
 
 /// Verifies the `size` bytes at `data`, which must be 64-byte aligned so
-/// that aligned offsets in the file are aligned in memory. On success sets
-/// `artifact` to the root table.
-tsl_status verifyArtifact(const uint8_t *data, size_t size,
+/// that aligned offsets in the file are aligned in memory, and refuses an
+/// arena larger than `maxArenaBytes`. On success sets `artifact` to the
+/// root table.
+tsl_status verifyArtifact(const uint8_t *data, size_t size, uint64_t maxArenaBytes,
                           const schema::Artifact *&artifact);
 
 } // namespace tessel::runtime

@@ -19,6 +19,8 @@ namespace tessel::x86 {
 inline constexpr llvm::StringLiteral kWorkgroupCountAttr = "tessel.workgroup_count";
 inline constexpr llvm::StringLiteral kScratchBytesAttr = "tessel.scratch_bytes";
 inline constexpr llvm::StringLiteral kBindingCountAttr = "tessel.binding_count";
+/// The byte size of each binding, in argument order (DenseI64ArrayAttr).
+inline constexpr llvm::StringLiteral kBindingBytesAttr = "tessel.binding_bytes";
 
 /// Suffix of the exported entry of each kernel.
 inline constexpr llvm::StringLiteral kEntrySuffix = "_entry";

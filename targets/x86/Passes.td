@@ -127,8 +127,9 @@ def TesselX86WorkgroupLoopPass : Pass<"tessel-x86-workgroup-loop", "mlir::func::
     index arguments, [begin, end), and runs workgroups begin..end-1 of the
     forall's linearized iteration space; the count is recorded in the
     `tessel.workgroup_count` attribute. A kernel with work outside such a
-    forall is one workgroup. This is the CPU half of the dispatch ABI in
-    runtime/schema/KernelAbi.h.
+    forall is one workgroup. The byte size of each of its (statically
+    shaped) buffer arguments is recorded in `tessel.binding_bytes`. This is
+    the CPU half of the dispatch ABI in runtime/schema/KernelAbi.h.
   }];
   let dependentDialects = ["mlir::affine::AffineDialect", "mlir::scf::SCFDialect"];
 }
@@ -165,9 +166,12 @@ def TesselX86EntryPointsPass : Pass<"tessel-x86-entry-points", "mlir::ModuleOp">
   let description = [{
     For every kernel (an `llvm.func` carrying `tessel.workgroup_count`),
     emits an exported function
-    `void <kernel>_entry(void *const *bindings, int64_t begin, int64_t end, void *scratch)`
-    that loads the kernel's buffer pointers from the bindings table and
-    calls it. The kernels themselves become internal and are inlined.
+    `int32_t <kernel>_entry(const tsl_cpu_kernel_call *call)` (KernelAbi.h)
+    that checks the call against what the kernel was compiled for (binding
+    count and sizes, workgroup range, scratch), returning 1 without running
+    when they differ, then loads the kernel's buffer pointers from the
+    bindings table, calls it and returns 0. The kernels themselves become
+    internal and are inlined.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }

@@ -52,6 +52,25 @@ std::optional<SmallVector<int64_t>> tripCounts(scf::ForallOp forall) {
   return counts;
 }
 
+/// The byte size of each of `function`'s buffer arguments, which the entry
+/// checks its call against; nullopt (after an error) for one that is not a
+/// statically shaped memref with the identity layout.
+std::optional<SmallVector<int64_t>> bindingSizes(func::FuncOp function) {
+  SmallVector<int64_t> sizes;
+  for (BlockArgument argument : function.getArguments()) {
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity()) {
+      function.emitError() << "kernel argument " << argument.getArgNumber()
+                           << " is not a statically shaped buffer: " << argument.getType();
+      return std::nullopt;
+    }
+    // One element per byte at least, as the artifact stores small types.
+    int64_t elementBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    sizes.push_back(type.getNumElements() * elementBytes);
+  }
+  return sizes;
+}
+
 struct TesselX86WorkgroupLoopPass
     : impl::TesselX86WorkgroupLoopPassBase<TesselX86WorkgroupLoopPass> {
   void runOnOperation() override {
@@ -65,6 +84,10 @@ struct TesselX86WorkgroupLoopPass
     }
     MLIRContext *context = &getContext();
     Location loc = function.getLoc();
+    std::optional<SmallVector<int64_t>> bindingBytes = bindingSizes(function);
+    if (!bindingBytes)
+      return signalPassFailure();
+    function->setAttr(kBindingBytesAttr, DenseI64ArrayAttr::get(context, *bindingBytes));
     IndexType index = IndexType::get(context);
     unsigned beginPos = function.getNumArguments();
     if (failed(function.insertArguments({beginPos, beginPos}, {index, index},

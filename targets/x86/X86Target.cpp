@@ -111,6 +111,9 @@ public:
           entry->getAttrOfType<IntegerAttr>(x86::kWorkgroupCountAttr).getInt();
       info.scratchBytes =
           entry->getAttrOfType<IntegerAttr>(x86::kScratchBytesAttr).getInt();
+      for (int64_t bytes :
+           entry->getAttrOfType<DenseI64ArrayAttr>(x86::kBindingBytesAttr).asArrayRef())
+        info.bindingBytes.push_back(static_cast<uint64_t>(bytes));
       executable.entries.push_back(std::move(info));
     }
 

@@ -158,6 +158,11 @@ int main(int argc, char **argv) {
                  "below this SQNR (dB)");
   app.add_option("--quantize-report", quantizeReport,
                  "Write what quantization did per layer (precision, scales, SQNR) as JSON");
+  std::string signingKeyPath;
+  app.add_option("--sign", signingKeyPath,
+                 "Sign the artifact with this Ed25519 private key (PEM, as `openssl genpkey "
+                 "-algorithm ed25519` writes it); runtimes that require signatures load it "
+                 "only if they trust the key");
   CLI11_PARSE(app, argc, argv);
 
   tessel::CompileOptions options;
@@ -236,6 +241,23 @@ int main(int argc, char **argv) {
   if (kind == tessel::EmitKind::QdqOnnx && (output.empty() || output == "-")) {
     llvm::errs() << "tessel-compile: --emit qdq-onnx needs an output file (-o model_int8.onnx)\n";
     return 2;
+  }
+
+  // The key is read before the compile, which can take minutes, starts.
+  std::optional<tessel::SigningKey> signingKey;
+  if (!signingKeyPath.empty()) {
+    if (kind != tessel::EmitKind::Artifact) {
+      llvm::errs() << "tessel-compile: --sign signs artifacts; it does not apply to --emit " << emit
+                   << "\n";
+      return 2;
+    }
+    llvm::Expected<tessel::SigningKey> key = tessel::SigningKey::readPem(signingKeyPath);
+    if (!key) {
+      llvm::errs() << "tessel-compile: error: " << llvm::toString(key.takeError()) << "\n";
+      return 1;
+    }
+    signingKey = std::move(*key);
+    options.signingKey = &*signingKey;
   }
 
   std::string result;

@@ -172,10 +172,18 @@ int main(int argc, char **argv) {
   app.add_flag("--print", print, "Print the outputs");
   app.add_option("--profile", profile,
                  "Time every step and print this many kernels that took longest");
+  std::vector<std::string> trustedKeyFiles;
+  app.add_option("--require-signature", trustedKeyFiles,
+                 "Load the artifact only if it is signed by this Ed25519 public key (PEM, as "
+                 "`openssl pkey -pubout` writes it); repeat to trust several keys");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    tsl::Module module = tsl::Module::load(artifact);
+    tsl::LoadOptions loadOptions;
+    loadOptions.requireSignature = !trustedKeyFiles.empty();
+    for (const std::string &file : trustedKeyFiles)
+      loadOptions.trustedKeys.push_back(tsl::readPublicKey(file));
+    tsl::Module module = tsl::Module::load(artifact, loadOptions);
     std::vector<tsl::TensorInfo> inputInfos = module.inputs();
     std::vector<tsl::TensorInfo> outputInfos = module.outputs();
 

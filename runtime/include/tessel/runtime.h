@@ -100,6 +100,43 @@ TSL_API tsl_status tsl_module_load_file(const char *path,
  * caller may free them once this returns. */
 TSL_API tsl_status tsl_module_load_memory(const void *data, size_t size,
                                           tsl_module **out_module);
+
+/* What a load accepts beyond a verified artifact. */
+typedef struct tsl_load_options {
+  /* Nonzero: load only artifacts signed (tessel-compile --sign) by one of
+   * trusted_keys. The signature is checked on the raw bytes, before
+   * anything in the artifact is parsed and before any of its code is
+   * mapped; a CPU executable is native code, so artifacts from untrusted
+   * sources must be loaded this way (docs/security.md). */
+  uint32_t require_signature;
+  /* trusted_key_count Ed25519 public keys of 32 bytes each, back to back
+   * (tsl_public_key_read_file reads one). */
+  const uint8_t *trusted_keys;
+  size_t trusted_key_count;
+  /* Refuse artifacts whose sessions would need a larger arena; 0 means the
+   * format's limit of 1 TiB. */
+  uint64_t max_arena_bytes;
+} tsl_load_options;
+
+/* Fills the defaults: no signature required, the format's arena limit. */
+TSL_API void tsl_load_options_init(tsl_load_options *options);
+/* tsl_module_load_file and tsl_module_load_memory under `options` (NULL
+ * for the defaults). */
+TSL_API tsl_status tsl_module_load_file_with_options(const char *path,
+                                                     const tsl_load_options *options,
+                                                     tsl_module **out_module);
+TSL_API tsl_status tsl_module_load_memory_with_options(const void *data, size_t size,
+                                                       const tsl_load_options *options,
+                                                       tsl_module **out_module);
+/* Verifies an artifact as a load would (signature, structure, checksum,
+ * every index, offset and size) without loading any executable: what a
+ * service can check before it stores a file it was sent. */
+TSL_API tsl_status tsl_artifact_verify(const void *data, size_t size,
+                                       const tsl_load_options *options);
+/* Reads the Ed25519 public key of a PEM file as `openssl pkey -pubout`
+ * writes it. */
+TSL_API tsl_status tsl_public_key_read_file(const char *path, uint8_t out_key[32]);
+
 TSL_API void tsl_module_retain(tsl_module *module);
 TSL_API void tsl_module_release(tsl_module *module);
 

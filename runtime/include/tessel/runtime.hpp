@@ -30,6 +30,7 @@
 
 #include "tessel/runtime.h"
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -191,14 +192,33 @@ private:
   detail::Handle<tsl_tensor, tsl_tensor_retain, tsl_tensor_release> handle;
 };
 
+/// An Ed25519 public key (tsl_public_key_read_file).
+using PublicKey = std::array<uint8_t, 32>;
+
+/// Reads the Ed25519 public key of a PEM file (`openssl pkey -pubout`).
+inline PublicKey readPublicKey(const std::string &path) {
+  PublicKey key;
+  detail::check(tsl_public_key_read_file(path.c_str(), key.data()));
+  return key;
+}
+
+struct LoadOptions {
+  /// Load only artifacts signed by one of trustedKeys.
+  bool requireSignature = false;
+  std::vector<PublicKey> trustedKeys;
+  /// Refuse artifacts needing a larger arena; 0 means the format's limit.
+  uint64_t maxArenaBytes = 0;
+};
+
 class Module {
 public:
   Module() = default;
 
   /// Reads and verifies an artifact file.
-  static Module load(const std::string &path) {
+  static Module load(const std::string &path, const LoadOptions &options = {}) {
+    tsl_load_options cOptions = toC(options);
     tsl_module *module;
-    detail::check(tsl_module_load_file(path.c_str(), &module));
+    detail::check(tsl_module_load_file_with_options(path.c_str(), &cOptions, &module));
     return Module(module);
   }
   /// Verifies and loads an artifact from memory; the bytes are copied.
@@ -258,6 +278,16 @@ private:
             std::vector<int64_t>(info.quant_zero_points,
                                  info.quant_zero_points + info.quant_count),
             info.quant_axis};
+  }
+
+  static tsl_load_options toC(const LoadOptions &options) {
+    tsl_load_options cOptions;
+    tsl_load_options_init(&cOptions);
+    cOptions.require_signature = options.requireSignature;
+    cOptions.trusted_keys = options.trustedKeys.empty() ? nullptr : options.trustedKeys[0].data();
+    cOptions.trusted_key_count = options.trustedKeys.size();
+    cOptions.max_arena_bytes = options.maxArenaBytes;
+    return cOptions;
   }
 
   detail::Handle<tsl_module, tsl_module_retain, tsl_module_release> handle;

@@ -33,13 +33,36 @@ signatures(fb::FlatBufferBuilder &builder,
   return builder.CreateVector(result);
 }
 
+/// The sizes of the buffers the first dispatch of entry `entry` of
+/// executable `executable` binds.
+std::vector<uint64_t> dispatchedSizes(const ArtifactSpec &artifact, uint32_t executable,
+                                      uint32_t entry, uint32_t bindingCount) {
+  std::vector<uint64_t> sizes(bindingCount, 0);
+  for (const StepSpec &step : artifact.steps) {
+    const auto *dispatch = std::get_if<DispatchSpec>(&step);
+    if (!dispatch || dispatch->executable != executable || dispatch->entry != entry)
+      continue;
+    for (size_t b = 0; b < dispatch->bindings.size() && b < sizes.size(); ++b)
+      if (dispatch->bindings[b] < artifact.buffers.size())
+        sizes[b] = artifact.buffers[dispatch->bindings[b]].size;
+    break;
+  }
+  return sizes;
+}
+
 fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
-                                      const ExecutableSpec &spec) {
+                                      const ArtifactSpec &artifact, uint32_t index) {
+  const ExecutableSpec &spec = artifact.executables[index];
   std::vector<fb::Offset<sc::KernelEntry>> entries;
-  for (const EntrySpec &entry : spec.entries)
+  for (uint32_t e = 0; e < spec.entries.size(); ++e) {
+    const EntrySpec &entry = spec.entries[e];
+    std::vector<uint64_t> sizes = entry.bindingSizes.value_or(
+        dispatchedSizes(artifact, index, e, entry.bindingCount));
     entries.push_back(sc::CreateKernelEntry(
         builder, builder.CreateString(entry.symbol), entry.workgroupCount,
-        entry.bindingCount, entry.scratchBytes));
+        entry.bindingCount, entry.scratchBytes, /*cuda_launch=*/0,
+        builder.CreateVector(sizes)));
+  }
   auto binary = alignedBytes(builder, spec.binary);
   auto entryVector = builder.CreateVector(entries);
   auto architecture = builder.CreateString(spec.architecture);
@@ -69,8 +92,8 @@ std::vector<uint8_t> buildArtifact(const ArtifactSpec &spec) {
   fb::FlatBufferBuilder builder;
 
   std::vector<fb::Offset<sc::Executable>> executables;
-  for (const ExecutableSpec &executableSpec : spec.executables)
-    executables.push_back(executable(builder, executableSpec));
+  for (uint32_t e = 0; e < spec.executables.size(); ++e)
+    executables.push_back(executable(builder, spec, e));
   std::vector<fb::Offset<sc::ScheduleStep>> steps;
   for (const StepSpec &stepSpec : spec.steps)
     steps.insert(steps.end(), spec.stepReferences, step(builder, stepSpec));

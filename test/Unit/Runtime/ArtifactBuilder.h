@@ -45,6 +45,9 @@ struct EntrySpec {
   uint64_t workgroupCount = 1;
   uint32_t bindingCount = 0;
   uint64_t scratchBytes = 0;
+  /// By default the sizes of the buffers the entry's first dispatch binds
+  /// (0 for one out of range), binding_count of them.
+  std::optional<std::vector<uint64_t>> bindingSizes;
 };
 
 struct ExecutableSpec {

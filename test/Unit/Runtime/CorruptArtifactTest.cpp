@@ -105,7 +105,7 @@ TEST_F(CorruptArtifactTest, NewerFormatVersionIsUnsupported) {
   spec.formatVersion = schema::kFormatVersion + 1;
   StatusResult status = loadStatus(buildArtifact(spec));
   EXPECT_EQ(status.code, TSL_UNSUPPORTED);
-  EXPECT_THAT(status.message, HasSubstr("format_version 2 is not supported"));
+  EXPECT_THAT(status.message, HasSubstr("format_version 3 is not supported"));
 }
 
 TEST_F(CorruptArtifactTest, FormatVersionZeroIsUnsupported) {

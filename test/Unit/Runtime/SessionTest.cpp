@@ -230,6 +230,52 @@ TEST(SessionTest, PipelineUsesConstantsArenaScratchAndCopies) {
   EXPECT_EQ(floats(outputs[1]), sum);
 }
 
+/// Runs the pipeline model as `spec` describes it once and returns the
+/// status; the artifact must load.
+StatusResult runPipeline(const ArtifactSpec &spec) {
+  ModulePtr module = loadModule(buildArtifact(spec));
+  EXPECT_TRUE(module);
+  if (!module)
+    return {TSL_INTERNAL, "the artifact did not load"};
+  SessionPtr session = createSession(module.get());
+  TensorPtr x = floatTensor(ramp(0, 1));
+  tsl_tensor *inputs[] = {x.get()};
+  tsl_tensor *outputs[2] = {};
+  StatusResult status = take(tsl_session_run(session.get(), inputs, 1, outputs, 2));
+  TensorPtr y(outputs[0]), z(outputs[1]);
+  return status;
+}
+
+// Tables that agree with each other but not with the code: the entry,
+// which knows what it was compiled for, refuses the call before it runs.
+TEST(SessionTest, EntryRefusesLessScratchThanItWasCompiledFor) {
+  ArtifactSpec spec = pipelineModel();
+  spec.executables[0].entries[1].scratchBytes = 8;
+  StatusResult status = runPipeline(spec);
+  EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
+  EXPECT_THAT(status.message, HasSubstr("schedule step 1: entry 'scale2_scratch_entry' refused "
+                                        "its call"));
+}
+
+TEST(SessionTest, EntryRefusesMoreWorkgroupsThanItWasCompiledFor) {
+  ArtifactSpec spec = pipelineModel();
+  spec.executables[0].entries[0].workgroupCount = 5;
+  StatusResult status = runPipeline(spec);
+  EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
+  EXPECT_THAT(status.message, HasSubstr("schedule step 0: entry 'add_f32_entry' refused its call"));
+}
+
+TEST(SessionTest, EntryRefusesBuffersOfOtherSizesThanItWasCompiledFor) {
+  ArtifactSpec spec = pipelineModel();
+  // The arena intermediate and every entry's record of it, shrunk together
+  // (without the copy step, which would need equal sizes).
+  spec.buffers[2].size = 32;
+  spec.steps.pop_back();
+  StatusResult status = runPipeline(spec);
+  EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
+  EXPECT_THAT(status.message, HasSubstr("refused its call"));
+}
+
 TEST(SessionTest, FailedRunFillsNoOutputSlot) {
   ModulePtr module = loadModule(buildArtifact(pipelineModel()));
   SessionPtr session = createSession(module.get());

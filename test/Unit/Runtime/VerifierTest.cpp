@@ -163,7 +163,7 @@ TEST(VerifierTest, HugeArenaIsRefused) {
   ArtifactSpec spec = pipelineModel();
   spec.arenaSize = UINT64_MAX;
   expectRefused(spec, "artifact memory plan: arena_size 18446744073709551615 "
-                      "exceeds the 1 TiB limit");
+                      "exceeds the limit of 1099511627776 bytes (1 TiB)");
 }
 
 TEST(VerifierTest, ArenaAlignmentThatIsNoPowerOfTwoIsRefused) {
@@ -249,6 +249,22 @@ TEST(VerifierTest, BindingCountThatDiffersFromTheEntryIsRefused) {
   firstDispatch(spec).bindings = {0, 1};
   expectRefused(spec, "artifact schedule step 0: 2 bindings, but entry 0 "
                       "('add_f32_entry') of executable 0 takes 3");
+}
+
+TEST(VerifierTest, BindingOfAnotherSizeThanTheEntryWasCompiledForIsRefused) {
+  ArtifactSpec spec = addModel();
+  uint64_t bytes = kElements * sizeof(float);
+  spec.executables[0].entries[0].bindingSizes = {bytes, bytes, bytes / 2};
+  expectRefused(spec, "artifact schedule step 0: binding 2 is buffer 2 of 64 bytes, but entry "
+                      "'add_f32_entry' was compiled for 32 bytes");
+}
+
+TEST(VerifierTest, EntryWithoutASizePerBindingIsRefused) {
+  ArtifactSpec spec = addModel();
+  uint64_t bytes = kElements * sizeof(float);
+  spec.executables[0].entries[0].bindingSizes = {bytes, bytes};
+  expectRefused(spec, "artifact executable 0 entry 0 ('add_f32_entry'): 2 binding sizes for 3 "
+                      "bindings");
 }
 
 TEST(VerifierTest, CopySourceOutOfRangeIsRefused) {

@@ -1,0 +1,20 @@
+//===- FuzzOnnxImport.cpp - ONNX bytes through import and graph passes ----===//
+//
+// Any bytes given to tessel-compile must end in the tessel dialect or in an
+// error: never a crash, a hang or a sanitizer report. The model goes as far
+// as `--emit tessel` takes it (validation, import, graph optimization and
+// kernel formation), where every later stage starts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuzzInput.h"
+#include "compiler/Compiler.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string path = tessel::fuzz::writeInputFile(data, size, "model.onnx");
+  tessel::CompileOptions options;
+  llvm::consumeError(tessel::compileModel(path, options, tessel::EmitKind::Tessel, llvm::nulls()));
+  return 0;
+}
