@@ -19,7 +19,8 @@ lit=/usr/lib/llvm-22/bin/lit
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
+# The long-run memory test is left out: ASan's quarantine keeps freed
+# memory on purpose, and LeakSanitizer reports real leaks at every exit.
 tests='Onnx/malformed-models|Onnx/bit-flips|Onnx/external-data|Tools/tessel-run-errors'
-tests+='|Tools/tessel-compile-errors|Tools/signed-artifacts|Tools/tessel-run-long-run'
-tests+='|Fuzz/replay|Unit/Runtime'
+tests+='|Tools/tessel-compile-errors|Tools/signed-artifacts|Fuzz/|Runtime/./RuntimeTests'
 "$lit" -sv --filter "$tests" "$build_dir/test" "$build_dir/test/Unit"

@@ -21,8 +21,11 @@ namespace {
 /// Gives a structurally valid artifact the checksum of its bytes.
 void sealChecksum(std::vector<uint8_t> &bytes) {
   namespace sc = tessel::schema;
+  // The root offset and the file identifier.
+  if (bytes.size() < 8 || !sc::ArtifactBufferHasIdentifier(bytes.data()))
+    return;
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());
-  if (!sc::ArtifactBufferHasIdentifier(bytes.data()) || !sc::VerifyArtifactBuffer(verifier))
+  if (!sc::VerifyArtifactBuffer(verifier))
     return;
   sc::Artifact *artifact = sc::GetMutableArtifact(bytes.data());
   sc::Integrity *integrity = artifact->mutable_integrity();
