@@ -11,6 +11,11 @@ named by its SHA-1, as libFuzzer names corpus files. Also writes the
 regression inputs (test/Fuzz/regressions/TARGET/) of crashes fixed before
 the fuzzers existed; findings of the fuzzers are added there by hand.
 
+The checked-in corpora also hold what `make fuzz` found, minimized with
+libFuzzer's -merge=1 into the seeds:
+
+    build-sanitize/bin/tessel-fuzz-T -merge=1 NEW test/Fuzz/corpus/T build-sanitize/fuzz/T/corpus
+
     .venv/bin/python scripts/fuzz-seeds.py --tools build/bin
 """
 
