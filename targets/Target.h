@@ -40,9 +40,10 @@ struct KernelEntry {
   std::string kernel;        // the kernel function's symbol in the IR
   std::string symbol;        // the entry's symbol in the executable
   int64_t workgroupCount = 1; // independent tiles the runtime may spread
-  int64_t bindingCount = 0;   // buffers passed, in kernel argument order
   int64_t scratchBytes = 0;   // per-thread scratch the entry needs
-  std::vector<uint64_t> bindingBytes; // the size of each buffer it was compiled for
+  /// The byte size of each buffer passed, in kernel argument order: what
+  /// the entry was compiled for and checks each call against.
+  std::vector<uint64_t> bindingBytes;
 };
 
 struct Executable {

@@ -83,39 +83,12 @@ signatures(fb::FlatBufferBuilder &builder,
   return builder.CreateVector(result);
 }
 
-/// Checks that every dispatch binds buffers of the sizes its kernel was
-/// compiled for: the entry refuses any other call at run time.
-llvm::Error checkBindingSizes(const HostPlan &plan, const std::vector<Executable> &executables) {
-  llvm::StringMap<const KernelEntry *> entryOf;
-  for (const Executable &executable : executables)
-    for (const KernelEntry &entry : executable.entries)
-      entryOf[entry.kernel] = &entry;
-  for (const HostStep &step : plan.steps) {
-    const auto *dispatch = std::get_if<DispatchPlan>(&step);
-    if (!dispatch || !entryOf.count(dispatch->kernel))
-      continue;
-    const KernelEntry &entry = *entryOf[dispatch->kernel];
-    std::vector<uint64_t> sizes;
-    for (uint32_t buffer : dispatch->bindings)
-      sizes.push_back(plan.buffers[buffer].size);
-    if (sizes != entry.bindingBytes)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "kernel %s is dispatched with buffers of other sizes than "
-                                     "it was compiled for",
-                                     dispatch->kernel.c_str());
-  }
-  return llvm::Error::success();
-}
-
 } // namespace
 
 llvm::Expected<std::vector<uint8_t>>
 serializeArtifact(const ArtifactContents &contents) {
   const HostPlan &plan = *contents.plan;
   fb::FlatBufferBuilder builder(1 << 20);
-
-  if (llvm::Error error = checkBindingSizes(plan, contents.executables))
-    return std::move(error);
 
   // Where each kernel's entry lives.
   llvm::StringMap<std::pair<uint32_t, uint32_t>> entryOf;
@@ -126,7 +99,7 @@ serializeArtifact(const ArtifactContents &contents) {
       entryOf[entry.kernel] = {static_cast<uint32_t>(e), static_cast<uint32_t>(i)};
       entries.push_back(sc::CreateKernelEntry(
           builder, builder.CreateString(entry.symbol), entry.workgroupCount,
-          entry.bindingCount, entry.scratchBytes, /*cuda_launch=*/0,
+          static_cast<uint32_t>(entry.bindingBytes.size()), entry.scratchBytes, /*cuda_launch=*/0,
           builder.CreateVector(entry.bindingBytes)));
     }
     auto binary = alignedBytes(builder, executable.binary);
@@ -146,6 +119,17 @@ serializeArtifact(const ArtifactContents &contents) {
       if (it == entryOf.end())
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        "no executable provides kernel %s",
+                                       dispatch->kernel.c_str());
+      // The entry refuses, at run time, buffers of other sizes than it was
+      // compiled for.
+      const KernelEntry &entry = contents.executables[it->second.first].entries[it->second.second];
+      std::vector<uint64_t> sizes;
+      for (uint32_t buffer : dispatch->bindings)
+        sizes.push_back(plan.buffers[buffer].size);
+      if (sizes != entry.bindingBytes)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "kernel %s is dispatched with buffers of other sizes "
+                                       "than it was compiled for",
                                        dispatch->kernel.c_str());
       auto bindings = builder.CreateVector(dispatch->bindings);
       auto dispatchStep = sc::CreateDispatchStep(builder, it->second.first,
@@ -188,11 +172,7 @@ serializeArtifact(const ArtifactContents &contents) {
 
   std::vector<uint8_t> bytes(builder.GetBufferPointer(),
                              builder.GetBufferPointer() + builder.GetSize());
-  sc::Artifact *root = sc::GetMutableArtifact(bytes.data());
-  auto *integrity = root->mutable_integrity();
-  size_t offset = reinterpret_cast<uint8_t *>(integrity) - bytes.data();
-  integrity->mutate_checksum(
-      sc::checksum64(bytes.data(), bytes.size(), offset, sizeof(sc::Integrity)));
+  sc::sealArtifact(bytes.data(), bytes.size());
   return bytes;
 }
 

@@ -25,6 +25,22 @@ inline constexpr size_t kAlignment = 64;
 /// that needs more.
 inline constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 40;
 
+/// The integrity checksum of the artifact in the `size` bytes at `data`,
+/// whose Integrity struct is `integrity`: every byte, the struct's read as
+/// zero.
+inline uint64_t integrityChecksum(const uint8_t *data, size_t size, const Integrity &integrity) {
+  size_t offset = reinterpret_cast<const uint8_t *>(&integrity) - data;
+  return checksum64(data, size, offset, sizeof(Integrity));
+}
+
+/// Writes the integrity checksum into a structurally valid artifact of
+/// `size` bytes at `data`, if it has the field: what the writer does last,
+/// and what tools that edit artifacts do after each edit.
+inline void sealArtifact(uint8_t *data, size_t size) {
+  if (Integrity *integrity = GetMutableArtifact(data)->mutable_integrity())
+    integrity->mutate_checksum(integrityChecksum(data, size, *integrity));
+}
+
 } // namespace tessel::schema
 
 #endif // TESSEL_RUNTIME_SCHEMA_ARTIFACT_H

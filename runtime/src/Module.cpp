@@ -85,11 +85,32 @@ tsl_status createModule(AlignedBytes bytes, size_t size, const tsl_load_options 
   return nullptr;
 }
 
-/// Closes a file on every path out, exceptions included.
-struct FileCloser {
-  int fd;
-  ~FileCloser() { ::close(fd); }
+/// A file opened for reading, closed on every path out, exceptions
+/// included.
+struct OpenFile {
+  int fd = -1;
+  uint64_t size = 0;
+  ~OpenFile() {
+    if (fd >= 0)
+      ::close(fd);
+  }
 };
+
+/// Opens `path` (`what` in messages), which must be a regular file: a FIFO
+/// or a device would block or never end.
+tsl_status openRegularFile(const char *path, const std::string &what, OpenFile &file) {
+  file.fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0)
+    return makeError(errno == ENOENT ? TSL_NOT_FOUND : TSL_IO_ERROR, "cannot open %s: %s",
+                     what.c_str(), std::strerror(errno));
+  struct stat info;
+  if (::fstat(file.fd, &info) != 0)
+    return makeError(TSL_IO_ERROR, "cannot stat %s: %s", what.c_str(), std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return makeError(TSL_IO_ERROR, "%s is not a regular file", what.c_str());
+  file.size = static_cast<uint64_t>(info.st_size);
+  return nullptr;
+}
 
 /// Copies the caller's `size` bytes at `data` into memory with the
 /// alignment the artifact's weights need.
@@ -125,27 +146,16 @@ tsl_status readAll(int fd, const std::string &what, uint8_t *bytes,
 
 tsl_status loadFile(const char *path, const tsl_load_options &options, tsl_module **outModule) {
   std::string what = std::string("'") + path + "'";
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return makeError(errno == ENOENT ? TSL_NOT_FOUND : TSL_IO_ERROR,
-                     "cannot open %s: %s", what.c_str(), std::strerror(errno));
-  FileCloser closer{fd};
+  OpenFile file;
+  TSL_RETURN_IF_ERROR(openRegularFile(path, what, file));
+  TSL_RETURN_IF_ERROR(checkArtifactSize(file.size, what.c_str()));
 
-  struct stat info;
-  if (::fstat(fd, &info) != 0)
-    return makeError(TSL_IO_ERROR, "cannot stat %s: %s", what.c_str(),
-                     std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    return makeError(TSL_IO_ERROR, "%s is not a regular file", what.c_str());
-  TSL_RETURN_IF_ERROR(
-      checkArtifactSize(static_cast<uint64_t>(info.st_size), what.c_str()));
-
-  auto size = static_cast<size_t>(info.st_size);
+  auto size = static_cast<size_t>(file.size);
   AlignedBytes bytes = allocateAligned(size, kBufferAlignment, /*zero=*/false);
   if (!bytes)
     return makeError(TSL_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s",
                      size, what.c_str());
-  TSL_RETURN_IF_ERROR(readAll(fd, what, bytes.get(), size));
+  TSL_RETURN_IF_ERROR(readAll(file.fd, what, bytes.get(), size));
   return createModule(std::move(bytes), size, options, outModule);
 }
 
@@ -232,25 +242,12 @@ tsl_status tsl_public_key_read_file(const char *path, uint8_t out_key[32]) {
                      "tsl_public_key_read_file: path and out_key must not be NULL");
   return guard([&]() -> tsl_status {
     std::string what = std::string("'") + path + "'";
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return makeError(errno == ENOENT ? TSL_NOT_FOUND : TSL_IO_ERROR, "cannot open %s: %s",
-                       what.c_str(), std::strerror(errno));
-    FileCloser closer{fd};
-    // A PEM public key is about 113 bytes; anything past 4 KiB is not one.
-    std::string text(4096, '\0');
-    size_t length = 0;
-    while (length < text.size()) {
-      ssize_t count = ::read(fd, text.data() + length, text.size() - length);
-      if (count < 0 && errno == EINTR)
-        continue;
-      if (count < 0)
-        return makeError(TSL_IO_ERROR, "cannot read %s: %s", what.c_str(), std::strerror(errno));
-      if (count == 0)
-        break;
-      length += static_cast<size_t>(count);
-    }
-    text.resize(length);
+    OpenFile file;
+    TSL_RETURN_IF_ERROR(openRegularFile(path, what, file));
+    // A PEM public key is about 113 bytes; past 4 KiB is not read.
+    std::string text(std::min<uint64_t>(file.size, 4096), '\0');
+    TSL_RETURN_IF_ERROR(
+        readAll(file.fd, what, reinterpret_cast<uint8_t *>(text.data()), text.size()));
     std::optional<sc::PublicKey> key = sc::ed25519PublicKeyFromPem(text);
     if (!key)
       return makeError(TSL_INVALID_ARGUMENT,

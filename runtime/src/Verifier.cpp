@@ -556,9 +556,7 @@ tsl_status verifyArtifact(const uint8_t *data, size_t size, uint64_t maxArenaByt
   const sc::Integrity *integrity = root->integrity();
   if (!integrity)
     return invalid("artifact: the integrity checksum is missing");
-  size_t checksumOffset = reinterpret_cast<const uint8_t *>(integrity) - data;
-  uint64_t expected =
-      sc::checksum64(data, size, checksumOffset, sizeof(sc::Integrity));
+  uint64_t expected = sc::integrityChecksum(data, size, *integrity);
   if (integrity->checksum() != expected)
     return invalid("artifact integrity: the stored checksum 0x%016" PRIx64
                    " does not match the file's 0x%016" PRIx64

@@ -91,7 +91,6 @@ LogicalResult emitEntry(LLVM::LLVMFuncOp kernel, OpBuilder &builder) {
   for (StringRef name : {kWorkgroupCountAttr, kScratchBytesAttr})
     if (Attribute value = kernel->getAttr(name))
       entry->setAttr(name, value);
-  entry->setAttr(kBindingCountAttr, builder.getI64IntegerAttr(bindings));
   entry->setAttr(kBindingBytesAttr, bindingBytes);
 
   Block *start = entry.addEntryBlock(builder);
@@ -140,8 +139,10 @@ LogicalResult emitEntry(LLVM::LLVMFuncOp kernel, OpBuilder &builder) {
   builder.setInsertionPointToStart(mismatch);
   b.returnResult(kCallMismatch);
 
+  // Only entries carry these from here on: kBindingBytesAttr marks them.
   kernel.setLinkage(LLVM::Linkage::Internal);
   kernel->removeAttr(kWorkgroupCountAttr);
+  kernel->removeAttr(kBindingBytesAttr);
   return success();
 }
 

@@ -71,7 +71,7 @@ SmallVector<OwningOpRef<ModuleOp>> splitByEntryPoint(ModuleOp kernels) {
   SymbolTable symbols(kernels);
   SmallVector<OwningOpRef<ModuleOp>> parts;
   for (auto entry : kernels.getOps<LLVM::LLVMFuncOp>()) {
-    if (!entry->hasAttr(kBindingCountAttr))
+    if (!entry->hasAttr(kBindingBytesAttr))
       continue;
     std::optional<llvm::SetVector<Operation *>> closure = symbolClosure(entry, symbols);
     if (!closure) {

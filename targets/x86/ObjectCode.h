@@ -42,7 +42,7 @@ std::unique_ptr<llvm::Module> translateKernels(mlir::ModuleOp kernels,
                                                const llvm::TargetMachine &machine);
 
 /// One optimized object file per entry point of `kernels` (functions that
-/// carry kBindingCountAttr), compiled on the context's threads.
+/// carry kBindingBytesAttr), compiled on the context's threads.
 mlir::FailureOr<std::vector<llvm::SmallVector<char>>>
 compileObjects(mlir::ModuleOp kernels, const MachineFactory &machines, int optLevel);
 

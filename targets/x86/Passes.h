@@ -18,8 +18,8 @@ namespace tessel::x86 {
 /// Attributes the passes leave on kernel functions for the target to read.
 inline constexpr llvm::StringLiteral kWorkgroupCountAttr = "tessel.workgroup_count";
 inline constexpr llvm::StringLiteral kScratchBytesAttr = "tessel.scratch_bytes";
-inline constexpr llvm::StringLiteral kBindingCountAttr = "tessel.binding_count";
-/// The byte size of each binding, in argument order (DenseI64ArrayAttr).
+/// The byte size of each binding, in argument order (DenseI64ArrayAttr);
+/// on an exported entry, it also marks it as one.
 inline constexpr llvm::StringLiteral kBindingBytesAttr = "tessel.binding_bytes";
 
 /// Suffix of the exported entry of each kernel.

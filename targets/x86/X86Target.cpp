@@ -100,20 +100,17 @@ public:
               std::string("+") + feature))
         executable.cpuFeatures.push_back(feature);
     for (auto entry : kernels.getOps<LLVM::LLVMFuncOp>()) {
-      auto bindings = entry->getAttrOfType<IntegerAttr>(x86::kBindingCountAttr);
-      if (!bindings)
+      auto bindingBytes = entry->getAttrOfType<DenseI64ArrayAttr>(x86::kBindingBytesAttr);
+      if (!bindingBytes)
         continue;
       KernelEntry info;
       info.symbol = entry.getName().str();
       info.kernel = entry.getName().drop_back(x86::kEntrySuffix.size()).str();
-      info.bindingCount = bindings.getInt();
       info.workgroupCount =
           entry->getAttrOfType<IntegerAttr>(x86::kWorkgroupCountAttr).getInt();
       info.scratchBytes =
           entry->getAttrOfType<IntegerAttr>(x86::kScratchBytesAttr).getInt();
-      for (int64_t bytes :
-           entry->getAttrOfType<DenseI64ArrayAttr>(x86::kBindingBytesAttr).asArrayRef())
-        info.bindingBytes.push_back(static_cast<uint64_t>(bytes));
+      info.bindingBytes.assign(bindingBytes.asArrayRef().begin(), bindingBytes.asArrayRef().end());
       executable.entries.push_back(std::move(info));
     }
 

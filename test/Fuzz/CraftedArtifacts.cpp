@@ -183,14 +183,6 @@ std::set<uint64_t> rewritesOf(const Field &field) {
   return values;
 }
 
-void sealChecksum(std::vector<uint8_t> &bytes) {
-  sc::Artifact *artifact = sc::GetMutableArtifact(bytes.data());
-  sc::Integrity *integrity = artifact->mutable_integrity();
-  size_t offset = reinterpret_cast<uint8_t *>(integrity) - bytes.data();
-  integrity->mutate_checksum(
-      sc::checksum64(bytes.data(), bytes.size(), offset, sizeof(sc::Integrity)));
-}
-
 enum Outcome : int {
   kRan = 0,
   kRefusedAtLoad = 10,
@@ -299,7 +291,7 @@ int main(int argc, char **argv) {
     for (uint64_t value : rewritesOf(field)) {
       std::vector<uint8_t> bytes = original;
       field.set(*sc::GetMutableArtifact(bytes.data()), value);
-      sealChecksum(bytes);
+      sc::sealArtifact(bytes.data(), bytes.size());
       int outcome = 0;
       std::string problem = tryRewrite(bytes, timeoutSeconds, outcome);
       ++rewrites;

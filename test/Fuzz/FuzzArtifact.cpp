@@ -25,15 +25,8 @@ void sealChecksum(std::vector<uint8_t> &bytes) {
   if (bytes.size() < 8 || !sc::ArtifactBufferHasIdentifier(bytes.data()))
     return;
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());
-  if (!sc::VerifyArtifactBuffer(verifier))
-    return;
-  sc::Artifact *artifact = sc::GetMutableArtifact(bytes.data());
-  sc::Integrity *integrity = artifact->mutable_integrity();
-  if (!integrity)
-    return;
-  size_t offset = reinterpret_cast<uint8_t *>(integrity) - bytes.data();
-  integrity->mutate_checksum(
-      sc::checksum64(bytes.data(), bytes.size(), offset, sizeof(sc::Integrity)));
+  if (sc::VerifyArtifactBuffer(verifier))
+    sc::sealArtifact(bytes.data(), bytes.size());
 }
 
 } // namespace

@@ -128,12 +128,6 @@ std::vector<uint8_t> buildArtifact(const ArtifactSpec &spec) {
   return bytes;
 }
 
-void sealArtifact(std::vector<uint8_t> &bytes) {
-  sc::Integrity *integrity =
-      sc::GetMutableArtifact(bytes.data())->mutable_integrity();
-  size_t offset = reinterpret_cast<uint8_t *>(integrity) - bytes.data();
-  integrity->mutate_checksum(sc::checksum64(bytes.data(), bytes.size(), offset,
-                                            sizeof(sc::Integrity)));
-}
+void sealArtifact(std::vector<uint8_t> &bytes) { sc::sealArtifact(bytes.data(), bytes.size()); }
 
 } // namespace tessel::test

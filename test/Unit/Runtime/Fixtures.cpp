@@ -51,7 +51,7 @@ ArtifactSpec addModel() {
   spec.buffers = {ioBuffer(sc::BufferKind_input, 0),
                   ioBuffer(sc::BufferKind_input, 1),
                   ioBuffer(sc::BufferKind_output, 0)};
-  spec.executables = {kernelExecutable({{"add_f32_entry", 4, 3, 0}})};
+  spec.executables = {kernelExecutable({{"add_f32_entry", 4, 3, 0, std::nullopt}})};
   spec.steps = {DispatchSpec{0, 0, {0, 1, 2}}};
   spec.compilerVersion = "tessel-test 0.1";
   spec.modelHash = "0123456789abcdef";
@@ -83,8 +83,8 @@ ArtifactSpec pipelineModel() {
                   ioBuffer(sc::BufferKind_output, 0),
                   ioBuffer(sc::BufferKind_output, 1)};
   spec.executables = {
-      kernelExecutable({{"add_f32_entry", 4, 3, 0},
-                        {"scale2_scratch_entry", 4, 2, 4 * sizeof(float)}})};
+      kernelExecutable({{"add_f32_entry", 4, 3, 0, std::nullopt},
+                        {"scale2_scratch_entry", 4, 2, 4 * sizeof(float), std::nullopt}})};
   spec.steps = {DispatchSpec{0, 0, {0, 1, 2}}, DispatchSpec{0, 1, {2, 3}},
                 CopySpec{2, 4}};
   return spec;
@@ -95,8 +95,7 @@ ArtifactSpec probeModel(uint64_t workgroups) {
   spec.outputs = {
       {"threads", sc::DType_u64, {static_cast<int64_t>(workgroups)}, std::nullopt}};
   spec.buffers = {{sc::BufferKind_output, 0, 0, workgroups * sizeof(uint64_t)}};
-  spec.executables = {
-      kernelExecutable({{"probe_threads_entry", workgroups, 1, 64}})};
+  spec.executables = {kernelExecutable({{"probe_threads_entry", workgroups, 1, 64, std::nullopt}})};
   spec.steps = {DispatchSpec{0, 0, {0}}};
   return spec;
 }
