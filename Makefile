@@ -34,10 +34,12 @@ conformance: build
 	@.venv/bin/python scripts/conformance.py
 
 # Tessel next to onnxruntime on the benchmark models -> docs/performance.md,
-# and their INT8 quantizations -> docs/performance-int8.md.
+# their INT8 quantizations -> docs/performance-int8.md, and the cost of
+# run-time index checks -> docs/performance-index-checks.md.
 bench: build
 	@.venv/bin/python scripts/bench.py
 	@.venv/bin/python scripts/bench-int8.py
+	@.venv/bin/python scripts/bench-index-checks.py
 
 # The tests that feed Tessel malformed input, under ASan and UBSan: the
 # runtime's unit tests, the malformed-model suite, bit flips, .npy errors

@@ -1,6 +1,7 @@
 //===- HostPlan.cpp - Host schedule, memory plan and weights --------------===//
 
 #include "compiler/HostPlan.h"
+#include "dialects/tessel/TesselDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -51,6 +52,7 @@ private:
     return plan.buffers.size() - 1;
   }
   FailureOr<uint32_t> bufferOf(Value value, Operation *user);
+  LogicalResult planCheck(CheckZeroOp check);
   void placeArena();
 
   HostPlan plan;
@@ -78,6 +80,16 @@ FailureOr<uint32_t> Planner::bufferOf(Value value, Operation *user) {
     return entry->second;
   }
   return user->emitError("host planning: operand has no buffer");
+}
+
+LogicalResult Planner::planCheck(CheckZeroOp check) {
+  FailureOr<uint32_t> buffer = bufferOf(check.getCount(), check);
+  if (failed(buffer))
+    return failure();
+  if (lifetimes.count(*buffer))
+    lifetimes[*buffer].second = plan.steps.size();
+  plan.steps.push_back(CheckPlan{*buffer, check.getNode().str(), check.getProblem().str()});
+  return success();
 }
 
 FailureOr<HostPlan> Planner::run(func::FuncOp main) {
@@ -118,6 +130,9 @@ FailureOr<HostPlan> Planner::run(func::FuncOp main) {
       bufferOfValue[call.getResult(0)] = result;
       dispatch.bindings.push_back(result);
       plan.steps.push_back(std::move(dispatch));
+    } else if (auto check = dyn_cast<CheckZeroOp>(op)) {
+      if (failed(planCheck(check)))
+        return failure();
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
         FailureOr<uint32_t> buffer = bufferOf(value, ret);

@@ -37,7 +37,14 @@ struct CopyPlan {
   uint32_t source, destination;
 };
 
-using HostStep = std::variant<DispatchPlan, CopyPlan>;
+/// Ends the run with an error when the int64 in `count` is not zero.
+struct CheckPlan {
+  uint32_t count;
+  std::string node;    // the ONNX node the error names
+  std::string problem; // what the count counts
+};
+
+using HostStep = std::variant<DispatchPlan, CopyPlan, CheckPlan>;
 
 struct HostPlan {
   std::vector<PlannedBuffer> buffers;
@@ -47,7 +54,7 @@ struct HostPlan {
 };
 
 /// Plans the entry function `main`, whose body holds only constants,
-/// reshapes (views), calls to kernels and the return. Intermediates get
+/// reshapes (views), calls to kernels, run-time checks and the return. Intermediates get
 /// arena offsets by liveness, so buffers whose lifetimes do not overlap
 /// share memory. Results are written by their kernels straight into the
 /// caller's output tensors unless they are inputs or constants, or appear

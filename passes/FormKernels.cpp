@@ -35,9 +35,10 @@ bool isStorageCast(Operation *op) {
   return cast && storageType(cast.getInput().getType()) == storageType(cast.getType());
 }
 
-/// Ops that stay in the entry function: they compute nothing.
+/// Ops that stay in the entry function: they compute nothing, or are
+/// checks the runtime makes between kernels.
 bool staysInEntry(Operation *op) {
-  return isa<ConstantOp, ReshapeOp, FlattenOp>(op) || isStorageCast(op);
+  return isa<ConstantOp, ReshapeOp, FlattenOp, CheckZeroOp>(op) || isStorageCast(op);
 }
 
 /// Ops that only change how elements are represented (quantization), which

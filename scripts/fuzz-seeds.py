@@ -38,8 +38,9 @@ import malformed_models  # noqa: E402
 # Seeds above this size slow every mutation down more than they add.
 MAX_SEED_BYTES = 64 * 1024
 # Models compiled into the artifact seeds: a convolution network, shapes
-# and indexing, a quantized model.
-ARTIFACT_MODELS = ["nn.onnxtxt", "indexing.onnxtxt", "quantization.onnxtxt"]
+# and indexing, a quantized model, gathers with run-time index checks.
+ARTIFACT_MODELS = ["nn.onnxtxt", "indexing.onnxtxt", "quantization.onnxtxt",
+                   "index-checks.onnxtxt"]
 
 
 def write_seed(folder, data):

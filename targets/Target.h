@@ -88,7 +88,8 @@ public:
   /// bytes sum into 16 bits exactly (x86 without VNNI: VPMADDUBSW instead
   /// of widened VPMADDWD pairs). Post-training quantization then chooses
   /// such weight levels for the products that do most of the work.
-  virtual bool prefersFittedWeightPairs(mlir::ModuleOp module, const TargetOptions &options) {
+  virtual bool prefersFittedWeightPairs(mlir::ModuleOp /*module*/,
+                                        const TargetOptions & /*options*/) {
     return false;
   }
 
@@ -96,8 +97,8 @@ public:
   /// kernels) into the data layouts the target's kernels want, before the
   /// kernels are split off: constants it stores differently (packed matmul
   /// weights) are repacked at compile time here.
-  virtual mlir::LogicalResult chooseDataLayouts(mlir::ModuleOp module,
-                                                const TargetOptions &options) {
+  virtual mlir::LogicalResult chooseDataLayouts(mlir::ModuleOp /*module*/,
+                                                const TargetOptions & /*options*/) {
     return mlir::success();
   }
 

@@ -83,10 +83,40 @@ signatures(fb::FlatBufferBuilder &builder,
   return builder.CreateVector(result);
 }
 
+/// Room left for the tables (signatures, buffers, schedule, entries) beside
+/// the weights and binaries: compiled models need well under 1 MiB.
+constexpr uint64_t kTableHeadroomBytes = uint64_t(64) << 20;
+
+/// Refuses what the runtime's verifier would refuse to load and what
+/// FlatBuffers cannot build (it asserts past 2 GiB): the compiler writes
+/// no artifact that cannot be loaded.
+llvm::Error checkRuntimeLimits(const ArtifactContents &contents) {
+  uint64_t payload = contents.plan->weights.size();
+  for (const Executable &executable : contents.executables) {
+    payload += executable.binary.size();
+    for (const KernelEntry &entry : executable.entries)
+      if (static_cast<uint64_t>(entry.scratchBytes) > sc::kMaxScratchBytes)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "kernel %s needs %llu bytes of scratch per thread; the runtime loads kernels that "
+            "need at most 1 GiB",
+            entry.kernel.c_str(), static_cast<unsigned long long>(entry.scratchBytes));
+  }
+  if (payload > sc::kMaxArtifactBytes - kTableHeadroomBytes)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the model's weights and code take %llu bytes; an artifact (a FlatBuffer) holds at most "
+        "2 GiB",
+        static_cast<unsigned long long>(payload));
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<std::vector<uint8_t>>
 serializeArtifact(const ArtifactContents &contents) {
+  if (llvm::Error error = checkRuntimeLimits(contents))
+    return std::move(error);
   const HostPlan &plan = *contents.plan;
   fb::FlatBufferBuilder builder(1 << 20);
 
@@ -136,6 +166,10 @@ serializeArtifact(const ArtifactContents &contents) {
                                                  it->second.second, bindings);
       steps.push_back(sc::CreateScheduleStep(builder, sc::Step_DispatchStep,
                                              dispatchStep.Union()));
+    } else if (const auto *check = std::get_if<CheckPlan>(&step)) {
+      auto checkStep = sc::CreateCheckStepDirect(builder, check->count, check->node.c_str(),
+                                                 check->problem.c_str());
+      steps.push_back(sc::CreateScheduleStep(builder, sc::Step_CheckStep, checkStep.Union()));
     } else {
       const auto &copy = std::get<CopyPlan>(step);
       auto copyStep = sc::CreateCopyStep(builder, copy.source, copy.destination,

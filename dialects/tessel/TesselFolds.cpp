@@ -499,6 +499,29 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   });
 }
 
+OpFoldResult CountOutOfRangeOp::fold(FoldAdaptor adaptor) {
+  auto indices = dyn_cast_if_present<DenseElementsAttr>(adaptor.getIndices());
+  if (!indices)
+    return {};
+  ArrayRef<int64_t> extents = getExtents();
+  int64_t count = 0;
+  for (auto [position, value] : llvm::enumerate(indices.getValues<APInt>())) {
+    int64_t index = value.getSExtValue(), extent = extents[position % extents.size()];
+    count += index < -extent || index >= extent;
+  }
+  return DenseElementsAttr::get(getType(), APInt(64, count));
+}
+
+/// A check whose count is known to be zero at compile time has nothing to
+/// check; one known not to be zero stays, and fails every run.
+LogicalResult CheckZeroOp::canonicalize(CheckZeroOp op, PatternRewriter &rewriter) {
+  DenseElementsAttr count;
+  if (!matchPattern(op.getCount(), m_Constant(&count)) || !count.getSplatValue<APInt>().isZero())
+    return failure();
+  rewriter.eraseOp(op);
+  return success();
+}
+
 OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getData());
   auto indices = dyn_cast_if_present<DenseElementsAttr>(adaptor.getIndices());

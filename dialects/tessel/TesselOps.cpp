@@ -771,6 +771,19 @@ LogicalResult GatherElementsOp::verify() {
   return verifyAxis(*this, getAxis(), data.getRank());
 }
 
+LogicalResult CountOutOfRangeOp::verify() {
+  ArrayRef<int64_t> extents = getExtents();
+  if (extents.empty() || llvm::any_of(extents, [](int64_t extent) { return extent < 0; }))
+    return emitOpError("extents must be one or more sizes >= 0");
+  if (extents.size() == 1)
+    return success();
+  RankedTensorType indices = getIndices().getType();
+  if (indices.getRank() == 0 || indices.getShape().back() != static_cast<int64_t>(extents.size()))
+    return emitOpError("several extents need indices whose innermost axis has one entry per "
+                       "extent");
+  return success();
+}
+
 LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {

@@ -1086,6 +1086,47 @@ def Tessel_ScatterNDOp : Tessel_Op<"scatter_nd", [
   let hasVerifier = 1;
 }
 
+def Tessel_CountOutOfRangeOp : Tessel_Op<"count_out_of_range"> {
+  let summary = "Count the indices that lie outside the axes they index";
+  let description = [{
+    The number of elements i of `indices` (row-major) outside [-e, e),
+    where e = extents[i mod size(extents)]: one extent when every index
+    addresses one axis (Gather, GatherElements, ScatterElements), one per
+    tuple entry (the innermost axis of GatherND and ScatterND indices).
+    The importer guards every index read at run time with one, whose count
+    a `tessel.check_zero` in the entry function tests.
+
+    ```mlir
+    %0 = tessel.count_out_of_range %indices {extents = array<i64: 5>}
+        : tensor<2x3xi64> -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I32, I64]>:$indices, DenseI64ArrayAttr:$extents);
+  let results = (outs 0DTensorOf<[I64]>:$count);
+  let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($count)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+// Not a Tessel_Op: it is not pure, since ending the run is its purpose.
+def Tessel_CheckZeroOp : Op<Tessel_Dialect, "check_zero"> {
+  let summary = "End the run with an error naming a node when a count is not zero";
+  let description = [{
+    A host-side check that stays in the entry function: the runtime reads
+    `count` once the steps before it have run and, unless it is zero, stops
+    the run with an error that names ONNX node `node` and says `problem`
+    (the count is prefixed). Kernels never see it.
+
+    ```mlir
+    tessel.check_zero %0 {node = "embed", problem = "Gather indices outside [-5, 5)"}
+        : tensor<i64>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$count, StrAttr:$node, StrAttr:$problem);
+  let assemblyFormat = "$count attr-dict `:` type($count)";
+  let hasCanonicalizeMethod = 1;
+}
+
 def Tessel_EinsumOp : Tessel_Op<"einsum"> {
   let summary = "Sum of products over named axes (ONNX Einsum)";
   let description = [{

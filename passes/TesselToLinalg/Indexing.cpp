@@ -3,8 +3,10 @@
 // Ops whose result elements read the operand at computed positions. Most
 // are a parallel linalg.generic over the result whose body computes the
 // position with linalg.index and reads it with tensor.extract; positions are
-// clamped into the operand, so a bad index in the input data reads a wrong
-// element rather than outside the buffer.
+// clamped into the operand, so that no index, whatever the input data,
+// reads outside the buffer; an index that clamping moved never reaches the
+// caller, since the importer guards each with a run-time check
+// (tessel.count_out_of_range, tessel.check_zero) that fails the run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -416,13 +418,64 @@ struct ScatterNDLowering : OpConversionPattern<ScatterNDOp> {
   }
 };
 
+/// A full reduction over the indices: each one outside [-extent, extent)
+/// of its axis adds one to the count.
+struct CountOutOfRangeLowering : OpConversionPattern<CountOutOfRangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(CountOutOfRangeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    int64_t rank = op.getIndices().getType().getRank();
+    ArrayRef<int64_t> extents = op.getExtents();
+    Type i64 = rewriter.getI64Type();
+    auto i64Constant = [&](OpBuilder &b, Location at, int64_t value) -> Value {
+      return arith::ConstantOp::create(b, at, b.getI64IntegerAttr(value));
+    };
+    Value zero = filledTensor(rewriter, loc, resultType, i64Constant(rewriter, loc, 0));
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank),
+                                   AffineMap::get(rank, 0, {}, getContext())};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::reduction);
+    Value count =
+        linalg::GenericOp::create(
+            rewriter, loc, resultType, adaptor.getIndices(), zero, maps, iterators,
+            [&](OpBuilder &b, Location at, ValueRange args) {
+              Value index = args[0];
+              if (index.getType() != i64)
+                index = arith::ExtSIOp::create(b, at, i64, index);
+              // The extent of the tuple entry this index is.
+              Value extent = i64Constant(b, at, extents[0]);
+              if (extents.size() > 1) {
+                Value entry = linalg::IndexOp::create(b, at, rank - 1);
+                for (auto [j, other] : llvm::enumerate(extents.drop_front())) {
+                  Value here = arith::CmpIOp::create(b, at, arith::CmpIPredicate::eq, entry,
+                                                     indexConstant(b, at, j + 1));
+                  extent = arith::SelectOp::create(b, at, here, i64Constant(b, at, other), extent);
+                }
+              }
+              Value below = arith::CmpIOp::create(
+                  b, at, arith::CmpIPredicate::slt, index,
+                  arith::SubIOp::create(b, at, i64Constant(b, at, 0), extent));
+              Value above = arith::CmpIOp::create(b, at, arith::CmpIPredicate::sge, index, extent);
+              Value outside = arith::OrIOp::create(b, at, below, above);
+              Value one = arith::ExtUIOp::create(b, at, i64, outside);
+              linalg::YieldOp::create(b, at,
+                                      arith::AddIOp::create(b, at, args[1], one).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, count);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateIndexingToLinalgPatterns(const TypeConverter &converter,
                                       RewritePatternSet &patterns) {
-  patterns.add<ExpandLowering, SliceLowering, GatherLowering, GatherElementsLowering,
-               PadLowering, CumulativeLowering<CumSumOp, false>,
-               CumulativeLowering<CumProdOp, true>, ScatterElementsLowering, ScatterNDLowering>(
+  patterns.add<ExpandLowering, SliceLowering, GatherLowering, GatherElementsLowering, PadLowering,
+               CumulativeLowering<CumSumOp, false>, CumulativeLowering<CumProdOp, true>,
+               ScatterElementsLowering, ScatterNDLowering, CountOutOfRangeLowering>(
       converter, patterns.getContext());
 }
 

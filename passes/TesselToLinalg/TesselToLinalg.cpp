@@ -97,7 +97,8 @@ struct ConvertTesselToLinalgPass
 
     ConversionTarget target(*context);
     target.addIllegalDialect<TesselDialect>();
-    target.addLegalOp<ModuleOp>();
+    // Run-time checks stay in the entry function for the host schedule.
+    target.addLegalOp<ModuleOp, CheckZeroOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {

@@ -14,9 +14,14 @@
 
 namespace tessel::schema {
 
-/// The Artifact.format_version this code writes and reads. Version 2 records
-/// KernelEntry.binding_sizes, which the verifier requires.
-inline constexpr uint32_t kFormatVersion = 2;
+/// The Artifact.format_version this code writes. Version 2 records
+/// KernelEntry.binding_sizes, which the verifier requires; version 3 adds
+/// CheckStep, which an older runtime would skip.
+inline constexpr uint32_t kFormatVersion = 3;
+
+/// The oldest format_version this code reads: a version 2 artifact has no
+/// check steps, and is otherwise read alike.
+inline constexpr uint32_t kOldestFormatVersion = 2;
 
 /// Alignment of the weights, of executables' binaries and of the arena.
 inline constexpr size_t kAlignment = 64;
@@ -24,6 +29,13 @@ inline constexpr size_t kAlignment = 64;
 /// The largest arena a loader accepts; the compiler writes no artifact
 /// that needs more.
 inline constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 40;
+
+/// The largest artifact: FlatBuffers offsets are signed 32-bit, and its
+/// Verifier takes buffers shorter than FLATBUFFERS_MAX_BUFFER_SIZE only.
+inline constexpr uint64_t kMaxArtifactBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
+
+/// The most per-thread scratch one CPU kernel entry may ask for.
+inline constexpr uint64_t kMaxScratchBytes = uint64_t(1) << 30;
 
 /// The integrity checksum of the artifact in the `size` bytes at `data`,
 /// whose Integrity struct is `integrity`: every byte, the struct's read as

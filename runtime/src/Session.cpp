@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
 
 using namespace tessel::runtime;
 namespace sc = tessel::schema;
@@ -39,11 +40,14 @@ struct ModuleReference {
 
 /// One schedule step, resolved.
 struct StepPlan {
-  /// The executable of a dispatch; null for a copy.
+  /// The executable of a dispatch; null for a copy or a check.
   const Executable *executable;
   uint32_t entry;
+  /// The check step's description; null for a dispatch or a copy.
+  const sc::CheckStep *check;
   /// Where the step's bindings start in the session's slots: a dispatch's
-  /// entry.binding_count buffers, or a copy's source and destination.
+  /// entry.binding_count buffers, a copy's source and destination, or a
+  /// check's count.
   size_t firstSlot;
   size_t slotCount;
   size_t copyBytes;
@@ -109,6 +113,8 @@ tsl_status checkStepDevice(uint32_t step, sc::DeviceKind kind) {
 
 /// The name a profile gives a schedule step.
 const char *stepName(const sc::Artifact &artifact, const sc::ScheduleStep &step) {
+  if (step.step_as_CheckStep())
+    return "check";
   const sc::DispatchStep *dispatch = step.step_as_DispatchStep();
   if (!dispatch)
     return "copy";
@@ -156,7 +162,7 @@ tsl_status planSteps(tsl_session &session) {
   session.steps.reserve(schedule.size());
   for (flatbuffers::uoffset_t i = 0; i < schedule.size(); ++i) {
     const sc::ScheduleStep &step = *schedule.Get(i);
-    StepPlan plan{nullptr, 0, session.slots.size(), 0, 0, i};
+    StepPlan plan{nullptr, 0, nullptr, session.slots.size(), 0, 0, i};
     if (const sc::DispatchStep *dispatch = step.step_as_DispatchStep()) {
       sc::DeviceKind kind =
           artifact.executables()->Get(dispatch->executable())->device();
@@ -165,6 +171,9 @@ tsl_status planSteps(tsl_session &session) {
       plan.entry = dispatch->entry();
       for (uint32_t buffer : *dispatch->bindings())
         addSlot(buffer);
+    } else if (const sc::CheckStep *check = step.step_as_CheckStep()) {
+      plan.check = check;
+      addSlot(check->count());
     } else {
       const sc::CopyStep &copy = *step.step_as_CopyStep();
       TSL_RETURN_IF_ERROR(checkStepDevice(i, copy.source_device()));
@@ -321,6 +330,20 @@ tsl_status bindTensor(tsl_session &session, size_t slot, tsl_tensor &tensor,
   return nullptr;
 }
 
+/// Fails the run, naming the node, when the count the check reads (written
+/// by an earlier dispatch, so the stream is drained first) is not zero.
+tsl_status executeCheck(tsl_session &session, const StepPlan &step, void *count) {
+  TSL_RETURN_IF_ERROR(session.stream->synchronize());
+  int64_t value = 0;
+  TSL_RETURN_IF_ERROR(
+      session.device->copy(&value, count, sizeof(value), CopyDirection::DeviceToHost));
+  if (value == 0)
+    return nullptr;
+  return makeError(TSL_INVALID_ARGUMENT,
+                   "run stopped at schedule step %u: node '%s': %s (%" PRId64 " of them)",
+                   step.index, step.check->node()->c_str(), step.check->problem()->c_str(), value);
+}
+
 tsl_status executeStep(tsl_session &session, const StepPlan &step) {
   // data() + offset: a dispatch without bindings may start at the end.
   void *const *slots = session.slots.data() + step.firstSlot;
@@ -328,6 +351,8 @@ tsl_status executeStep(tsl_session &session, const StepPlan &step) {
     Bindings bindings{slots, session.slotSizes.data() + step.firstSlot, step.slotCount};
     return session.stream->dispatch(*step.executable, step.entry, bindings, step.index);
   }
+  if (step.check)
+    return executeCheck(session, step, slots[0]);
   return session.device->copy(slots[1], slots[0], step.copyBytes, CopyDirection::DeviceToDevice);
 }
 

@@ -29,18 +29,13 @@ static_assert(static_cast<int>(sc::DType_MAX) == TSL_U2 &&
               "tsl_dtype and the schema's DType disagree");
 
 /// The root table's offset and the file identifier.
-constexpr size_t kHeaderBytes =
-    sizeof(fb::uoffset_t) + fb::kFileIdentifierLength;
-/// FlatBuffers offsets are signed 32-bit; its Verifier takes buffers shorter
-/// than FLATBUFFERS_MAX_BUFFER_SIZE only (it asserts so).
-constexpr uint64_t kMaxArtifactBytes = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
+constexpr size_t kHeaderBytes = sizeof(fb::uoffset_t) + fb::kFileIdentifierLength;
 
 /// The schema nests about seven deep; the limits bound the Verifier's work
 /// on a crafted file whose tables are shared many times over.
 constexpr fb::uoffset_t kMaxDepth = 16;
 constexpr fb::uoffset_t kMaxTables = 1u << 24;
 
-constexpr uint64_t kMaxScratchBytes = uint64_t(1) << 30;
 constexpr uint32_t kMaxArenaAlignment = 4096;
 
 tsl_status invalid(const char *format, ...)
@@ -374,7 +369,7 @@ private:
                        " buffers",
                        index, e, symbol.c_str(), entry.binding_count(),
                        artifact.buffers()->size());
-      if (entry.scratch_bytes() > kMaxScratchBytes)
+      if (entry.scratch_bytes() > sc::kMaxScratchBytes)
         return invalid("artifact executable %" PRIu32 " entry %" PRIu32
                        " ('%s'): scratch_bytes %" PRIu64
                        " exceeds the 1 GiB limit",
@@ -398,6 +393,8 @@ private:
         TSL_RETURN_IF_ERROR(checkDispatch(i, *dispatch));
       else if (const sc::CopyStep *copy = step.step_as_CopyStep())
         TSL_RETURN_IF_ERROR(checkCopy(i, *copy));
+      else if (const sc::CheckStep *check = step.step_as_CheckStep())
+        TSL_RETURN_IF_ERROR(checkCheck(i, *check));
       else
         return invalid("artifact schedule step %" PRIu32
                        ": type %u is not a Step",
@@ -445,6 +442,20 @@ private:
                        " of %" PRIu64 " bytes, but entry '%s' was compiled for %" PRIu64 " bytes",
                        index, b, bindings[b], size, entry.symbol()->c_str(), expected);
     }
+    return nullptr;
+  }
+
+  tsl_status checkCheck(fb::uoffset_t index, const sc::CheckStep &step) {
+    const auto &buffers = *artifact.buffers();
+    if (step.count() >= buffers.size())
+      return invalid("artifact schedule step %" PRIu32 ": count buffer %" PRIu32
+                     " is out of range (the artifact has %" PRIu32 " buffers)",
+                     index, step.count(), buffers.size());
+    uint64_t size = buffers.Get(step.count())->size();
+    if (size != sizeof(int64_t))
+      return invalid("artifact schedule step %" PRIu32 ": count buffer %" PRIu32 " has %" PRIu64
+                     " bytes, not the 8 of an int64",
+                     index, step.count(), size);
     return nullptr;
   }
 
@@ -517,11 +528,11 @@ tsl_status checkArtifactSize(uint64_t size, const char *what) {
                      "%s is %" PRIu64 " bytes, too small for an artifact "
                      "header (%zu bytes)",
                      what, size, kHeaderBytes);
-  if (size > kMaxArtifactBytes)
+  if (size > sc::kMaxArtifactBytes)
     return makeError(TSL_INVALID_ARTIFACT,
                      "%s is %" PRIu64 " bytes, more than the %" PRIu64
                      " a FlatBuffers artifact can hold",
-                     what, size, kMaxArtifactBytes);
+                     what, size, sc::kMaxArtifactBytes);
   return nullptr;
 }
 
@@ -546,12 +557,12 @@ tsl_status verifyArtifact(const uint8_t *data, size_t size, uint64_t maxArenaByt
 
   // Before the checksum: a newer format may checksum differently, and
   // "unsupported" is the truer answer for it.
-  if (root->format_version() != sc::kFormatVersion)
+  if (root->format_version() < sc::kOldestFormatVersion ||
+      root->format_version() > sc::kFormatVersion)
     return makeError(TSL_UNSUPPORTED,
                      "artifact format_version %" PRIu32
-                     " is not supported (this runtime reads version %" PRIu32
-                     ")",
-                     root->format_version(), sc::kFormatVersion);
+                     " is not supported (this runtime reads versions %" PRIu32 " to %" PRIu32 ")",
+                     root->format_version(), sc::kOldestFormatVersion, sc::kFormatVersion);
 
   const sc::Integrity *integrity = root->integrity();
   if (!integrity)

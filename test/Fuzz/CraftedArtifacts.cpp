@@ -163,6 +163,13 @@ std::vector<Field> structuralFields(const sc::Artifact &artifact) {
                          [at](sc::Artifact &a, uint32_t v) { at(a)->mutate_source(v); });
       addField<uint32_t>(fields, name + ".destination", copy->destination(),
                          [at](sc::Artifact &a, uint32_t v) { at(a)->mutate_destination(v); });
+    } else if (const sc::CheckStep *check = step.step_as_CheckStep()) {
+      auto at = [s](sc::Artifact &a) {
+        return static_cast<sc::CheckStep *>(
+            a.mutable_schedule()->GetMutableObject(s)->mutable_step());
+      };
+      addField<uint32_t>(fields, name + ".count", check->count(),
+                         [at](sc::Artifact &a, uint32_t v) { at(a)->mutate_count(v); });
     }
   }
   return fields;

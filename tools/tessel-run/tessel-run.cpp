@@ -40,7 +40,8 @@ HostTensor toHost(const tsl::Tensor &tensor, const std::string &name) {
 }
 
 /// Deterministic inputs for timing runs without data: standard-normal
-/// floats, small integers.
+/// floats; integers in [0, 4) (valid indices into any axis of 4 or more,
+/// which the run checks), bools 0 or 1.
 HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed) {
   HostTensor tensor;
   tensor.name = info.name;
@@ -54,8 +55,11 @@ HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed) {
     for (size_t i = 0; i < tensor.elementCount(); ++i)
       values[i] = normal(generator);
   } else {
-    for (uint8_t &byte : tensor.bytes)
-      byte = generator() % 4 == 0;
+    // Little-endian: the low byte of each element holds its value.
+    size_t elementBytes = tsl_dtype_size(info.dtype);
+    unsigned range = info.dtype == TSL_BOOL ? 2 : 4;
+    for (size_t i = 0; i < tensor.bytes.size(); i += elementBytes)
+      tensor.bytes[i] = static_cast<uint8_t>(generator() % range);
   }
   return tensor;
 }

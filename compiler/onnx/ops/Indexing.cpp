@@ -141,25 +141,45 @@ LogicalResult importSplit(NodeImporter &node) {
   return success();
 }
 
-/// Fails, saying which, if a constant index of input `input` lies outside
-/// [-extent, extent) of the axis it indexes: entry i indexes an axis of
-/// extent extents[i % extents.size()] (one extent for Gather, one per tuple
-/// element for GatherND). ONNX leaves such an index undefined and
-/// onnxruntime refuses it; clamping it would give wrong rows silently.
-LogicalResult checkConstantIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> extents) {
-  ElementsAttr indices = node.constantInput(input);
-  if (!indices || extents.empty() || llvm::any_of(extents, ShapedType::isDynamic))
+/// "[-3, 3)", or "[-3, 3) and [-4, 4)" for one extent per tuple entry.
+std::string indexRanges(ArrayRef<int64_t> extents) {
+  SmallVector<std::string> ranges;
+  for (int64_t extent : extents)
+    ranges.push_back(("[-" + Twine(extent) + ", " + Twine(extent) + ")").str());
+  return llvm::join(ranges, " and ");
+}
+
+/// Entry i of input `input` indexes an axis of extent
+/// extents[i % extents.size()] (one extent for Gather, one per tuple entry
+/// for GatherND) and must lie in [-extent, extent): ONNX leaves other
+/// indices undefined and onnxruntime refuses them, where clamping would
+/// give wrong rows silently. Constant indices are checked here, saying
+/// which entry is wrong; indices known only at run time get a count of
+/// those out of range, which the runtime checks before returning results.
+LogicalResult checkIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> extents) {
+  if (extents.empty() || llvm::any_of(extents, ShapedType::isDynamic))
     return success();
-  auto values = indices.tryGetValues<APInt>();
-  if (!values)
+  if (ElementsAttr indices = node.constantInput(input)) {
+    auto values = indices.tryGetValues<APInt>();
+    if (!values)
+      return success();
+    for (auto [position, value] : llvm::enumerate(*values)) {
+      int64_t index = value.getSExtValue(), extent = extents[position % extents.size()];
+      if (index < -extent || index >= extent)
+        return node.unsupported("index " + Twine(index) + " (entry " + Twine(position) +
+                                " of the constant indices) is out of range for an axis of "
+                                "size " +
+                                Twine(extent));
+    }
     return success();
-  for (auto [position, value] : llvm::enumerate(*values)) {
-    int64_t index = value.getSExtValue(), extent = extents[position % extents.size()];
-    if (index < -extent || index >= extent)
-      return node.unsupported("index " + Twine(index) + " (entry " + Twine(position) +
-                              " of the constant indices) is out of range for an axis of size " +
-                              Twine(extent));
   }
+  OpBuilder &b = node.builder();
+  Value count = CountOutOfRangeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
+                                          node.input(input), b.getDenseI64ArrayAttr(extents));
+  auto name = dyn_cast<NameLoc>(node.loc());
+  CheckZeroOp::create(
+      b, node.loc(), count, name ? name.getName() : b.getStringAttr(node.node().name()),
+      b.getStringAttr(node.node().op_type() + " indices outside " + indexRanges(extents)));
   return success();
 }
 
@@ -168,7 +188,7 @@ LogicalResult importGather(NodeImporter &node) {
       normalizeAxis(node.intAttr("axis", 0), node.inputType(0).getRank());
   if (!axis)
     return node.unsupported("axis is out of range");
-  if (failed(checkConstantIndices(node, 1, node.inputType(0).getDimSize(*axis))))
+  if (failed(checkIndices(node, 1, node.inputType(0).getDimSize(*axis))))
     return failure();
   return node.setInferredOutput(
       0, node.createInferred<GatherOp>(node.input(0), node.input(1),
@@ -181,7 +201,7 @@ LogicalResult importGatherElements(NodeImporter &node) {
       normalizeAxis(node.intAttr("axis", 0), node.inputType(0).getRank());
   if (!axis)
     return node.unsupported("axis is out of range");
-  if (failed(checkConstantIndices(node, 1, node.inputType(0).getDimSize(*axis))))
+  if (failed(checkIndices(node, 1, node.inputType(0).getDimSize(*axis))))
     return failure();
   node.setOutput(0, GatherElementsOp::create(
                         node.builder(), node.loc(),
@@ -619,7 +639,7 @@ LogicalResult importGatherND(NodeImporter &node) {
   if (batchDims + depth > dataType.getRank())
     return node.unsupported("index tuples are longer than the data's rank");
   SmallVector<int64_t> dims(dataType.getShape().slice(batchDims, depth)), strides(depth, 1);
-  if (failed(checkConstantIndices(node, 1, dims)))
+  if (failed(checkIndices(node, 1, dims)))
     return failure();
   OpBuilder &b = node.builder();
   Location loc = node.loc();
@@ -668,7 +688,7 @@ LogicalResult importScatterElements(NodeImporter &node) {
       node.opset() >= 16 ? node.stringAttr("reduction").value_or("none") : "none";
   if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
     return node.unsupported("reduction '" + reduction + "' is not supported");
-  if (failed(checkConstantIndices(node, 1, type.getDimSize(*axis))))
+  if (failed(checkIndices(node, 1, type.getDimSize(*axis))))
     return failure();
   OpBuilder &b = node.builder();
   node.setOutput(0, ScatterElementsOp::create(b, node.loc(), type, node.input(0),
@@ -691,7 +711,7 @@ LogicalResult importScatterND(NodeImporter &node) {
   int64_t depth = node.inputType(1).getShape().back();
   if (depth > type.getRank())
     return node.unsupported("index tuples are longer than the data's rank");
-  if (failed(checkConstantIndices(node, 1, type.getShape().take_front(depth))))
+  if (failed(checkIndices(node, 1, type.getShape().take_front(depth))))
     return failure();
   OpBuilder &b = node.builder();
   node.setOutput(0, ScatterNDOp::create(b, node.loc(), type, node.input(0), node.input(1),

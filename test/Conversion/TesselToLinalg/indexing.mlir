@@ -102,3 +102,25 @@ func.func @mod_and_shift(%a: tensor<4xi32>, %b: tensor<4xi32>, %c: tensor<4xui8>
   %1 = tessel.bit_shift %c, %d {left = true} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
   return %0, %1 : tensor<4xi32>, tensor<4xui8>
 }
+
+// -----
+
+// Counting indices out of range is a full reduction; with one extent per
+// tuple entry, the innermost loop index picks the extent. The check stays
+// for the host.
+// CHECK-LABEL: @count_out_of_range
+// CHECK: linalg.generic {{.+}} iterator_types = ["reduction", "reduction"]
+// CHECK: arith.extsi %{{.+}} : i32 to i64
+// CHECK: linalg.index 1 : index
+// CHECK: arith.select %{{.+}}, %c4_i64, %c3_i64
+// CHECK: arith.cmpi slt
+// CHECK: arith.cmpi sge
+// CHECK: arith.ori
+// CHECK: arith.extui %{{.+}} : i1 to i64
+// CHECK: arith.addi
+// CHECK: tessel.check_zero
+func.func @count_out_of_range(%indices: tensor<5x2xi32>) -> tensor<i64> {
+  %0 = tessel.count_out_of_range %indices {extents = array<i64: 3, 4>} : tensor<5x2xi32> -> tensor<i64>
+  tessel.check_zero %0 {node = "n", problem = "GatherND indices outside [-3, 3) and [-4, 4)"} : tensor<i64>
+  return %0 : tensor<i64>
+}

@@ -233,3 +233,23 @@ func.func @no_fold_quantized_add() -> tensor<2x!quant.uniform<u8:f32, 0.5>> {
       -> tensor<2x!quant.uniform<u8:f32, 0.5>>
   return %0 : tensor<2x!quant.uniform<u8:f32, 0.5>>
 }
+
+// -----
+
+// Constant indices are counted at compile time, each entry against its
+// tuple position's extent; a check of a count known to be zero goes, one
+// known not to be stays (and fails every run).
+// CHECK-LABEL: @count_constant_indices
+func.func @count_constant_indices() -> tensor<i64> {
+  // CHECK: %[[TWO:.+]] = tessel.constant dense<2> : tensor<i64>
+  // CHECK-NOT: check_zero %{{.+}} {node = "in range"
+  // CHECK: tessel.check_zero %[[TWO]] {node = "out of range"
+  // CHECK: return %[[TWO]]
+  %i = tessel.constant dense<[[-3, 3], [2, -5], [-4, 3]]> : tensor<3x2xi64>
+  %0 = tessel.count_out_of_range %i {extents = array<i64: 3, 4>} : tensor<3x2xi64> -> tensor<i64>
+  %j = tessel.constant dense<[0, -1]> : tensor<2xi32>
+  %1 = tessel.count_out_of_range %j {extents = array<i64: 1>} : tensor<2xi32> -> tensor<i64>
+  tessel.check_zero %1 {node = "in range", problem = "Gather indices outside [-1, 1)"} : tensor<i64>
+  tessel.check_zero %0 {node = "out of range", problem = "GatherND indices outside [-3, 3) and [-4, 4)"} : tensor<i64>
+  return %0 : tensor<i64>
+}

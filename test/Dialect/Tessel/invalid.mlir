@@ -279,3 +279,19 @@ func.func @arg_reduce_axis(%a: tensor<2x3xf32>) -> tensor<2xi64> {
   %0 = tessel.arg_reduce "max", %a {axis = 2 : i64, select_last = false} : (tensor<2x3xf32>) -> tensor<2xi64>
   return %0 : tensor<2xi64>
 }
+
+// -----
+
+func.func @count_out_of_range_tuple_extents(%i: tensor<3x2xi64>) -> tensor<i64> {
+  // expected-error @+1 {{several extents need indices whose innermost axis has one entry per extent}}
+  %0 = tessel.count_out_of_range %i {extents = array<i64: 5, 4, 3>} : tensor<3x2xi64> -> tensor<i64>
+  return %0 : tensor<i64>
+}
+
+// -----
+
+func.func @count_out_of_range_negative_extent(%i: tensor<3xi32>) -> tensor<i64> {
+  // expected-error @+1 {{extents must be one or more sizes >= 0}}
+  %0 = tessel.count_out_of_range %i {extents = array<i64: -1>} : tensor<3xi32> -> tensor<i64>
+  return %0 : tensor<i64>
+}

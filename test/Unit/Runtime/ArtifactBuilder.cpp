@@ -80,6 +80,11 @@ fb::Offset<sc::ScheduleStep> step(fb::FlatBufferBuilder &builder,
     return sc::CreateScheduleStep(builder, sc::Step_DispatchStep,
                                   created.Union());
   }
+  if (const auto *check = std::get_if<CheckSpec>(&spec)) {
+    auto created = sc::CreateCheckStepDirect(builder, check->count, check->node.c_str(),
+                                             check->problem.c_str());
+    return sc::CreateScheduleStep(builder, sc::Step_CheckStep, created.Union());
+  }
   const auto &copy = std::get<CopySpec>(spec);
   auto created = sc::CreateCopyStep(builder, copy.source, copy.destination,
                                     copy.sourceDevice, copy.destinationDevice);

@@ -72,7 +72,13 @@ struct CopySpec {
   schema::DeviceKind destinationDevice = schema::DeviceKind_cpu;
 };
 
-using StepSpec = std::variant<DispatchSpec, CopySpec>;
+struct CheckSpec {
+  uint32_t count = 0;
+  std::string node;
+  std::string problem;
+};
+
+using StepSpec = std::variant<DispatchSpec, CopySpec, CheckSpec>;
 
 struct ArtifactSpec {
   uint32_t formatVersion = schema::kFormatVersion;

@@ -105,7 +105,21 @@ TEST_F(CorruptArtifactTest, NewerFormatVersionIsUnsupported) {
   spec.formatVersion = schema::kFormatVersion + 1;
   StatusResult status = loadStatus(buildArtifact(spec));
   EXPECT_EQ(status.code, TSL_UNSUPPORTED);
-  EXPECT_THAT(status.message, HasSubstr("format_version 3 is not supported"));
+  EXPECT_THAT(status.message, HasSubstr("format_version 4 is not supported (this runtime reads "
+                                        "versions 2 to 3)"));
+}
+
+TEST_F(CorruptArtifactTest, OldestFormatVersionStillLoads) {
+  ArtifactSpec spec = pipelineModel();
+  spec.formatVersion = schema::kOldestFormatVersion;
+  StatusResult status = loadStatus(buildArtifact(spec));
+  EXPECT_EQ(status.code, TSL_OK) << status.message;
+}
+
+TEST_F(CorruptArtifactTest, FormatVersionBeforeTheOldestIsUnsupported) {
+  ArtifactSpec spec = pipelineModel();
+  spec.formatVersion = schema::kOldestFormatVersion - 1;
+  EXPECT_EQ(loadStatus(buildArtifact(spec)).code, TSL_UNSUPPORTED);
 }
 
 TEST_F(CorruptArtifactTest, FormatVersionZeroIsUnsupported) {

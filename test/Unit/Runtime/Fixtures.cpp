@@ -90,6 +90,16 @@ ArtifactSpec pipelineModel() {
   return spec;
 }
 
+ArtifactSpec checkModel() {
+  ArtifactSpec spec;
+  spec.inputs = {{"count", sc::DType_i64, {1}, std::nullopt}};
+  spec.outputs = {{"same", sc::DType_i64, {1}, std::nullopt}};
+  spec.buffers = {{sc::BufferKind_input, 0, 0, sizeof(int64_t)},
+                  {sc::BufferKind_output, 0, 0, sizeof(int64_t)}};
+  spec.steps = {CheckSpec{0, "gather_node", "Gather indices outside [-5, 5)"}, CopySpec{0, 1}};
+  return spec;
+}
+
 ArtifactSpec probeModel(uint64_t workgroups) {
   ArtifactSpec spec;
   spec.outputs = {

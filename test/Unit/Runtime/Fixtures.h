@@ -38,6 +38,10 @@ ArtifactSpec pipelineModel();
 /// The expected outputs of pipelineModel for input x.
 std::vector<float> pipelineWeights();
 
+/// count: i64[1] -> same: i64[1], through a check step on the input (the
+/// run fails when count is not zero) and a copy.
+ArtifactSpec checkModel();
+
 /// out (u64[workgroups]) records which thread's scratch ran each
 /// workgroup; each workgroup takes about a millisecond.
 ArtifactSpec probeModel(uint64_t workgroups);

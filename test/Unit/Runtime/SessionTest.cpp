@@ -48,6 +48,41 @@ protected:
   TensorPtr x, y;
 };
 
+/// Runs checkModel with `count` as its input; on success `same` holds the
+/// output.
+StatusResult runCheckModel(int64_t count, int64_t &same) {
+  ModulePtr module = loadModule(buildArtifact(checkModel()));
+  SessionPtr session = createSession(module.get());
+  int64_t shape[] = {1};
+  tsl_tensor *input = nullptr;
+  EXPECT_EQ(take(tsl_tensor_allocate(TSL_I64, shape, 1, &input)).code, TSL_OK);
+  TensorPtr owned(input);
+  std::memcpy(tsl_tensor_data(input), &count, sizeof(count));
+  tsl_tensor *output = nullptr;
+  StatusResult status = take(tsl_session_run(session.get(), &input, 1, &output, 1));
+  if (output) {
+    TensorPtr result(output);
+    std::memcpy(&same, tsl_tensor_data(output), sizeof(same));
+  }
+  return status;
+}
+
+TEST(CheckStepTest, ZeroCountLetsTheRunFinish) {
+  int64_t same = -1;
+  StatusResult status = runCheckModel(0, same);
+  EXPECT_EQ(status.code, TSL_OK) << status.message;
+  EXPECT_EQ(same, 0);
+}
+
+TEST(CheckStepTest, NonZeroCountStopsTheRunNamingTheNode) {
+  int64_t same = -1;
+  StatusResult status = runCheckModel(3, same);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "run stopped at schedule step 0: node 'gather_node': Gather indices "
+                            "outside [-5, 5) (3 of them)");
+  EXPECT_EQ(same, -1) << "a failed run fills no output slot";
+}
+
 TEST_F(AddModelTest, NullOutputSlotReceivesANewTensor) {
   tsl_tensor *output = nullptr;
   StatusResult status = run({x.get(), y.get()}, &output);

@@ -303,6 +303,22 @@ TEST(VerifierTest, CopyDeviceOutsideTheEnumIsRefused) {
                       "a DeviceKind");
 }
 
+TEST(VerifierTest, CheckCountOutOfRangeIsRefused) {
+  ArtifactSpec spec = checkModel();
+  std::get<CheckSpec>(spec.steps[0]).count = 2;
+  expectRefused(spec, "artifact schedule step 0: count buffer 2 is out of range (the artifact "
+                      "has 2 buffers)");
+}
+
+TEST(VerifierTest, CheckCountThatIsNoInt64IsRefused) {
+  ArtifactSpec spec = checkModel();
+  spec.inputs[0].dtype = sc::DType_i32;
+  spec.buffers[0].size = spec.buffers[1].size = 4;
+  spec.outputs[0].dtype = sc::DType_i32;
+  expectRefused(spec, "artifact schedule step 0: count buffer 0 has 4 bytes, not the 8 of an "
+                      "int64");
+}
+
 TEST(VerifierTest, SharedTablesDescribingMoreThanTheFileHoldsAreRefused) {
   // One dispatch of 64 bindings referred to 1000 times: 64000 bindings in a
   // file of a few kilobytes.
