@@ -380,6 +380,11 @@ private:
         return invalid("artifact executable %" PRIu32 " entry %" PRIu32
                        " ('%s'): %" PRIu32 " binding sizes for %" PRIu32 " bindings",
                        index, e, symbol.c_str(), sizeCount, entry.binding_count());
+      // As for shapes: the Verifier aligns the length, not the elements.
+      if (sizeCount > 0 && reinterpret_cast<uintptr_t>(sizes->data()) % alignof(uint64_t) != 0)
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       " ('%s'): the binding sizes are not 8-byte aligned",
+                       index, e, symbol.c_str());
     }
     return nullptr;
   }
