@@ -52,7 +52,13 @@ private:
     return plan.buffers.size() - 1;
   }
   FailureOr<uint32_t> bufferOf(Value value, Operation *user);
-  LogicalResult planCheck(CheckZeroOp check);
+  /// The step about to be appended reads `buffer`: if it is in the arena,
+  /// it lives at least until then.
+  void noteRead(uint32_t buffer) {
+    auto it = lifetimes.find(buffer);
+    if (it != lifetimes.end())
+      it->second.second = plan.steps.size();
+  }
   void placeArena();
 
   HostPlan plan;
@@ -80,16 +86,6 @@ FailureOr<uint32_t> Planner::bufferOf(Value value, Operation *user) {
     return entry->second;
   }
   return user->emitError("host planning: operand has no buffer");
-}
-
-LogicalResult Planner::planCheck(CheckZeroOp check) {
-  FailureOr<uint32_t> buffer = bufferOf(check.getCount(), check);
-  if (failed(buffer))
-    return failure();
-  if (lifetimes.count(*buffer))
-    lifetimes[*buffer].second = plan.steps.size();
-  plan.steps.push_back(CheckPlan{*buffer, check.getNode().str(), check.getProblem().str()});
-  return success();
 }
 
 FailureOr<HostPlan> Planner::run(func::FuncOp main) {
@@ -121,8 +117,7 @@ FailureOr<HostPlan> Planner::run(func::FuncOp main) {
         if (failed(buffer))
           return failure();
         dispatch.bindings.push_back(*buffer);
-        if (lifetimes.count(*buffer))
-          lifetimes[*buffer].second = step;
+        noteRead(*buffer);
       }
       uint32_t result = newBuffer(
           {BufferKind::Arena, 0, 0, byteSize(call.getResult(0).getType())});
@@ -131,8 +126,11 @@ FailureOr<HostPlan> Planner::run(func::FuncOp main) {
       dispatch.bindings.push_back(result);
       plan.steps.push_back(std::move(dispatch));
     } else if (auto check = dyn_cast<CheckZeroOp>(op)) {
-      if (failed(planCheck(check)))
+      FailureOr<uint32_t> count = bufferOf(check.getCount(), check);
+      if (failed(count))
         return failure();
+      noteRead(*count);
+      plan.steps.push_back(CheckPlan{*count, check.getNode().str(), check.getProblem().str()});
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
         FailureOr<uint32_t> buffer = bufferOf(value, ret);
@@ -149,8 +147,7 @@ FailureOr<HostPlan> Planner::run(func::FuncOp main) {
         uint32_t output = newBuffer({BufferKind::Output,
                                      static_cast<uint32_t>(index), 0,
                                      byteSize(value.getType())});
-        if (lifetimes.count(*buffer))
-          lifetimes[*buffer].second = plan.steps.size();
+        noteRead(*buffer);
         plan.steps.push_back(CopyPlan{*buffer, output});
       }
     } else {

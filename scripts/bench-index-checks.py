@@ -20,29 +20,23 @@ alternating rounds in the same run.
 
 import argparse
 import datetime
-import importlib.util
 import pathlib
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench  # noqa: E402  (scripts/bench.py: latency and CPU helpers)
+
 PROFILE_TOTAL = re.compile(r"profile: ([0-9.]+) ms per run")
 PROFILE_ROW = re.compile(r"^\s*([0-9.]+)\s+[0-9.]+%\s+\d+\s+(\S+)$", re.MULTILINE)
-
-
-def load_compare_latency():
-    spec = importlib.util.spec_from_file_location("compare_latency",
-                                                  ROOT / "scripts" / "compare-latency.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def embedding_model(rng):
@@ -104,9 +98,9 @@ def main():
     parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--output", default=str(ROOT / "docs" / "performance-index-checks.md"))
     args = parser.parse_args()
-    latency = load_compare_latency()
-    tessel_run = str(pathlib.Path(args.build) / "bin" / "tessel-run")
-    tessel_compile = str(pathlib.Path(args.build) / "bin" / "tessel-compile")
+    latency = bench.load_compare_latency()
+    tools = pathlib.Path(args.build) / "bin"
+    tessel_run, tessel_compile = str(tools / "tessel-run"), str(tools / "tessel-compile")
     rng = np.random.default_rng(0)
     rows = []
     models = []
@@ -127,30 +121,19 @@ def main():
             for input_name, value in feeds.items():
                 inputs.append(f"{work}/{stem}-{input_name}.npy")
                 np.save(inputs[-1], value)
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 1
-            session = ort.InferenceSession(model_path, options,
-                                           providers=["CPUExecutionProvider"])
-            latency.time_onnxruntime(session, feeds, 3)
-            totals, checks, tessel, reference = [], [], [], []
-            for _ in range(args.rounds):
-                total, check = check_share(tessel_run, artifact, inputs, args.runs)
-                totals.append(total)
-                checks.append(check)
-                tessel.append(latency.time_tessel(tessel_run, artifact, 1, args.runs))
-                reference.append(latency.time_onnxruntime(session, feeds, args.runs))
-            total, check = statistics.median(totals), statistics.median(checks)
-            t, r = statistics.median(tessel), statistics.median(reference)
+            profiles = [check_share(tessel_run, artifact, inputs, args.runs)
+                        for _ in range(args.rounds)]
+            total = statistics.median(total for total, _ in profiles)
+            check = statistics.median(check for _, check in profiles)
+            t, r = bench.measure(latency, tools, model_path, artifact, 1, args.rounds, args.runs)
             rows.append((name, total, check, 100 * check / total, t / r))
             print(f"{name}: profile {total:.3f} ms/run, checks {check:.3f} ms "
                   f"({100 * check / total:.2f}%), tessel/onnxruntime {t / r:.2f}", flush=True)
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), "unknown CPU")
     lines = [
         "# The cost of run-time index checks",
         "",
-        f"Measured {datetime.date.today()} on {cpu}, 1 thread, by "
+        f"Measured {datetime.date.today()} on {bench.cpu_description()}, 1 thread, by "
         "`scripts/bench-index-checks.py` (part of `make bench`); medians of "
         f"{args.rounds} rounds of {args.runs} runs. The share is the time of the count "
         "kernels and check steps in `tessel-run --profile` (which synchronizes after each "

@@ -26,7 +26,6 @@ Only ratios measured in the same run are meaningful on a shared machine.
 import argparse
 import datetime
 import gc
-import importlib.util
 import math
 import pathlib
 import re
@@ -43,16 +42,12 @@ from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantT
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench  # noqa: E402  (scripts/bench.py: models, latency and CPU helpers)
+
 MODELS = ["resnet50", "mobilenet_v2", "efficientnet_b0", "bert_base"]
 CALIBRATION_SAMPLES, HELD_OUT_SAMPLES = 32, 8
 VOCABULARY = 30522  # bert_base's token ids
-
-
-def load_script(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def dot_peaks(work):
@@ -253,8 +248,7 @@ def main():
     tools = pathlib.Path(args.build) / "bin"
     work = pathlib.Path(args.build) / "bench"
     work.mkdir(parents=True, exist_ok=True)
-    bench = load_script("bench", ROOT / "scripts" / "bench.py")
-    latency = load_script("compare_latency", ROOT / "scripts" / "compare-latency.py")
+    latency = bench.load_compare_latency()
 
     fma_peak, _ = bench.fma_peak(work)
     peaks, peak = dot_peaks(work)
