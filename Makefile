@@ -10,7 +10,10 @@ TSAN_DIR ?= build-tsan
 # Seconds each fuzz target runs in `make fuzz`.
 FUZZ_SECONDS ?= 3600
 
-.PHONY: all setup configure build demo test conformance bench sanitize fuzz tsan clean
+# Where `make install` puts the tools and the runtime package.
+PREFIX ?= /usr/local
+
+.PHONY: all setup configure build install wheel demo test conformance bench sanitize fuzz tsan clean
 
 all: build
 
@@ -22,6 +25,15 @@ configure: setup
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+install: build
+	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# The `tessel` Python package as a wheel in $(BUILD_DIR)/wheels (pip install
+# ./python installs the same).
+wheel: build
+	@TESSEL_BUILD_DIR=$(abspath $(BUILD_DIR)) .venv/bin/pip wheel --quiet \
+	  --disable-pip-version-check --no-deps -w $(BUILD_DIR)/wheels ./python
 
 demo: build
 	@./scripts/demo.sh $(BUILD_DIR)
@@ -35,11 +47,13 @@ conformance: build
 
 # Tessel next to onnxruntime on the benchmark models -> docs/performance.md,
 # their INT8 quantizations -> docs/performance-int8.md, and the cost of
-# run-time index checks -> docs/performance-index-checks.md.
+# run-time index checks -> docs/performance-index-checks.md, and the Python
+# package's call overhead -> docs/performance-python.md.
 bench: build
 	@.venv/bin/python scripts/bench.py
 	@.venv/bin/python scripts/bench-int8.py
 	@.venv/bin/python scripts/bench-index-checks.py
+	@.venv/bin/python scripts/bench-python.py --build $(BUILD_DIR)
 
 # The tests that feed Tessel malformed input, under ASan and UBSan: the
 # runtime's unit tests, the malformed-model suite, bit flips, .npy errors

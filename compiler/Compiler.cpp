@@ -359,6 +359,25 @@ llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options
 
 } // namespace
 
+static constexpr std::pair<const char *, EmitKind> kEmitKinds[] = {
+    {"tessel", EmitKind::Tessel},     {"linalg", EmitKind::Linalg},
+    {"llvm", EmitKind::LLVMIR},       {"asm", EmitKind::Assembly},
+    {"artifact", EmitKind::Artifact}, {"qdq-onnx", EmitKind::QdqOnnx}};
+
+std::vector<std::string> emitKindNames() {
+  std::vector<std::string> names;
+  for (const auto &[name, kind] : kEmitKinds)
+    names.push_back(name);
+  return names;
+}
+
+std::optional<EmitKind> parseEmitKind(llvm::StringRef name) {
+  for (const auto &[spelling, kind] : kEmitKinds)
+    if (name == spelling)
+      return kind;
+  return std::nullopt;
+}
+
 llvm::Expected<SupportReport> checkModel(llvm::StringRef modelPath,
                                          const CompileOptions &options) {
   DialectRegistry registry;

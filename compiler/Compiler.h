@@ -31,6 +31,12 @@ enum class EmitKind {
   QdqOnnx,  // the graph as Tessel quantized it, as a QDQ ONNX model
 };
 
+/// "tessel", "linalg", "llvm", "asm", "artifact", "qdq-onnx": the spellings
+/// of --emit, in that order.
+std::vector<std::string> emitKindNames();
+/// The EmitKind spelled `name`; std::nullopt for none.
+std::optional<EmitKind> parseEmitKind(llvm::StringRef name);
+
 struct CompileOptions {
   std::string target = "x86";
   int optLevel = 3;

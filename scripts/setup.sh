@@ -20,13 +20,14 @@ debian_packages=(
   clang-22 libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev libsodium-dev
   openssl libclang-rt-22-dev cmake ninja-build ccache python3-venv python3-torch
-  python3-torchvision
+  python3-torchvision pkg-config
 )
 # scikit-learn ships the handwritten digits that the PTQ accuracy test trains on;
 # onnxruntime's quantization preprocessing (the QDQ models the INT8 tests and
-# benchmark compare with) needs sympy.
+# benchmark compare with) needs sympy. nanobind builds the `tessel` Python
+# package (python/), whose tests pytest runs.
 python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.32.0 scikit-learn==1.9.1
-                 sympy==1.14.0)
+                 sympy==1.14.0 nanobind==3.1.0 pytest==9.2.0)
 
 missing=()
 for package in "${debian_packages[@]}"; do

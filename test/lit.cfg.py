@@ -28,6 +28,8 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%torch-python", config.torch_python_executable))
 config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "lib")))
 config.substitutions.append(("%onnx-testdata", config.onnx_testdata_dir))
+config.substitutions.append(("%tessel-build", config.tessel_binary_dir))
+config.substitutions.append(("%tessel-source", config.tessel_source_dir))
 
 # Features that gate tests on what this machine has.
 if os.path.isdir(config.onnx_testdata_dir):
@@ -47,6 +49,8 @@ try:
             config.available_features.add("onnx-1.22-testdata")
 except (OSError, subprocess.TimeoutExpired, ValueError):
     pass
+if shutil.which("pkg-config"):
+    config.available_features.add("pkg-config")
 if os.path.exists(config.torch_python_executable):
     config.available_features.add("torch")
 # x86 extensions of the host CPU, as /proc/cpuinfo spells them.

@@ -11,7 +11,6 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <map>
 
 namespace {
 
@@ -57,6 +56,33 @@ llvm::Error writeAtomically(const std::string &path, llvm::StringRef bytes) {
   return llvm::Error::success();
 }
 
+/// Prints the compiler's stages on stderr, each with the time since the
+/// start. On a terminal a stage's running sample count ("calibration:
+/// 24/100 samples") rewrites its own line instead of adding one per step.
+class ProgressPrinter {
+public:
+  explicit ProgressPrinter(bool terminal) : terminal(terminal) {}
+
+  void operator()(llvm::StringRef stage) {
+    constexpr llvm::StringLiteral kSamples = " samples";
+    auto [counted, total] = stage.rsplit('/');
+    bool running = terminal && total.ends_with(kSamples) &&
+                   !counted.ends_with(total.drop_back(kSamples.size()));
+    llvm::errs() << (pendingLine ? "\r\033[K" : "") << llvm::format("[%6.2fs] ", elapsed()) << stage
+                 << (running ? "" : "\n");
+    pendingLine = running;
+  }
+
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+private:
+  bool terminal;
+  bool pendingLine = false;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
 /// --check: every node that cannot be compiled, then the count per op.
 int checkSupport(const std::string &model, const tessel::CompileOptions &options) {
   llvm::Expected<tessel::SupportReport> report = tessel::checkModel(model, options);
@@ -95,7 +121,7 @@ int main(int argc, char **argv) {
   std::string target = "x86", cpu, emit = "artifact";
   int optLevel = 3;
   std::vector<std::string> shapes, frozen;
-  bool quiet = false, check = false, noBiasCorrection = false;
+  bool quiet = false, forceProgress = false, check = false, noBiasCorrection = false;
   std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8",
               weightPairs = "auto";
   std::string quantizeReport;
@@ -115,7 +141,7 @@ int main(int argc, char **argv) {
   app.add_option("--emit", emit,
                  "What to produce: the artifact, an intermediate form, or (qdq-onnx) the "
                  "graph as Tessel quantized it, as a QDQ ONNX model")
-      ->check(CLI::IsMember({"tessel", "linalg", "llvm", "asm", "artifact", "qdq-onnx"}));
+      ->check(CLI::IsMember(tessel::emitKindNames()));
   app.add_option("--shape", shapes,
                  "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
   app.add_option("--freeze-input", frozen,
@@ -125,6 +151,8 @@ int main(int argc, char **argv) {
                "Only report every node that cannot be compiled, with a summary per "
                "op; exit 1 if there is any");
   app.add_flag("-q,--quiet", quiet, "Print no progress");
+  app.add_flag("--progress", forceProgress,
+               "Print progress even when stderr is not a terminal (by default only on one)");
   app.add_option("--quantize", quantize,
                  "Quantize the float model after training (needs --calibration)")
       ->check(CLI::IsMember({"int8"}));
@@ -216,24 +244,13 @@ int main(int argc, char **argv) {
       reportJson = report.json();
     };
   }
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-        .count();
-  };
-  if (!quiet)
-    options.progress = [&](llvm::StringRef stage) {
-      llvm::errs() << llvm::format("[%6.2fs] ", elapsed()) << stage << "\n";
-    };
+  bool terminal = llvm::errs().is_displayed();
+  bool showProgress = !quiet && (terminal || forceProgress);
+  ProgressPrinter progress(terminal);
+  if (showProgress)
+    options.progress = [&](llvm::StringRef stage) { progress(stage); };
 
-  static const std::map<std::string, tessel::EmitKind> kinds = {
-      {"tessel", tessel::EmitKind::Tessel},
-      {"linalg", tessel::EmitKind::Linalg},
-      {"llvm", tessel::EmitKind::LLVMIR},
-      {"asm", tessel::EmitKind::Assembly},
-      {"artifact", tessel::EmitKind::Artifact},
-      {"qdq-onnx", tessel::EmitKind::QdqOnnx}};
-  tessel::EmitKind kind = kinds.at(emit);
+  tessel::EmitKind kind = *tessel::parseEmitKind(emit);
   if (kind == tessel::EmitKind::Artifact && (output.empty() || output == "-")) {
     llvm::errs() << "tessel-compile: an artifact needs an output file (-o model.tsl)\n";
     return 2;
@@ -281,8 +298,8 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  if (!quiet)
-    llvm::errs() << llvm::format("[%6.2fs] ", elapsed()) << "wrote " << output
-                 << " (" << llvm::format("%.2f", result.size() / 1e6) << " MB)\n";
+  if (showProgress)
+    llvm::errs() << llvm::format("[%6.2fs] ", progress.elapsed()) << "wrote " << output << " ("
+                 << llvm::format("%.2f", result.size() / 1e6) << " MB)\n";
   return 0;
 }

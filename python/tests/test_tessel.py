@@ -1,0 +1,194 @@
+"""The `tessel` package: compile, load, run, errors; against onnxruntime."""
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+
+import tessel
+
+RTOL, ATOL = 1e-3, 1e-5
+
+
+def assert_close(actual, expected):
+    np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL)
+
+
+def test_compile_from_path_bytes_and_model_proto(lenet_path, lenet_data):
+    image, expected = lenet_data
+    with open(lenet_path, "rb") as file:
+        sources = [lenet_path, file.read(), onnx.load(lenet_path)]
+    for source in sources:
+        artifact = tessel.compile(source, progress=False)
+        assert isinstance(artifact, bytes) and artifact[4:8] == b"TSL1"
+        (scores,) = tessel.load(artifact).session(threads=1).run(None, {"image": image})
+        assert_close(scores, expected)
+
+
+def test_signature(lenet_artifact, lenet_path):
+    module = tessel.load(lenet_artifact)
+    model = onnx.load(lenet_path)
+    assert [info.name for info in module.inputs] == [i.name for i in model.graph.input]
+    assert [info.name for info in module.outputs] == [o.name for o in model.graph.output]
+    (image,) = module.inputs
+    assert image.dtype == np.float32 and image.element_type == "f32"
+    assert image.shape == (1, 1, 28, 28)
+    assert image.scales == [] and image.quantization_axis is None
+    assert module.provenance["compiler_version"] == tessel.__version__
+    assert module.memory["weight_bytes"] > 0
+
+
+def test_run_forms_match_onnxruntime(lenet_artifact, lenet_path, lenet_data):
+    image, expected = lenet_data
+    reference = onnxruntime.InferenceSession(lenet_path, providers=["CPUExecutionProvider"])
+    assert_close(reference.run(None, {"image": image})[0], expected)
+    session = tessel.load(lenet_artifact).session(threads=2)
+    named = session.run({"image": image})
+    assert list(named) == ["probabilities"]
+    assert_close(named["probabilities"], expected)
+    (listed,) = session.run(["probabilities"], {"image": image})
+    assert_close(listed, expected)
+    assert listed.dtype == np.float32 and listed.shape == expected.shape
+
+
+def test_load_from_file_and_write_output(lenet_path, lenet_data, tmp_path):
+    image, expected = lenet_data
+    path = tmp_path / "lenet.tsl"
+    assert tessel.compile(lenet_path, output=path, progress=False) is None
+    assert os.listdir(tmp_path) == ["lenet.tsl"]  # no temporary left behind
+    assert_close(tessel.load(path).session().run({"image": image})["probabilities"], expected)
+
+
+def test_outputs_are_views_of_runtime_memory(lenet_artifact, lenet_data):
+    image, _ = lenet_data
+    session = tessel.load(lenet_artifact).session(threads=1)
+    first = session.run({"image": image})["probabilities"]
+    second = session.run({"image": image})["probabilities"]
+    # Each output owns no memory of its own: it views a runtime tensor that
+    # lives as long as the array, and every run returns a new one.
+    assert not first.flags.owndata and not second.flags.owndata
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, second)
+    del session
+    assert np.isfinite(first).all()
+
+
+def test_non_contiguous_input_is_copied(lenet_artifact, lenet_data):
+    image, expected = lenet_data
+    wide = np.zeros((1, 1, 28, 56), np.float32)
+    wide[..., ::2] = image
+    strided = wide[..., ::2]
+    assert not strided.flags.c_contiguous
+    session = tessel.load(lenet_artifact).session(threads=1)
+    assert_close(session.run({"image": strided})["probabilities"], expected)
+
+
+def test_bad_feeds_raise_with_the_runtime_message(lenet_artifact, lenet_data):
+    image, _ = lenet_data
+    session = tessel.load(lenet_artifact).session(threads=1)
+    with pytest.raises(tessel.TesselError, match="input 'image' must be float32, not float64") \
+            as error:
+        session.run({"image": image.astype(np.float64)})
+    assert error.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(tessel.TesselError, match=r"input 0 \('image'\): expected shape \[1, 1, 28, 28\] but got \[1, 1, 28, 27\]") as error:
+        session.run({"image": np.zeros((1, 1, 28, 27), np.float32)})
+    assert error.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(tessel.TesselError, match="input 'image' is missing"):
+        session.run({})
+    with pytest.raises(tessel.TesselError, match="no input 'picture' \\(inputs: 'image'\\)"):
+        session.run({"image": image, "picture": image})
+    with pytest.raises(tessel.TesselError, match="no output 'logits'"):
+        session.run(["logits"], {"image": image})
+    with pytest.raises(TypeError, match="must be a numpy array"):
+        session.run({"image": "an image"})
+    with pytest.raises(TypeError, match="feeds must be a dict"):
+        session.run([image])
+
+
+def test_corrupt_and_missing_artifacts(lenet_artifact, tmp_path):
+    corrupt = bytearray(lenet_artifact)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    with pytest.raises(tessel.TesselError) as error:
+        tessel.load(bytes(corrupt))
+    assert error.value.code == "INVALID_ARTIFACT"
+    with pytest.raises(tessel.TesselError) as error:
+        tessel.load(tmp_path / "missing.tsl")
+    assert error.value.code == "NOT_FOUND"
+    with pytest.raises(TypeError):
+        tessel.load(42)
+
+
+def test_compile_errors(tmp_path):
+    with pytest.raises(tessel.TesselError) as error:
+        tessel.compile(b"not an onnx model", progress=False)
+    assert error.value.code == "COMPILE_FAILED"
+    with pytest.raises(FileNotFoundError):
+        tessel.compile(tmp_path / "missing.onnx")
+    with pytest.raises(TypeError):
+        tessel.compile(3.5)
+    with pytest.raises(ValueError, match="shape of 'image'"):
+        tessel.compile(b"", shapes={"image": "1xAx28"})
+
+
+def test_unknown_target_is_named(lenet_path):
+    with pytest.raises(tessel.TesselError, match="unknown target 'gpu9'"):
+        tessel.compile(lenet_path, target="gpu9", progress=False)
+    assert "x86" in tessel.available_targets()
+
+
+def test_emit_text_and_progress(lenet_path):
+    stages = []
+    text = tessel.compile(lenet_path, emit="tessel", progress=stages.append)
+    assert isinstance(text, str) and "func.func" in text
+    assert stages and stages[0].startswith("importing ")
+
+
+def test_quantize_with_report(lenet_path, lenet_data, tmp_path):
+    image, expected = lenet_data
+    calibration = os.path.dirname(lenet_path)  # holds test_data_set_0
+    report = tmp_path / "report.json"
+    artifact = tessel.compile(lenet_path, quantize="int8", calibration=calibration,
+                              quantize_report=report, progress=False)
+    layers = json.loads(report.read_text())["layers"]
+    assert layers and all("sqnr_db" in layer for layer in layers)
+    scores = tessel.load(artifact).session(threads=1).run({"image": image})["probabilities"]
+    assert np.argmax(scores) == np.argmax(expected)
+    with pytest.raises(tessel.TesselError, match="needs calibration"):
+        tessel.compile(lenet_path, quantize="int8", progress=False)
+
+
+def test_gil_is_released_while_compiling(lenet_path):
+    done = threading.Event()
+    worker = threading.Thread(
+        target=lambda: (tessel.compile(lenet_path, progress=False), done.set()))
+    worker.start()
+    iterations = 0
+    while not done.is_set():  # runs only while the compile has let go of the GIL
+        iterations += 1
+        time.sleep(0)
+    worker.join()
+    assert iterations > 100
+
+
+def test_sessions_in_threads(lenet_artifact, lenet_data):
+    image, expected = lenet_data
+    module = tessel.load(lenet_artifact)
+    results = [None] * 4
+
+    def work(index):
+        session = module.session(threads=1)
+        for _ in range(20):
+            results[index] = session.run({"image": image})["probabilities"]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for result in results:
+        assert_close(result, expected)
