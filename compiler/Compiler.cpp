@@ -2,6 +2,7 @@
 
 #include "compiler/Compiler.h"
 #include "compiler/HostPlan.h"
+#include "compiler/KernelStatistics.h"
 #include "compiler/Locations.h"
 #include "compiler/Registration.h"
 #include "compiler/artifact/ArtifactWriter.h"
@@ -176,8 +177,11 @@ public:
                  DiagnosticCollector &diagnostics)
       : target(target), options(options), modelPath(modelPath), diagnostics(diagnostics) {}
 
+  /// `quantization`, when given, is what post-training quantization did to
+  /// `module`; the artifact records it.
   llvm::Error compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,
-                      const std::function<void(const llvm::Twine &)> &progress);
+                      const std::function<void(const llvm::Twine &)> &progress,
+                      const QuantizationReport *quantization = nullptr);
 
   /// The artifact of `module`, with no progress shown (calibration's).
   llvm::Expected<std::vector<uint8_t>> artifactOf(ModuleOp module) {
@@ -208,7 +212,8 @@ private:
 };
 
 llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,
-                                    const std::function<void(const llvm::Twine &)> &progress) {
+                                    const std::function<void(const llvm::Twine &)> &progress,
+                                    const QuantizationReport *quantization) {
   MLIRContext &context = *module.getContext();
   auto main = module.lookupSymbol<func::FuncOp>("main");
   llvm::Expected<std::vector<TensorSignature>> inputs = signatureOf(main, false);
@@ -267,6 +272,7 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
       builder.clone(*function);
       ++kernelCount;
     }
+  llvm::StringMap<KernelStatistics> statistics = collectKernelStatistics(*kernels);
   progress("generating " + target.name() + " code for " + Twine(kernelCount) + " kernels");
   std::string text;
   llvm::raw_string_ostream textStream(text);
@@ -291,6 +297,8 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   contents.provenance = {compilerVersion().str(), modelHash(modelPath),
                          describeOptions(options),
                          llvm::sys::path::stem(modelPath).str()};
+  contents.kernelStatistics = &statistics;
+  contents.quantization = quantization;
   llvm::Expected<std::vector<uint8_t>> bytes = serializeArtifact(contents);
   if (!bytes)
     return bytes.takeError();
@@ -339,10 +347,11 @@ llvm::Error describeFloatIslands(ModuleOp module, DiagnosticCollector &diagnosti
 }
 
 /// Post-training quantization of the imported, prepared float model in
-/// `module`.
+/// `module`; what it did goes to `done`.
 llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options,
                                   ModuleCompiler &compiler, DiagnosticCollector &diagnostics,
-                                  const std::function<void(const llvm::Twine &)> &progress) {
+                                  const std::function<void(const llvm::Twine &)> &progress,
+                                  std::optional<QuantizationReport> &done) {
   QuantizeOptions quantizeOptions = *options.quantize;
   quantizeOptions.targetPrefersFittedPairs = compiler.prefersFittedWeightPairs(module);
   llvm::Expected<QuantizationReport> report = quantizeModel(
@@ -354,6 +363,7 @@ llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options
     return error;
   if (options.quantizationReport)
     options.quantizationReport(*report);
+  done = std::move(*report);
   return llvm::Error::success();
 }
 
@@ -422,14 +432,17 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   if (options.quantize || emit == EmitKind::QdqOnnx)
     if (llvm::Error error = prepareGraph(module, diagnostics))
       return error;
+  std::optional<QuantizationReport> quantization;
   if (options.quantize)
-    if (llvm::Error error = quantizeAfterTraining(module, options, compiler, diagnostics, progress))
+    if (llvm::Error error =
+            quantizeAfterTraining(module, options, compiler, diagnostics, progress, quantization))
       return error;
   if (emit == EmitKind::QdqOnnx) {
     progress("writing the ONNX model");
     return exportOnnxModel(module, {compilerVersion().str(), describeOptions(options)}, out);
   }
-  return compiler.compile(module, emit, out, progress);
+  return compiler.compile(module, emit, out, progress,
+                          quantization ? &*quantization : nullptr);
 }
 
 } // namespace tessel

@@ -4,7 +4,7 @@
 # Installs the Debian packages (LLVM/MLIR 22, lld, ONNX, FlatBuffers, CLI11,
 # GoogleTest, libsodium and openssl for signed artifacts, clang's sanitizer
 # and libFuzzer runtimes, build tools, the CPU build of torch for exporting
-# test models)
+# test models, headless Chromium and a font for the HTML report's browser test)
 # and creates the project's Python virtual environment (.venv) with onnx,
 # numpy and onnxruntime from PyPI. Running it again installs only what is
 # missing, so `make demo` and `make test` call it every time.
@@ -20,14 +20,15 @@ debian_packages=(
   clang-22 libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libflatbuffers-dev flatbuffers-compiler libcli11-dev libgtest-dev libsodium-dev
   openssl libclang-rt-22-dev cmake ninja-build ccache python3-venv python3-torch
-  python3-torchvision pkg-config
+  python3-torchvision pkg-config chromium-headless-shell fonts-dejavu-core
 )
 # scikit-learn ships the handwritten digits that the PTQ accuracy test trains on;
 # onnxruntime's quantization preprocessing (the QDQ models the INT8 tests and
 # benchmark compare with) needs sympy. nanobind builds the `tessel` Python
-# package (python/), whose tests pytest runs.
+# package (python/), whose tests pytest runs. pillow reads the screenshots the
+# HTML report's browser test takes.
 python_packages=(onnx==1.22.0 numpy==2.3.5 onnxruntime==1.32.0 scikit-learn==1.9.1
-                 sympy==1.14.0 nanobind==3.1.0 pytest==9.2.0)
+                 sympy==1.14.0 nanobind==3.1.0 pytest==9.2.0 pillow==13.0.0)
 
 missing=()
 for package in "${debian_packages[@]}"; do

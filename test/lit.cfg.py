@@ -51,6 +51,11 @@ except (OSError, subprocess.TimeoutExpired, ValueError):
     pass
 if shutil.which("pkg-config"):
     config.available_features.add("pkg-config")
+# Headless Chromium renders the HTML reports in their browser test.
+browser = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+if browser:
+    config.available_features.add("browser")
+    config.substitutions.append(("%browser", browser))
 if os.path.exists(config.torch_python_executable):
     config.available_features.add("torch")
 # x86 extensions of the host CPU, as /proc/cpuinfo spells them.

@@ -111,6 +111,48 @@ llvm::Error checkRuntimeLimits(const ArtifactContents &contents) {
   return llvm::Error::success();
 }
 
+/// The schema's entry for `entry`, with what `statistics` knows of its
+/// kernel (the nodes and arithmetic a profile report shows).
+fb::Offset<sc::KernelEntry> kernelEntry(fb::FlatBufferBuilder &builder, const KernelEntry &entry,
+                                       const llvm::StringMap<KernelStatistics> *statistics) {
+  const KernelStatistics *found = nullptr;
+  if (statistics) {
+    auto it = statistics->find(entry.kernel);
+    if (it != statistics->end())
+      found = &it->second;
+  }
+  fb::Offset<fb::Vector<fb::Offset<fb::String>>> sourceNodes;
+  if (found)
+    sourceNodes = builder.CreateVectorOfStrings(found->sourceNodes);
+  return sc::CreateKernelEntry(builder, builder.CreateString(entry.symbol), entry.workgroupCount,
+                               static_cast<uint32_t>(entry.bindingBytes.size()),
+                               entry.scratchBytes, /*cuda_launch=*/0,
+                               builder.CreateVector(entry.bindingBytes), sourceNodes,
+                               found ? found->floatOperations : 0,
+                               found ? found->integerOperations : 0);
+}
+
+/// What post-training quantization did, for reports read off the artifact.
+fb::Offset<sc::QuantizationSummary> quantizationSummary(fb::FlatBufferBuilder &builder,
+                                                        const QuantizationReport &report) {
+  std::vector<fb::Offset<sc::QuantizedLayer>> layers;
+  for (const LayerQuantization &layer : report.layers)
+    layers.push_back(sc::CreateQuantizedLayerDirect(
+        builder, layer.name.c_str(), layer.op.c_str(), layer.precision.c_str(), layer.sqnrDb,
+        layer.addedSqnrDb, layer.inputScale.value_or(0.0), layer.inputZeroPoint.value_or(0),
+        layer.outputScale.value_or(0.0), layer.outputZeroPoint.value_or(0),
+        layer.weightScaleMin, layer.weightScaleMax));
+  std::vector<fb::Offset<sc::OutputSqnr>> outputs;
+  for (const auto &[name, sqnr] : report.outputs)
+    outputs.push_back(sc::CreateOutputSqnrDirect(builder, name.c_str(), sqnr));
+  std::vector<fb::Offset<fb::String>> islands;
+  for (const std::string &island : report.floatIslands)
+    islands.push_back(builder.CreateString(island));
+  return sc::CreateQuantizationSummaryDirect(builder, report.method.c_str(), report.sampleCount,
+                                             report.minSqnrDb, &layers, &outputs,
+                                             report.integerOps, &islands);
+}
+
 } // namespace
 
 llvm::Expected<std::vector<uint8_t>>
@@ -127,10 +169,7 @@ serializeArtifact(const ArtifactContents &contents) {
     std::vector<fb::Offset<sc::KernelEntry>> entries;
     for (auto [i, entry] : llvm::enumerate(executable.entries)) {
       entryOf[entry.kernel] = {static_cast<uint32_t>(e), static_cast<uint32_t>(i)};
-      entries.push_back(sc::CreateKernelEntry(
-          builder, builder.CreateString(entry.symbol), entry.workgroupCount,
-          static_cast<uint32_t>(entry.bindingBytes.size()), entry.scratchBytes, /*cuda_launch=*/0,
-          builder.CreateVector(entry.bindingBytes)));
+      entries.push_back(kernelEntry(builder, entry, contents.kernelStatistics));
     }
     auto binary = alignedBytes(builder, executable.binary);
     auto entryVector = builder.CreateVector(entries);
@@ -197,11 +236,14 @@ serializeArtifact(const ArtifactContents &contents) {
       builder, builder.CreateString(source.compilerVersion),
       builder.CreateString(source.modelHash), builder.CreateString(source.options),
       builder.CreateString(source.modelName));
+  fb::Offset<sc::QuantizationSummary> quantization;
+  if (contents.quantization)
+    quantization = quantizationSummary(builder, *contents.quantization);
   sc::Integrity unsealed(0);
   auto artifact = sc::CreateArtifact(builder, sc::kFormatVersion, &unsealed,
                                      inputs, outputs, bufferVector, weights,
                                      executableVector, stepVector, memoryPlan,
-                                     provenance);
+                                     provenance, quantization);
   builder.Finish(artifact, sc::ArtifactIdentifier());
 
   std::vector<uint8_t> bytes(builder.GetBufferPointer(),

@@ -4,6 +4,8 @@
 #define TESSEL_COMPILER_ARTIFACT_ARTIFACTWRITER_H
 
 #include "compiler/HostPlan.h"
+#include "compiler/KernelStatistics.h"
+#include "compiler/quantize/PostTraining.h"
 #include "targets/Target.h"
 
 #include "mlir/IR/Types.h"
@@ -42,6 +44,11 @@ struct ArtifactContents {
   const HostPlan *plan = nullptr;
   std::vector<Executable> executables;
   Provenance provenance;
+  /// What each kernel computes, by kernel function name; entries of
+  /// kernels it lacks record none.
+  const llvm::StringMap<KernelStatistics> *kernelStatistics = nullptr;
+  /// What post-training quantization did, when the compiler quantized.
+  const QuantizationReport *quantization = nullptr;
 };
 
 /// The schema DType of a tessel-level element type (unsigned integers keep

@@ -1,6 +1,9 @@
 //===- tessel-run.cpp - Run a Tessel artifact, check it, time it ----------===//
 
 #include "tools/tessel-run/Compare.h"
+#include "tools/tessel-run/HtmlReport.h"
+#include "tools/tessel-run/MachinePeaks.h"
+#include "tools/tessel-run/ProfileData.h"
 #include "compiler/data/TensorFiles.h"
 
 #include "tessel/runtime.hpp"
@@ -11,8 +14,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
+#include <thread>
+
+#include <unistd.h>
 
 using tessel::data::formatShape;
 using tessel::data::HostTensor;
@@ -151,11 +159,55 @@ void printProfile(const std::vector<tsl_step_timing> &timings, size_t limit) {
   }
 }
 
+std::vector<uint8_t> readFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    throw std::runtime_error("cannot read " + path);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(file), {});
+}
+
+/// Writes `text` to `path` through a temporary file beside it, so that a
+/// failure leaves no partial page.
+void writeFileAtomically(const std::string &path, const std::string &text) {
+  namespace fs = std::filesystem;
+  fs::path temporary = fs::path(path).concat(".tmp" + std::to_string(::getpid()));
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file.write(text.data(), static_cast<std::streamsize>(text.size()));
+    file.close();
+    if (!file) {
+      std::error_code ignored;
+      fs::remove(temporary, ignored);
+      throw std::runtime_error("cannot write " + path);
+    }
+  }
+  std::error_code error;
+  fs::rename(temporary, path, error);
+  if (error) {
+    fs::remove(temporary, error);
+    throw std::runtime_error("cannot write " + path + ": " + error.message());
+  }
+}
+
+/// The HTML report of the profiled `session` of the artifact `bytes`,
+/// under the roofline `peaks`.
+void writeReport(const std::string &path, const std::string &artifactPath,
+                 const std::vector<uint8_t> &bytes, const tsl::Module &module,
+                 const tsl::Session &session, const tessel::run::MachinePeaks &peaks) {
+  tessel::run::ProfileData profile =
+      tessel::run::readProfile(bytes.data(), session.stepTimings());
+  tessel::run::RunDescription run;
+  run.artifactName = std::filesystem::path(artifactPath).filename().string();
+  run.threads = peaks.threads;
+  run.weightBytes = module.memory().weight_bytes;
+  writeFileAtomically(path, tessel::run::renderHtmlReport(profile, peaks, run));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"Run a Tessel artifact: check it against expected outputs, time it"};
-  std::string artifact, testData, outputDir;
+  std::string artifact, testData, outputDir, report;
   std::vector<std::string> inputFiles;
   double rtol = 1e-3, atol = 1e-5;
   int bench = 0, warmup = 10;
@@ -175,7 +227,13 @@ int main(int argc, char **argv) {
   app.add_option("--threads", threads, "Threads per run (0: one per core)");
   app.add_flag("--print", print, "Print the outputs");
   app.add_option("--profile", profile,
-                 "Time every step and print this many kernels that took longest");
+                 "Time every step and print this many kernels that took longest (10 when no "
+                 "number follows)")
+      ->expected(0, 1)
+      ->default_str("10");
+  app.add_option("--report", report,
+                 "Write the profile as a self-contained HTML page: kernels by ONNX node, "
+                 "roofline, memory plan, quantization (profiles every run)");
   std::vector<std::string> trustedKeyFiles;
   app.add_option("--require-signature", trustedKeyFiles,
                  "Load the artifact only if it is signed by this Ed25519 public key (PEM, as "
@@ -187,7 +245,15 @@ int main(int argc, char **argv) {
     loadOptions.requireSignature = !trustedKeyFiles.empty();
     for (const std::string &file : trustedKeyFiles)
       loadOptions.trustedKeys.push_back(tsl::readPublicKey(file));
-    tsl::Module module = tsl::Module::load(artifact, loadOptions);
+    // A report reads the artifact's tables: they come from the very bytes
+    // the runtime verified and loaded.
+    std::vector<uint8_t> artifactBytes;
+    if (!report.empty())
+      artifactBytes = readFile(artifact);
+    tsl::Module module =
+        report.empty()
+            ? tsl::Module::load(artifact, loadOptions)
+            : tsl::Module::fromMemory(artifactBytes.data(), artifactBytes.size(), loadOptions);
     std::vector<tsl::TensorInfo> inputInfos = module.inputs();
     std::vector<tsl::TensorInfo> outputInfos = module.outputs();
 
@@ -203,7 +269,8 @@ int main(int argc, char **argv) {
     }
     for (const std::string &file : inputFiles)
       inputs.push_back(tessel::data::readTensorFile(file));
-    if (inputs.empty() && bench > 0)
+    // Timing and profiling need no data: deterministic inputs stand in.
+    if (inputs.empty() && (bench > 0 || profile > 0 || !report.empty()))
       for (size_t i = 0; i < inputInfos.size(); ++i)
         inputs.push_back(randomInput(inputInfos[i], 1234 + i));
     if (inputs.size() != inputInfos.size()) {
@@ -218,9 +285,15 @@ int main(int argc, char **argv) {
     for (HostTensor &input : inputs)
       inputTensors.push_back(tsl::Tensor::wrap(input.dtype, input.shape,
                                                input.bytes.data(), input.bytes.size()));
+    // The roofline is measured before the session exists: its thread pool
+    // would compete for the cores.
+    tessel::run::MachinePeaks peaks;
+    if (!report.empty())
+      peaks = tessel::run::measureMachinePeaks(
+          threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
     tsl::SessionOptions options;
     options.threadCount = threads;
-    options.profile = profile > 0;
+    options.profile = profile > 0 || !report.empty();
     tsl::Session session(module, options);
     std::vector<tsl::Tensor> outputs = session.run(inputTensors);
 
@@ -284,6 +357,10 @@ int main(int argc, char **argv) {
     }
     if (profile > 0)
       printProfile(session.stepTimings(), profile);
+    if (!report.empty()) {
+      writeReport(report, artifact, artifactBytes, module, session, peaks);
+      std::printf("report: wrote %s\n", report.c_str());
+    }
     return pass ? 0 : 1;
   } catch (const std::exception &error) {
     std::fprintf(stderr, "tessel-run: error: %s\n", error.what());

@@ -222,9 +222,10 @@ public:
     return Module(module);
   }
   /// Verifies and loads an artifact from memory; the bytes are copied.
-  static Module fromMemory(const void *data, size_t size) {
+  static Module fromMemory(const void *data, size_t size, const LoadOptions &options = {}) {
+    tsl_load_options cOptions = toC(options);
     tsl_module *module;
-    detail::check(tsl_module_load_memory(data, size, &module));
+    detail::check(tsl_module_load_memory_with_options(data, size, &cOptions, &module));
     return Module(module);
   }
 
