@@ -39,7 +39,7 @@ import malformed_models  # noqa: E402
 MAX_SEED_BYTES = 64 * 1024
 # Models compiled into the artifact seeds: a convolution network, shapes
 # and indexing, a quantized model, gathers with run-time index checks.
-ARTIFACT_MODELS = ["nn.onnxtxt", "indexing.onnxtxt", "quantization.onnxtxt",
+ARTIFACT_MODELS = ["nn.onnxtxt", "slicing.onnxtxt", "quantization.onnxtxt",
                    "index-checks.onnxtxt"]
 
 

@@ -10,7 +10,7 @@ namespace tessel::onnx_import {
 // One function per op family, each in the file of the same name.
 void registerAttentionHandlers(OpRegistry &registry);
 void registerElementwiseHandlers(OpRegistry &registry);
-void registerIndexingHandlers(OpRegistry &registry);
+void registerGatherScatterHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);
@@ -19,6 +19,7 @@ void registerQuantizationHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerResizeHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
+void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
 
 /// log(softmax(x)) along `axis` (Reduction.cpp), shared by LogSoftmax and

@@ -1,9 +1,11 @@
-//===- NeuralNetwork.cpp - Convolution, pooling, normalization, GEMM ------===//
+//===- NeuralNetwork.cpp - Convolution, pooling, GEMM, Einsum -------------===//
 
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
 #include "llvm/Support/MathExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include <map>
 
 using namespace mlir;
 
@@ -578,6 +580,84 @@ LogicalResult importSoftmax1(NodeImporter &node) {
   return success();
 }
 
+/// Einsum: "..." becomes explicit letters and an implicit output (no "->")
+/// the letters used once, in alphabetical order, after the ellipsis axes.
+LogicalResult importEinsum(NodeImporter &node) {
+  std::string equation;
+  for (char c : node.stringAttr("equation").value_or(""))
+    if (c != ' ')
+      equation += c;
+  StringRef text(equation);
+  auto [left, right] = text.split("->");
+  bool explicitOutput = text.contains("->");
+  SmallVector<StringRef> terms;
+  left.split(terms, ',');
+  if (terms.size() != node.numInputs())
+    return node.unsupported("the equation names " + Twine(terms.size()) +
+                            " operands for " + Twine(node.numInputs()) + " inputs");
+  // Letters for the ellipsis axes: upper case ones the equation does not use.
+  std::string spare;
+  for (char c = 'A'; c <= 'Z'; ++c)
+    if (!text.contains(c))
+      spare.push_back(c);
+  int64_t ellipsisRank = 0;
+  SmallVector<std::string> operands;
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    int64_t rank = node.inputType(i).getRank();
+    size_t dots = term.find("...");
+    std::string letters = term.str();
+    if (dots != StringRef::npos) {
+      int64_t covered = rank - int64_t(term.size() - 3);
+      if (covered < 0 || covered > int64_t(spare.size()))
+        return node.unsupported("the ellipsis does not fit operand " + Twine(i));
+      ellipsisRank = std::max(ellipsisRank, covered);
+      letters = term.substr(0, dots).str() + spare.substr(spare.size() - covered) +
+                term.substr(dots + 3).str();
+    }
+    if (int64_t(letters.size()) != rank)
+      return node.unsupported("operand " + Twine(i) + " has rank " + Twine(rank) +
+                              " but '" + term + "' names " + Twine(letters.size()) + " axes");
+    operands.push_back(letters);
+  }
+  std::string ellipsisLetters = spare.substr(spare.size() - ellipsisRank);
+  std::string output;
+  if (explicitOutput) {
+    size_t dots = right.find("...");
+    output = dots == StringRef::npos ? right.str()
+                                     : right.substr(0, dots).str() + ellipsisLetters +
+                                           right.substr(dots + 3).str();
+  } else {
+    std::map<char, int> uses;
+    for (const std::string &letters : operands)
+      for (char c : letters)
+        if (!llvm::is_contained(ellipsisLetters, c))
+          ++uses[c];
+    output = ellipsisLetters;
+    for (auto [letter, count] : uses)
+      if (count == 1)
+        output.push_back(letter);
+  }
+  // The result's extents come from the operands.
+  std::map<char, int64_t> extents;
+  for (auto [i, letters] : llvm::enumerate(operands))
+    for (auto [letter, size] : llvm::zip(letters, node.inputType(i).getShape()))
+      extents[letter] = std::max(extents[letter], size);
+  SmallVector<int64_t> shape;
+  for (char letter : output) {
+    if (!extents.count(letter))
+      return node.unsupported("output axis '" + Twine(letter) + "' is not an operand's");
+    shape.push_back(extents[letter]);
+  }
+  std::string normalized = llvm::join(operands, ",") + "->" + output;
+  SmallVector<Value> inputs;
+  for (size_t i = 0; i < node.numInputs(); ++i)
+    inputs.push_back(node.input(i));
+  OpBuilder &b = node.builder();
+  node.setOutput(0, EinsumOp::create(b, node.loc(), node.inputType(0).clone(shape), inputs,
+                                     b.getStringAttr(normalized)));
+  return success();
+}
+
 } // namespace
 
 void registerNeuralNetworkHandlers(OpRegistry &registry) {
@@ -593,6 +673,7 @@ void registerNeuralNetworkHandlers(OpRegistry &registry) {
   registry.on("MatMul", 1, importMatMul);
   registry.on("Softmax", 1, importSoftmax1);
   registry.on("Softmax", 13, importSoftmax13);
+  registry.on("Einsum", 12, importEinsum);
 }
 
 } // namespace tessel::onnx_import

@@ -1,4 +1,4 @@
-//===- Reduction.cpp - Reduce*, ArgMax/ArgMin, LogSoftmax, Hardmax --------===//
+//===- Reduction.cpp - Reduce*, Arg*, LogSoftmax, Hardmax, CumSum, TopK ---===//
 //
 // Every reduction is a tessel.reduce (sum, prod, max or min) with elementwise
 // maps around it: ReduceL2 is sqrt(sum(x * x)), ReduceLogSumExp is
@@ -8,6 +8,8 @@
 
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
+#include <limits>
+#include <numeric>
 
 using namespace mlir;
 
@@ -217,6 +219,101 @@ LogicalResult importAlongAxis(NodeImporter &node) {
   return success();
 }
 
+template <typename OpTy>
+LogicalResult importCumulative(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<SmallVector<int64_t>> axis = node.constantInts(1, "axis");
+  if (!axis)
+    return failure();
+  if (axis->size() != 1)
+    return node.unsupported("axis must hold one value");
+  std::optional<int64_t> normalized = normalizeAxis(axis->front(), type.getRank());
+  if (!normalized)
+    return node.unsupported("axis is out of range");
+  OpBuilder &b = node.builder();
+  node.setOutput(0, OpTy::create(b, node.loc(), type, node.input(0),
+                                 b.getI64IntegerAttr(*normalized),
+                                 b.getBoolAttr(node.intAttr("exclusive", 0) != 0),
+                                 b.getBoolAttr(node.intAttr("reverse", 0) != 0)));
+  return success();
+}
+
+/// TopK as k rounds of arg-max (or min): each round picks the best remaining
+/// element along the axis (the lowest index among equals, as ONNX orders
+/// ties) and masks it out. Linear in k, so k is bounded.
+LogicalResult importTopK(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  int64_t k = 0;
+  if (node.opset() >= 10) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "K");
+    if (!given)
+      return failure();
+    k = given->front();
+  } else {
+    k = node.intAttr("k").value_or(0);
+  }
+  constexpr int64_t kMaxK = 256;
+  if (k < 1 || k > type.getDimSize(*axis) || k > kMaxK)
+    return node.unsupported("K must be between 1 and the axis size (at most " +
+                            Twine(kMaxK) + ")");
+  bool largest = node.opset() < 11 || node.intAttr("largest", 1) != 0;
+  node.ignoreAttr("sorted"); // the rounds produce sorted results anyway
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Type elementType = type.getElementType();
+  SmallVector<int64_t> keptShape(type.getShape());
+  keptShape[*axis] = 1;
+  SmallVector<int64_t> positionShape(type.getRank(), 1), positions(type.getDimSize(*axis));
+  positionShape[*axis] = positions.size();
+  std::iota(positions.begin(), positions.end(), 0);
+  Value position = node.int64Constant(positions, positionShape);
+  Value excluded;
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    double infinity = std::numeric_limits<double>::infinity();
+    excluded = node.splatConstant(elementType, largest ? -infinity : infinity);
+  } else {
+    unsigned width = elementType.getIntOrFloatBitWidth();
+    APInt value = largest ? APInt::getSignedMinValue(width) : APInt::getSignedMaxValue(width);
+    if (elementType.isUnsignedInteger())
+      value = largest ? APInt::getMinValue(width) : APInt::getMaxValue(width);
+    excluded = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(RankedTensorType::get({}, elementType),
+                                       ArrayRef<APInt>(value)));
+  }
+  Value remaining = node.input(0);
+  SmallVector<Value> values, indices;
+  for (int64_t round = 0; round < k; ++round) {
+    Value best = node.createInferred<ArgReduceOp>(b.getStringAttr(largest ? "max" : "min"),
+                                                  remaining, b.getI64IntegerAttr(*axis),
+                                                  b.getBoolAttr(false));
+    if (!best)
+      return failure();
+    Value index = ReshapeOp::create(b, loc, RankedTensorType::get(keptShape, b.getI64Type()),
+                                    best);
+    indices.push_back(index);
+    values.push_back(GatherElementsOp::create(b, loc, type.clone(keptShape), node.input(0),
+                                              index, b.getI64IntegerAttr(*axis)));
+    if (round + 1 < k) {
+      Value taken = node.createInferred<CompareOp>(b.getStringAttr("eq"), position, index);
+      remaining = node.createInferred<WhereOp>(taken, excluded, remaining);
+    }
+  }
+  auto join = [&](SmallVector<Value> &parts) {
+    return parts.size() == 1 ? parts.front()
+                             : node.createInferred<ConcatOp>(ValueRange(parts),
+                                                             b.getI64IntegerAttr(*axis));
+  };
+  node.setOutput(0, join(values));
+  if (node.outputUsed(1))
+    node.setOutput(1, join(indices));
+  return success();
+}
+
 } // namespace
 
 /// log(softmax(x)) = (x - max) - log(sum(exp(x - max))) along `axis`.
@@ -247,6 +344,9 @@ void registerReductionHandlers(OpRegistry &registry) {
   registry.on("ArgMin", 1, [](NodeImporter &node) { return importArgReduce(node, "min"); });
   registry.on("LogSoftmax", 1, importAlongAxis<logSoftmax>);
   registry.on("Hardmax", 1, importAlongAxis<hardmax>);
+  registry.on("CumSum", 11, importCumulative<CumSumOp>);
+  registry.on("CumProd", 26, importCumulative<CumProdOp>);
+  registry.on("TopK", 1, importTopK);
 }
 
 } // namespace tessel::onnx_import

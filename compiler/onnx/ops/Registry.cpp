@@ -9,7 +9,7 @@ const OpRegistry &onnxOpRegistry() {
     OpRegistry result;
     registerAttentionHandlers(result);
     registerElementwiseHandlers(result);
-    registerIndexingHandlers(result);
+    registerGatherScatterHandlers(result);
     registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNormalizationHandlers(result);
@@ -18,6 +18,7 @@ const OpRegistry &onnxOpRegistry() {
     registerReductionHandlers(result);
     registerResizeHandlers(result);
     registerShapeHandlers(result);
+    registerSlicingHandlers(result);
     registerTensorHandlers(result);
     return result;
   }();

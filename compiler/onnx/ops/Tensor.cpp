@@ -1,10 +1,11 @@
-//===- Tensor.cpp - Constants, identity and data movement -----------------===//
+//===- Tensor.cpp - Constants, generated tensors, data movement -----------===//
 
 #include "compiler/onnx/TensorProto.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
 #include "dialects/tessel/ShapeInference.h"
+#include <cmath>
 
 using namespace mlir;
 
@@ -189,6 +190,127 @@ LogicalResult importBitCast(NodeImporter &node) {
   return success();
 }
 
+/// ConstantOfShape: the shape must be known, the value defaults to 0.f.
+LogicalResult importConstantOfShape(NodeImporter &node) {
+  std::optional<SmallVector<int64_t>> shape = node.constantInts(0, "shape");
+  if (!shape)
+    return failure();
+  OpBuilder &b = node.builder();
+  auto type = RankedTensorType::get(*shape, b.getF32Type());
+  Attribute element = b.getF32FloatAttr(0.0f);
+  if (const onnx::TensorProto *value = node.tensorAttr("value")) {
+    Type elementType = elementTypeFor(b.getContext(), value->data_type());
+    if (!elementType)
+      return node.unsupported("the value's element type is not supported");
+    llvm::Expected<DenseElementsAttr> decoded = readTensor(b.getContext(), *value, "");
+    if (!decoded)
+      return node.unsupported(llvm::toString(decoded.takeError()));
+    if (decoded->getNumElements() != 1)
+      return node.unsupported("value must hold one element");
+    type = RankedTensorType::get(*shape, elementType);
+    element = *decoded->getValues<Attribute>().begin();
+  }
+  node.setOutput(0, ConstantOp::create(b, node.loc(), DenseElementsAttr::get(type, element)));
+  return success();
+}
+
+/// Range with constant start, limit and delta is a constant.
+LogicalResult importRange(NodeImporter &node) {
+  ElementsAttr start = node.constantInput(0), limit = node.constantInput(1),
+               delta = node.constantInput(2);
+  if (!start || !limit || !delta) {
+    for (size_t i = 0; i < 3; ++i)
+      if (!node.constantInput(i))
+        (void)node.constantInts(i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
+    return failure();
+  }
+  Type elementType = start.getElementType();
+  auto scalar = [](ElementsAttr attr) -> double {
+    Attribute value = *attr.getValues<Attribute>().begin();
+    if (auto number = dyn_cast<FloatAttr>(value))
+      return number.getValueAsDouble();
+    return double(cast<IntegerAttr>(value).getValue().getSExtValue());
+  };
+  double first = scalar(start), last = scalar(limit), step = scalar(delta);
+  if (step == 0)
+    return node.unsupported("delta is 0");
+  double length = std::max(0.0, std::ceil((last - first) / step));
+  if (failed(checkComputeBudget(node, length, "range elements")))
+    return failure();
+  int64_t count = int64_t(length);
+  OpBuilder &b = node.builder();
+  auto type = RankedTensorType::get({count}, elementType);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < count; ++i) {
+    if (auto floatType = dyn_cast<FloatType>(elementType))
+      values.push_back(b.getFloatAttr(floatType, first + i * step));
+    else
+      values.push_back(b.getIntegerAttr(elementType, int64_t(first) + i * int64_t(step)));
+  }
+  node.setOutput(0, ConstantOp::create(b, node.loc(), DenseElementsAttr::get(type, values)));
+  return success();
+}
+
+/// EyeLike: ones on diagonal k of a matrix shaped like the input.
+LogicalResult importEyeLike(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 2 || !type.hasStaticShape())
+    return node.unsupported("the input must be a static matrix");
+  OpBuilder &b = node.builder();
+  Type elementType = type.getElementType();
+  if (std::optional<int64_t> dtype = node.intAttr("dtype"))
+    elementType = elementTypeFor(b.getContext(), *dtype);
+  if (!elementType)
+    return node.unsupported("dtype is not supported");
+  int64_t k = node.intAttr("k", 0);
+  if (failed(checkComputeBudget(node, double(type.getNumElements()), "matrix elements")))
+    return failure();
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i)
+    for (int64_t j = 0; j < type.getDimSize(1); ++j) {
+      double value = j - i == k ? 1.0 : 0.0;
+      values.push_back(isa<FloatType>(elementType)
+                           ? Attribute(b.getFloatAttr(elementType, value))
+                           : Attribute(b.getIntegerAttr(elementType, int64_t(value))));
+    }
+  node.setOutput(0, ConstantOp::create(b, node.loc(),
+                                       DenseElementsAttr::get(type.clone(elementType), values)));
+  return success();
+}
+
+/// HannWindow, HammingWindow, BlackmanWindow: constants of the given size,
+/// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) with N = size (periodic) or
+/// size - 1 (symmetric).
+LogicalResult importWindow(NodeImporter &node, double a0, double a1, double a2) {
+  std::optional<SmallVector<int64_t>> size = node.constantInts(0, "size");
+  if (!size)
+    return failure();
+  int64_t count = size->front();
+  if (count <= 0)
+    return node.unsupported("size must be positive");
+  if (failed(checkComputeBudget(node, double(count), "window elements")))
+    return failure();
+  OpBuilder &b = node.builder();
+  Type elementType = elementTypeFor(b.getContext(), node.intAttr("output_datatype", 1));
+  if (!elementType)
+    return node.unsupported("output_datatype is not supported");
+  bool periodic = node.intAttr("periodic", 1) != 0;
+  double period = periodic ? count : count - 1;
+  SmallVector<Attribute> values;
+  for (int64_t n = 0; n < count; ++n) {
+    double angle = period > 0 ? 2 * M_PI * n / period : 0.0;
+    double value = a0 - a1 * std::cos(angle) + a2 * std::cos(2 * angle);
+    values.push_back(isa<FloatType>(elementType)
+                         ? Attribute(b.getFloatAttr(elementType, value))
+                         : Attribute(b.getIntegerAttr(elementType, int64_t(value))));
+  }
+  node.setOutput(0, ConstantOp::create(
+                        b, node.loc(),
+                        DenseElementsAttr::get(RankedTensorType::get({count}, elementType),
+                                               values)));
+  return success();
+}
+
 } // namespace
 
 void registerTensorHandlers(OpRegistry &registry) {
@@ -201,6 +323,16 @@ void registerTensorHandlers(OpRegistry &registry) {
   registry.on("Reshape", 5, importReshape);
   registry.on("Transpose", 1, importTranspose);
   registry.on("Concat", 4, importConcat);
+  registry.on("ConstantOfShape", 9, importConstantOfShape);
+  registry.on("Range", 11, importRange);
+  registry.on("EyeLike", 9, importEyeLike);
+  registry.on("HannWindow", 17,
+              [](NodeImporter &node) { return importWindow(node, 0.5, 0.5, 0.0); });
+  registry.on("HammingWindow", 17, [](NodeImporter &node) {
+    return importWindow(node, 25.0 / 46.0, 21.0 / 46.0, 0.0);
+  });
+  registry.on("BlackmanWindow", 17,
+              [](NodeImporter &node) { return importWindow(node, 0.42, 0.5, 0.08); });
 }
 
 } // namespace tessel::onnx_import

@@ -1,0 +1,323 @@
+//===- GatherScatter.cpp - Gather*, Scatter*, OneHot, Compress, ... -------===//
+//
+// Elements chosen by index or by condition. Indices may be run-time data,
+// checked against their axes (checkIndices); a condition, and NonZero's
+// input, decide the result shape and must be known at compile time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/TensorProto.h"
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/ShapeInference.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+/// "[-3, 3)", or "[-3, 3) and [-4, 4)" for one extent per tuple entry.
+std::string indexRanges(ArrayRef<int64_t> extents) {
+  SmallVector<std::string> ranges;
+  for (int64_t extent : extents)
+    ranges.push_back(("[-" + Twine(extent) + ", " + Twine(extent) + ")").str());
+  return llvm::join(ranges, " and ");
+}
+
+/// Entry i of input `input` indexes an axis of extent
+/// extents[i % extents.size()] (one extent for Gather, one per tuple entry
+/// for GatherND) and must lie in [-extent, extent): ONNX leaves other
+/// indices undefined and onnxruntime refuses them, where clamping would
+/// give wrong rows silently. Constant indices are checked here, saying
+/// which entry is wrong; indices known only at run time get a count of
+/// those out of range, which the runtime checks before returning results.
+LogicalResult checkIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> extents) {
+  if (extents.empty() || llvm::any_of(extents, ShapedType::isDynamic))
+    return success();
+  if (ElementsAttr indices = node.constantInput(input)) {
+    auto values = indices.tryGetValues<APInt>();
+    if (!values)
+      return success();
+    for (auto [position, value] : llvm::enumerate(*values)) {
+      int64_t index = value.getSExtValue(), extent = extents[position % extents.size()];
+      if (index < -extent || index >= extent)
+        return node.unsupported("index " + Twine(index) + " (entry " + Twine(position) +
+                                " of the constant indices) is out of range for an axis of "
+                                "size " +
+                                Twine(extent));
+    }
+    return success();
+  }
+  OpBuilder &b = node.builder();
+  Value count = CountOutOfRangeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
+                                          node.input(input), b.getDenseI64ArrayAttr(extents));
+  auto name = dyn_cast<NameLoc>(node.loc());
+  CheckZeroOp::create(
+      b, node.loc(), count, name ? name.getName() : b.getStringAttr(node.node().name()),
+      b.getStringAttr(node.node().op_type() + " indices outside " + indexRanges(extents)));
+  return success();
+}
+
+LogicalResult importGather(NodeImporter &node) {
+  std::optional<int64_t> axis =
+      normalizeAxis(node.intAttr("axis", 0), node.inputType(0).getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  if (failed(checkIndices(node, 1, node.inputType(0).getDimSize(*axis))))
+    return failure();
+  return node.setInferredOutput(
+      0, node.createInferred<GatherOp>(node.input(0), node.input(1),
+                                       node.builder().getI64IntegerAttr(*axis)));
+}
+
+LogicalResult importGatherElements(NodeImporter &node) {
+  RankedTensorType indices = node.inputType(1);
+  std::optional<int64_t> axis =
+      normalizeAxis(node.intAttr("axis", 0), node.inputType(0).getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  if (failed(checkIndices(node, 1, node.inputType(0).getDimSize(*axis))))
+    return failure();
+  node.setOutput(0, GatherElementsOp::create(
+                        node.builder(), node.loc(),
+                        indices.clone(node.inputType(0).getElementType()),
+                        node.input(0), node.input(1),
+                        node.builder().getI64IntegerAttr(*axis)));
+  return success();
+}
+
+/// GatherND as a Gather on the data flattened over the indexed axes: each
+/// index tuple becomes one row-major offset (batch_dims = 0 only).
+/// GatherND as a Gather of rows: each index tuple becomes the row offset
+/// into the data flattened over the batch axes and the tuple's axes.
+LogicalResult importGatherND(NodeImporter &node) {
+  RankedTensorType dataType = node.inputType(0), indicesType = node.inputType(1);
+  if (!dataType.hasStaticShape() || !indicesType.hasStaticShape() ||
+      indicesType.getRank() < 1)
+    return node.unsupported("data and indices must have static shapes");
+  int64_t batchDims = node.intAttr("batch_dims", 0);
+  if (batchDims < 0 || batchDims >= indicesType.getRank() || batchDims >= dataType.getRank() ||
+      dataType.getShape().take_front(batchDims) != indicesType.getShape().take_front(batchDims))
+    return node.unsupported("batch_dims must name leading axes that data and indices share");
+  int64_t depth = indicesType.getShape().back();
+  if (batchDims + depth > dataType.getRank())
+    return node.unsupported("index tuples are longer than the data's rank");
+  SmallVector<int64_t> dims(dataType.getShape().slice(batchDims, depth)), strides(depth, 1);
+  if (failed(checkIndices(node, 1, dims)))
+    return failure();
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  for (int64_t i = depth - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * dims[i + 1];
+  SmallVector<int64_t> tupleShape(indicesType.getRank(), 1);
+  tupleShape.back() = depth;
+  Value indices = node.input(1);
+  if (!indicesType.getElementType().isInteger(64))
+    indices = CastOp::create(b, loc, indicesType.clone(b.getI64Type()), indices);
+  // Negative entries count from the end of their axis.
+  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), indices,
+                                                  node.int64Constant({0}, {}));
+  Value wrapped = node.createInferred<AddOp>(indices, node.int64Constant(dims, tupleShape));
+  indices = node.createInferred<WhereOp>(negative, wrapped, indices);
+  Value offsets = node.createInferred<MulOp>(indices, node.int64Constant(strides, tupleShape));
+  Value offset = node.createInferred<ReduceOp>(
+      b.getStringAttr("sum"), offsets, b.getDenseI64ArrayAttr({indicesType.getRank() - 1}));
+  int64_t rows = 1;
+  for (int64_t dim : dims)
+    rows *= dim;
+  // Batch element i starts at row i * rows.
+  int64_t batches = 1;
+  for (int64_t dim : dataType.getShape().take_front(batchDims))
+    batches *= dim;
+  if (batchDims > 0) {
+    SmallVector<int64_t> firstRows, batchShape(indicesType.getRank() - 1, 1);
+    for (int64_t i = 0; i < batches; ++i)
+      firstRows.push_back(i * rows);
+    llvm::copy(dataType.getShape().take_front(batchDims), batchShape.begin());
+    offset = node.createInferred<AddOp>(offset, node.int64Constant(firstRows, batchShape));
+  }
+  SmallVector<int64_t> flatShape{batches * rows};
+  llvm::append_range(flatShape, dataType.getShape().drop_front(batchDims + depth));
+  Value flat = ReshapeOp::create(b, loc, dataType.clone(flatShape), node.input(0));
+  return node.setInferredOutput(
+      0, node.createInferred<GatherOp>(flat, offset, b.getI64IntegerAttr(0)));
+}
+
+LogicalResult importScatterElements(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", 0), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  std::string reduction =
+      node.opset() >= 16 ? node.stringAttr("reduction").value_or("none") : "none";
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return node.unsupported("reduction '" + reduction + "' is not supported");
+  if (failed(checkIndices(node, 1, type.getDimSize(*axis))))
+    return failure();
+  OpBuilder &b = node.builder();
+  node.setOutput(0, ScatterElementsOp::create(b, node.loc(), type, node.input(0),
+                                              node.input(1), node.input(2),
+                                              b.getI64IntegerAttr(*axis),
+                                              b.getStringAttr(reduction)));
+  return success();
+}
+
+LogicalResult importScatterND(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::string reduction =
+      node.opset() >= 16 ? node.stringAttr("reduction").value_or("none") : "none";
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return node.unsupported("reduction '" + reduction + "' is not supported");
+  if (!node.inputType(1).hasStaticShape())
+    return node.unsupported("indices must have a static shape");
+  if (node.inputType(1).getRank() < 1)
+    return node.unsupported("indices must have at least one axis");
+  int64_t depth = node.inputType(1).getShape().back();
+  if (depth > type.getRank())
+    return node.unsupported("index tuples are longer than the data's rank");
+  if (failed(checkIndices(node, 1, type.getShape().take_front(depth))))
+    return failure();
+  OpBuilder &b = node.builder();
+  node.setOutput(0, ScatterNDOp::create(b, node.loc(), type, node.input(0), node.input(1),
+                                        node.input(2), b.getStringAttr(reduction)));
+  return success();
+}
+
+/// OneHot: on_value where the position along the new axis equals the index
+/// (negative indices count from depth), off_value elsewhere.
+LogicalResult importOneHot(NodeImporter &node) {
+  RankedTensorType indicesType = node.inputType(0);
+  std::optional<SmallVector<int64_t>> depthValue;
+  if (ElementsAttr constant = node.constantInput(1);
+      constant && isa<FloatType>(constant.getElementType())) {
+    depthValue = SmallVector<int64_t>{
+        int64_t((*constant.getValues<APFloat>().begin()).convertToDouble())};
+  } else {
+    depthValue = node.constantInts(1, "depth");
+  }
+  if (!depthValue)
+    return failure();
+  int64_t depth = depthValue->front();
+  if (depth <= 0)
+    return node.unsupported("depth must be positive");
+  if (failed(checkComputeBudget(node, double(depth), "one-hot positions")))
+    return failure();
+  int64_t rank = indicesType.getRank() + 1;
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), rank);
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value indices = node.input(0);
+  if (!isa<IntegerType>(indicesType.getElementType()) ||
+      !indicesType.getElementType().isInteger(64))
+    indices = CastOp::create(b, loc, indicesType.clone(b.getI64Type()), indices);
+  Value depthConstant = node.int64Constant({depth}, {});
+  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), indices,
+                                                  node.int64Constant({0}, {}));
+  indices = node.createInferred<WhereOp>(
+      negative, node.createInferred<AddOp>(indices, depthConstant), indices);
+  SmallVector<int64_t> keptShape(indicesType.getShape());
+  keptShape.insert(keptShape.begin() + *axis, 1);
+  indices = ReshapeOp::create(b, loc, RankedTensorType::get(keptShape, b.getI64Type()), indices);
+  SmallVector<int64_t> positionShape(rank, 1), positions(depth);
+  positionShape[*axis] = depth;
+  std::iota(positions.begin(), positions.end(), 0);
+  Value hot = node.createInferred<CompareOp>(
+      b.getStringAttr("eq"), node.int64Constant(positions, positionShape), indices);
+  // values = [off_value, on_value].
+  RankedTensorType valuesType = node.inputType(2);
+  auto pick = [&](int64_t i) {
+    Value one = SliceOp::create(b, loc, valuesType.clone({1}), node.input(2),
+                                b.getDenseI64ArrayAttr({i}), b.getDenseI64ArrayAttr({1}));
+    return ReshapeOp::create(b, loc, valuesType.clone(ArrayRef<int64_t>{}), one);
+  };
+  return node.setInferredOutput(0, node.createInferred<WhereOp>(hot, pick(1), pick(0)));
+}
+
+/// Compress keeps the slices along the axis (of the flattened input when
+/// there is none) whose condition is true; the condition must be known.
+LogicalResult importCompress(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  std::optional<SmallVector<int64_t>> condition = node.constantInts(1, "condition");
+  if (!condition)
+    return failure();
+  OpBuilder &b = node.builder();
+  Value input = node.input(0);
+  int64_t axis = 0;
+  if (std::optional<int64_t> given = node.intAttr("axis")) {
+    std::optional<int64_t> normalized = normalizeAxis(*given, type.getRank());
+    if (!normalized)
+      return node.unsupported("axis is out of range");
+    axis = *normalized;
+  } else {
+    input = ReshapeOp::create(b, node.loc(), type.clone({type.getNumElements()}), input);
+  }
+  int64_t extent = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+  SmallVector<int64_t> kept;
+  for (auto [i, keep] : llvm::enumerate(*condition))
+    if (keep && static_cast<int64_t>(i) < extent)
+      kept.push_back(i);
+  if (kept.empty())
+    return node.unsupported("the condition keeps nothing; empty tensors are not supported");
+  return node.setInferredOutput(
+      0, node.createInferred<GatherOp>(input,
+                                       node.int64Constant(kept, {int64_t(kept.size())}),
+                                       b.getI64IntegerAttr(axis)));
+}
+
+/// NonZero: the coordinates of the nonzero elements in row-major order, one
+/// row per axis. Their count depends on the values, so the input must be
+/// known at compile time (a constant, or computed from frozen inputs).
+LogicalResult importNonZero(NodeImporter &node) {
+  ElementsAttr values =
+      node.requireConstant(0, "NonZero's output shape depends on its values: the input");
+  if (!values)
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  SmallVector<bool> nonzero;
+  if (isa<FloatType>(type.getElementType()))
+    for (const APFloat &value : values.getValues<APFloat>())
+      nonzero.push_back(!value.isZero());
+  else
+    for (const APInt &value : values.getValues<APInt>())
+      nonzero.push_back(!value.isZero());
+  int64_t rank = std::max<int64_t>(type.getRank(), 1);
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t axis = type.getRank() - 2; axis >= 0; --axis)
+    strides[axis] = strides[axis + 1] * type.getDimSize(axis + 1);
+  SmallVector<SmallVector<int64_t>> coordinates(rank);
+  for (auto [flat, isNonzero] : llvm::enumerate(nonzero))
+    if (isNonzero)
+      for (int64_t axis = 0; axis < rank; ++axis)
+        coordinates[axis].push_back(static_cast<int64_t>(flat) / strides[axis] %
+                                    (type.getRank() ? type.getDimSize(axis) : 1));
+  int64_t count = static_cast<int64_t>(coordinates[0].size());
+  SmallVector<int64_t> flattened;
+  for (const SmallVector<int64_t> &row : coordinates)
+    llvm::append_range(flattened, row);
+  node.setOutput(0, node.int64Constant(flattened, {rank, count}));
+  return success();
+}
+
+} // namespace
+
+void registerGatherScatterHandlers(OpRegistry &registry) {
+  registry.on("Gather", 1, importGather);
+  registry.on("GatherElements", 11, importGatherElements);
+  registry.on("GatherND", 11, importGatherND);
+  registry.on("Scatter", 9, importScatterElements);
+  registry.on("ScatterElements", 11, importScatterElements);
+  registry.on("ScatterND", 11, importScatterND);
+  registry.on("OneHot", 9, importOneHot);
+  registry.on("Compress", 9, importCompress);
+  registry.on("NonZero", 9, importNonZero);
+}
+
+} // namespace tessel::onnx_import

@@ -1,0 +1,330 @@
+//===- Slicing.cpp - Slice, Split, Pad, Tile, Expand, ... -----------------===//
+//
+// Parts and copies of a tensor. The starts, sizes, pads and repeats these
+// ops take as inputs must be known at compile time (the result shapes
+// depend on them); the data may not be.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/TensorProto.h"
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/ShapeInference.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+/// An int list from an attribute (before `inputSince`) or a constant input.
+std::optional<SmallVector<int64_t>> intsFrom(NodeImporter &node, int64_t inputSince,
+                                             size_t inputIndex, StringRef name) {
+  if (node.opset() >= inputSince) {
+    if (!node.input(inputIndex))
+      return SmallVector<int64_t>();
+    return node.constantInts(inputIndex, name);
+  }
+  if (std::optional<std::vector<int64_t>> values = node.intsAttr(name))
+    return SmallVector<int64_t>(values->begin(), values->end());
+  return SmallVector<int64_t>();
+}
+
+Value slice(NodeImporter &node, Value input, ArrayRef<int64_t> starts,
+            ArrayRef<int64_t> steps, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(input.getType());
+  OpBuilder &b = node.builder();
+  return SliceOp::create(b, node.loc(), type.clone(shape), input,
+                         b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(steps));
+}
+
+/// Slice: Python-style clamped starts and ends per listed axis.
+LogicalResult importSlice(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  int64_t rank = type.getRank();
+  std::optional<SmallVector<int64_t>> starts = intsFrom(node, 10, 1, "starts");
+  std::optional<SmallVector<int64_t>> ends = starts ? intsFrom(node, 10, 2, "ends")
+                                                    : std::nullopt;
+  std::optional<SmallVector<int64_t>> axes = ends ? intsFrom(node, 10, 3, "axes")
+                                                  : std::nullopt;
+  std::optional<SmallVector<int64_t>> steps =
+      axes && node.opset() >= 10 ? intsFrom(node, 10, 4, "steps")
+                                 : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>());
+  if (!starts || !ends || !axes || !steps)
+    return failure();
+  if (axes->empty())
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes->push_back(i);
+  if (steps->empty())
+    steps->assign(starts->size(), 1);
+  if (ends->size() != starts->size() || axes->size() != starts->size() ||
+      steps->size() != starts->size())
+    return node.unsupported("starts, ends, axes and steps differ in length");
+  if (!normalizeAxes(node, *axes, rank))
+    return failure();
+
+  SmallVector<int64_t> resultStarts(rank, 0), resultSteps(rank, 1);
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [i, axis] : llvm::enumerate(*axes)) {
+    int64_t size = type.getDimSize(axis), step = (*steps)[i];
+    if (step == 0)
+      return node.unsupported("step of axis " + Twine(axis) + " is 0");
+    int64_t start = (*starts)[i], end = (*ends)[i];
+    // Extreme values (INT64_MAX for "to the end") must not overflow.
+    start = start < 0 ? std::max<int64_t>(start, -size) + size : start;
+    end = end < 0 ? std::max<int64_t>(end, -size - 1) + size : end;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, size);
+      end = std::clamp<int64_t>(end, 0, size);
+      shape[axis] = end > start ? llvm::divideCeil(end - start, step) : 0;
+    } else {
+      start = std::clamp<int64_t>(start, 0, size - 1);
+      end = std::clamp<int64_t>(end, -1, size - 1);
+      shape[axis] = start > end ? llvm::divideCeil(start - end, -step) : 0;
+    }
+    resultStarts[axis] = shape[axis] > 0 ? start : 0;
+    resultSteps[axis] = step;
+  }
+  node.setOutput(0, slice(node, node.input(0), resultStarts, resultSteps, shape));
+  return success();
+}
+
+/// Split: the sizes from an attribute (opset < 13) or input, else equal
+/// parts (the last smaller when num_outputs does not divide the axis).
+LogicalResult importSplit(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", 0), type.getRank());
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  if (type.isDynamicDim(*axis))
+    return node.unsupported("the split axis must have a static size");
+  std::optional<SmallVector<int64_t>> sizes = intsFrom(node, 13, 1, "split");
+  if (!sizes)
+    return failure();
+  int64_t size = type.getDimSize(*axis);
+  int64_t parts = node.numOutputs();
+  if (node.opset() >= 18)
+    parts = node.intAttr("num_outputs", parts);
+  if (parts < 1)
+    return node.unsupported("num_outputs is " + Twine(parts) + "; it must be at least 1");
+  if (llvm::any_of(*sizes, [](int64_t part) { return part < 0; }))
+    return node.unsupported("a split size is negative");
+  if (sizes->empty()) {
+    int64_t chunk = llvm::divideCeil(size, parts);
+    for (int64_t offset = 0; offset < size; offset += chunk)
+      sizes->push_back(std::min(chunk, size - offset));
+  }
+  if (static_cast<int64_t>(sizes->size()) != static_cast<int64_t>(node.numOutputs()))
+    return node.unsupported("the split sizes give " + Twine(sizes->size()) +
+                            " parts for " + Twine(node.numOutputs()) + " outputs");
+  if (std::accumulate(sizes->begin(), sizes->end(), int64_t(0)) != size)
+    return node.unsupported("the split sizes do not add up to the axis size " +
+                            Twine(size));
+  int64_t offset = 0;
+  for (auto [i, part] : llvm::enumerate(*sizes)) {
+    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+    SmallVector<int64_t> shape(type.getShape());
+    starts[*axis] = offset;
+    shape[*axis] = part;
+    offset += part;
+    if (node.outputUsed(i))
+      node.setOutput(i, slice(node, node.input(0), starts, steps, shape));
+  }
+  return success();
+}
+
+/// Expand broadcasts the input with the shape input (both ways).
+LogicalResult importExpand(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<SmallVector<int64_t>> shape = node.constantInts(1, "shape");
+  if (!shape)
+    return failure();
+  std::optional<SmallVector<int64_t>> broadcast = broadcastShapes(type.getShape(), *shape);
+  if (!broadcast)
+    return node.unsupported("cannot broadcast " + formatShape(type.getShape()) +
+                            " with shape " + formatShape(*shape));
+  node.setOutput(0, ExpandOp::create(node.builder(), node.loc(), type.clone(*broadcast),
+                                     node.input(0)));
+  return success();
+}
+
+/// Tile repeats axis i r_i times: x as [1, d0, 1, d1, ...] expanded to
+/// [r0, d0, r1, d1, ...] and merged back to [r0 * d0, r1 * d1, ...].
+LogicalResult importTile(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape())
+    return node.unsupported("the input must have a static shape");
+  std::optional<SmallVector<int64_t>> repeats = node.constantInts(1, "repeats");
+  if (!repeats)
+    return failure();
+  if (static_cast<int64_t>(repeats->size()) != type.getRank())
+    return node.unsupported("repeats needs one entry per axis");
+  SmallVector<int64_t> interleaved, expanded, tiled;
+  for (auto [size, repeat] : llvm::zip(type.getShape(), *repeats)) {
+    if (repeat < 0)
+      return node.unsupported("repeats must not be negative");
+    interleaved.append({1, size});
+    expanded.append({repeat, size});
+    tiled.push_back(repeat * size);
+  }
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value spread = ReshapeOp::create(b, loc, type.clone(interleaved), node.input(0));
+  Value copies = ExpandOp::create(b, loc, type.clone(expanded), spread);
+  node.setOutput(0, ReshapeOp::create(b, loc, type.clone(tiled), copies));
+  return success();
+}
+
+/// Pad: pads from an attribute (opset < 11) or input, optionally only on
+/// the listed axes (opset 18); the constant value from an attribute or input.
+LogicalResult importPad(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  std::optional<SmallVector<int64_t>> pads =
+      intsFrom(node, 11, 1, node.opset() >= 11 ? "pads" : "pads");
+  if (!pads)
+    return failure();
+  std::string mode = node.stringAttr("mode").value_or("constant");
+  SmallVector<int64_t> axes;
+  if (node.opset() >= 18 && node.input(3)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(3, "axes");
+    if (!given)
+      return failure();
+    axes = *given;
+    if (!normalizeAxes(node, axes, rank))
+      return failure();
+  } else {
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  if (pads->size() != 2 * axes.size())
+    return node.unsupported("pads has " + Twine(pads->size()) + " entries for " +
+                            Twine(axes.size()) + " axes");
+  SmallVector<int64_t> allPads(2 * rank, 0);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    allPads[axis] = (*pads)[i];
+    allPads[rank + axis] = (*pads)[axes.size() + i];
+  }
+  Value value;
+  if (node.opset() >= 11 && node.input(2)) {
+    value = node.input(2);
+    if (cast<RankedTensorType>(value.getType()).getRank() != 0)
+      value = ReshapeOp::create(node.builder(), node.loc(),
+                                RankedTensorType::get({}, type.getElementType()), value);
+  } else {
+    value = node.splatConstant(type.getElementType(), node.floatAttr("value", 0.0f));
+  }
+  return node.setInferredOutput(
+      0, node.createInferred<PadOp>(node.input(0), value,
+                                    node.builder().getDenseI64ArrayAttr(allPads),
+                                    node.builder().getStringAttr(mode)));
+}
+
+/// Trilu keeps the upper (or lower) triangle of the last two axes from
+/// diagonal k on: a select with a constant mask.
+LogicalResult importTrilu(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() < 2 || !type.hasStaticShape())
+    return node.unsupported("the input must have rank 2 or more and a static shape");
+  int64_t k = 0;
+  if (node.input(1)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "k");
+    if (!given)
+      return failure();
+    k = given->empty() ? 0 : given->front();
+  }
+  bool upper = node.intAttr("upper", 1) != 0;
+  int64_t rows = type.getDimSize(type.getRank() - 2);
+  int64_t columns = type.getDimSize(type.getRank() - 1);
+  SmallVector<bool> mask;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < columns; ++j)
+      mask.push_back(upper ? j - i >= k : j - i <= k);
+  OpBuilder &b = node.builder();
+  auto maskType = RankedTensorType::get({rows, columns}, b.getI1Type());
+  Value keep = ConstantOp::create(b, node.loc(), DenseElementsAttr::get(maskType, mask));
+  Value zero = node.splatConstant(type.getElementType(), 0.0);
+  node.setOutput(0, WhereOp::create(b, node.loc(), type, keep, node.input(0), zero));
+  return success();
+}
+
+/// DepthToSpace and SpaceToDepth are a reshape, a transpose and a reshape.
+LogicalResult importDepthToSpace(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 4 || !type.hasStaticShape())
+    return node.unsupported("the input must be 4-D with a static shape");
+  int64_t block = node.intAttr("blocksize").value_or(0);
+  if (block <= 0)
+    return node.unsupported("blocksize must be positive");
+  std::string mode = node.stringAttr("mode").value_or("DCR");
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1), h = type.getDimSize(2),
+          w = type.getDimSize(3);
+  // Divided step by step: block * block may overflow.
+  if (block > c || c % block != 0 || (c / block) % block != 0)
+    return node.unsupported("channels are not a multiple of blocksize^2");
+  int64_t depth = c / block / block;
+  SmallVector<int64_t> split, perm;
+  if (mode == "DCR") {
+    split = {n, block, block, depth, h, w};
+    perm = {0, 3, 4, 1, 5, 2};
+  } else if (mode == "CRD") {
+    split = {n, depth, block, block, h, w};
+    perm = {0, 1, 4, 2, 5, 3};
+  } else {
+    return node.unsupported("mode '" + mode + "' is not supported");
+  }
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value spread = ReshapeOp::create(b, loc, type.clone(split), node.input(0));
+  Value moved = node.createInferred<TransposeOp>(spread, b.getDenseI64ArrayAttr(perm));
+  if (!moved)
+    return failure();
+  node.setOutput(0, ReshapeOp::create(
+                        b, loc, type.clone({n, depth, h * block, w * block}), moved));
+  return success();
+}
+
+LogicalResult importSpaceToDepth(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 4 || !type.hasStaticShape())
+    return node.unsupported("the input must be 4-D with a static shape");
+  int64_t block = node.intAttr("blocksize").value_or(0);
+  if (block <= 0)
+    return node.unsupported("blocksize must be positive");
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1), h = type.getDimSize(2),
+          w = type.getDimSize(3);
+  if (h % block != 0 || w % block != 0)
+    return node.unsupported("height and width are not multiples of blocksize");
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value spread = ReshapeOp::create(
+      b, loc, type.clone({n, c, h / block, block, w / block, block}), node.input(0));
+  Value moved = node.createInferred<TransposeOp>(
+      spread, b.getDenseI64ArrayAttr({0, 3, 5, 1, 2, 4}));
+  if (!moved)
+    return failure();
+  node.setOutput(0, ReshapeOp::create(
+                        b, loc, type.clone({n, c * block * block, h / block, w / block}),
+                        moved));
+  return success();
+}
+
+} // namespace
+
+void registerSlicingHandlers(OpRegistry &registry) {
+  registry.on("Slice", 1, importSlice);
+  registry.on("Split", 2, importSplit);
+  registry.on("Expand", 8, importExpand);
+  registry.on("Tile", 6, importTile);
+  registry.on("Pad", 2, importPad);
+  registry.on("Trilu", 14, importTrilu);
+  registry.on("DepthToSpace", 1, importDepthToSpace);
+  registry.on("SpaceToDepth", 1, importSpaceToDepth);
+}
+
+} // namespace tessel::onnx_import
