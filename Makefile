@@ -70,7 +70,7 @@ fuzz: setup
 	@cmake -G Ninja -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Release \
 	  "-DTESSEL_SANITIZERS=address;undefined" -DTESSEL_LIBFUZZER=ON > /dev/null
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS) --target tessel-fuzz-onnx-import \
-	  tessel-fuzz-artifact tessel-fuzz-tensor-files
+	  tessel-fuzz-artifact tessel-fuzz-tensor-files tessel-fuzz-npu-stream
 	@./scripts/fuzz.sh $(SANITIZE_DIR) $(FUZZ_SECONDS)
 
 # The runtime under ThreadSanitizer: its unit tests (threads, sessions, the

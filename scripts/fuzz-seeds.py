@@ -6,7 +6,8 @@ from which libFuzzer mutates: the importer tests' models (test/Onnx/*.onnxtxt)
 and the malformed-model suite's cases for tessel-fuzz-onnx-import; artifacts
 compiled from a few of those models for tessel-fuzz-artifact; .npy files of
 each format version and dtype and TensorProto files for
-tessel-fuzz-tensor-files (first byte: 1 for .npy, 0 for .pb). Each seed is
+tessel-fuzz-tensor-files (first byte: 1 for .npy, 0 for .pb); the NPU programs
+tessel-npu-stream-seeds writes for tessel-fuzz-npu-stream. Each seed is
 named by its SHA-1, as libFuzzer names corpus files. Also writes the
 regression inputs (test/Fuzz/regressions/TARGET/) of crashes fixed before
 the fuzzers existed; findings of the fuzzers are added there by hand.
@@ -140,6 +141,16 @@ def write_regressions(folder):
         path.write_bytes(b"\x01" + npy_with_header(header))
 
 
+def npu_stream_seeds(corpus, tools):
+    """Valid NPU programs, encoded by the ISA's own encoder (the tool)."""
+    count = 0
+    with tempfile.TemporaryDirectory() as work:
+        subprocess.run([str(tools / "tessel-npu-stream-seeds"), work], check=True)
+        for seed in sorted(Path(work).iterdir()):
+            count += write_seed(corpus, seed.read_bytes())
+    return count
+
+
 def main():
     arguments = argparse.ArgumentParser(description=__doc__,
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -153,6 +164,7 @@ def main():
         "onnx-import": onnx_seeds(args.corpus / "onnx-import"),
         "artifact": artifact_seeds(args.corpus / "artifact", args.tools),
         "tensor-files": tensor_file_seeds(args.corpus / "tensor-files"),
+        "npu-stream": npu_stream_seeds(args.corpus / "npu-stream", args.tools),
     }
     for target, count in counts.items():
         print(f"{target}: {count} seeds")

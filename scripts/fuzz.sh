@@ -17,7 +17,7 @@ set -uo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-$repo_root/build-sanitize}
 seconds=${2:-3600}
-targets=(onnx-import artifact tensor-files)
+targets=(onnx-import artifact tensor-files npu-stream)
 
 # A model may legitimately fold up to 1 GiB at compile time: the RSS limit
 # leaves room for that and flags anything beyond.

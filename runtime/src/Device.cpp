@@ -11,9 +11,16 @@ Stream::~Stream() = default;
 Device::~Device() = default;
 
 Device *findDevice(schema::DeviceKind kind) {
-  // The CUDA and NPU devices come later; until then a file that needs them
-  // is still verified and loaded, and only running it is refused.
-  return kind == schema::DeviceKind_cpu ? &getCpuDevice() : nullptr;
+  // The CUDA device comes later; until then a file that needs it is still
+  // verified and loaded, and only running it is refused.
+  switch (kind) {
+  case schema::DeviceKind_cpu:
+    return &getCpuDevice();
+  case schema::DeviceKind_npu:
+    return &getNpuDevice();
+  default:
+    return nullptr;
+  }
 }
 
 tsl_status getDevice(schema::DeviceKind kind, Device *&device) {

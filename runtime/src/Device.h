@@ -111,6 +111,9 @@ tsl_status getDevice(const char *name, Device *&device);
 /// The process-wide CPU device (CpuDevice.cpp).
 Device &getCpuDevice();
 
+/// The process-wide NPU device, a simulator (NpuDevice.cpp).
+Device &getNpuDevice();
+
 /// A device buffer freed when this goes away.
 class DeviceBuffer {
 public:

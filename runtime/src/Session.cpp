@@ -42,6 +42,8 @@ struct ModuleReference {
 struct StepPlan {
   /// The executable of a dispatch; null for a copy or a check.
   const Executable *executable;
+  /// The stream of the executable's device.
+  Stream *stream;
   uint32_t entry;
   /// The check step's description; null for a dispatch or a copy.
   const sc::CheckStep *check;
@@ -78,6 +80,9 @@ struct tsl_session_t {
   Device *device = nullptr;
   DeviceBuffer arena;
   std::unique_ptr<Stream> stream;
+  /// Streams of the other devices the artifact's executables run on, which
+  /// reach the session device's buffers (host-accessible ones).
+  std::vector<std::pair<Device *, std::unique_ptr<Stream>>> otherStreams;
   std::vector<StepPlan> steps;
   /// Every step's bindings, one step after another, and their byte sizes.
   std::vector<void *> slots;
@@ -126,6 +131,31 @@ const char *stepName(const sc::Artifact &artifact, const sc::ScheduleStep &step)
       ->c_str();
 }
 
+/// The stream that runs dispatches on `device` for `session`: the
+/// session's own, or one created for a device whose dispatches can bind
+/// the session device's buffers directly (both host-accessible).
+tsl_status streamFor(tsl_session &session, uint32_t step, Device &device, Stream *&stream) {
+  if (&device == session.device) {
+    stream = session.stream.get();
+    return nullptr;
+  }
+  for (auto &[other, otherStream] : session.otherStreams)
+    if (other == &device) {
+      stream = otherStream.get();
+      return nullptr;
+    }
+  if (!device.capabilities().hostAccessible || !session.device->capabilities().hostAccessible)
+    return makeError(TSL_UNSUPPORTED,
+                     "schedule step %u runs on a device that cannot reach the session "
+                     "device's memory without copy steps",
+                     step);
+  std::unique_ptr<Stream> created;
+  TSL_RETURN_IF_ERROR(device.createStream({1, 0}, created));
+  stream = created.get();
+  session.otherStreams.emplace_back(&device, std::move(created));
+  return nullptr;
+}
+
 /// Lays out every step's bindings and fills in what is known before a run.
 tsl_status planSteps(tsl_session &session) {
   const sc::Artifact &artifact = artifactOf(session);
@@ -162,11 +192,12 @@ tsl_status planSteps(tsl_session &session) {
   session.steps.reserve(schedule.size());
   for (flatbuffers::uoffset_t i = 0; i < schedule.size(); ++i) {
     const sc::ScheduleStep &step = *schedule.Get(i);
-    StepPlan plan{nullptr, 0, nullptr, session.slots.size(), 0, 0, i};
+    StepPlan plan{nullptr, nullptr, 0, nullptr, session.slots.size(), 0, 0, i};
     if (const sc::DispatchStep *dispatch = step.step_as_DispatchStep()) {
       sc::DeviceKind kind =
           artifact.executables()->Get(dispatch->executable())->device();
       TSL_RETURN_IF_ERROR(checkStepDevice(i, kind));
+      TSL_RETURN_IF_ERROR(streamFor(session, i, *findDevice(kind), plan.stream));
       plan.executable = module.executables[dispatch->executable()].get();
       plan.entry = dispatch->entry();
       for (uint32_t buffer : *dispatch->bindings())
@@ -208,19 +239,19 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
   const sc::MemoryPlan &memoryPlan = *artifact.memory_plan();
   TSL_RETURN_IF_ERROR(session->arena.allocate(device, memoryPlan.arena_size(),
                                               memoryPlan.arena_alignment()));
-  TSL_RETURN_IF_ERROR(planSteps(*session));
-  if (options.profile) {
-    const auto &schedule = *artifact.schedule();
-    for (const sc::ScheduleStep *step : schedule)
-      session->timings.push_back({stepName(artifact, *step), 0, 0});
-  }
-
   StreamOptions streamOptions;
   streamOptions.threadCount = options.thread_count
                                   ? options.thread_count
                                   : device.capabilities().computeUnits;
   streamOptions.scratchBytes = cpuScratchBytes(artifact);
   TSL_RETURN_IF_ERROR(device.createStream(streamOptions, session->stream));
+
+  TSL_RETURN_IF_ERROR(planSteps(*session));
+  if (options.profile) {
+    const auto &schedule = *artifact.schedule();
+    for (const sc::ScheduleStep *step : schedule)
+      session->timings.push_back({stepName(artifact, *step), 0, 0});
+  }
 
   size_t tensorCount = module->inputs.size() + module->outputs.size();
   session->addresses.resize(tensorCount);
@@ -332,8 +363,16 @@ tsl_status bindTensor(tsl_session &session, size_t slot, tsl_tensor &tensor,
 
 /// Fails the run, naming the node, when the count the check reads (written
 /// by an earlier dispatch, so the stream is drained first) is not zero.
-tsl_status executeCheck(tsl_session &session, const StepPlan &step, void *count) {
+/// Waits for every stream of the session.
+tsl_status synchronizeAll(tsl_session &session) {
   TSL_RETURN_IF_ERROR(session.stream->synchronize());
+  for (auto &[device, stream] : session.otherStreams)
+    TSL_RETURN_IF_ERROR(stream->synchronize());
+  return nullptr;
+}
+
+tsl_status executeCheck(tsl_session &session, const StepPlan &step, void *count) {
+  TSL_RETURN_IF_ERROR(synchronizeAll(session));
   int64_t value = 0;
   TSL_RETURN_IF_ERROR(
       session.device->copy(&value, count, sizeof(value), CopyDirection::DeviceToHost));
@@ -344,12 +383,19 @@ tsl_status executeCheck(tsl_session &session, const StepPlan &step, void *count)
                    step.index, step.check->node()->c_str(), step.check->problem()->c_str(), value);
 }
 
-tsl_status executeStep(tsl_session &session, const StepPlan &step) {
+/// Runs one step. `current` is the stream that ran the step before: a
+/// step on another stream waits for it, since it may read what that one
+/// wrote.
+tsl_status executeStep(tsl_session &session, const StepPlan &step, Stream *&current) {
   // data() + offset: a dispatch without bindings may start at the end.
   void *const *slots = session.slots.data() + step.firstSlot;
+  Stream *stream = step.executable ? step.stream : session.stream.get();
+  if (current && current != stream)
+    TSL_RETURN_IF_ERROR(current->synchronize());
+  current = stream;
   if (step.executable) {
     Bindings bindings{slots, session.slotSizes.data() + step.firstSlot, step.slotCount};
-    return session.stream->dispatch(*step.executable, step.entry, bindings, step.index);
+    return stream->dispatch(*step.executable, step.entry, bindings, step.index);
   }
   if (step.check)
     return executeCheck(session, step, slots[0]);
@@ -362,18 +408,19 @@ tsl_status execute(tsl_session &session) {
                   (patch.isOutput ? session.module.module->inputs.size() : 0);
     session.slots[patch.slot] = session.addresses[slot];
   }
+  Stream *current = nullptr;
   if (session.timings.empty()) {
     for (const StepPlan &step : session.steps)
-      TSL_RETURN_IF_ERROR(executeStep(session, step));
-    return session.stream->synchronize();
+      TSL_RETURN_IF_ERROR(executeStep(session, step, current));
+    return synchronizeAll(session);
   }
   // A step is timed to its completion, so that an asynchronous device's
   // time lands on the step that spent it.
   using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < session.steps.size(); ++i) {
     Clock::time_point start = Clock::now();
-    TSL_RETURN_IF_ERROR(executeStep(session, session.steps[i]));
-    TSL_RETURN_IF_ERROR(session.stream->synchronize());
+    TSL_RETURN_IF_ERROR(executeStep(session, session.steps[i], current));
+    TSL_RETURN_IF_ERROR(synchronizeAll(session));
     tsl_step_timing &timing = session.timings[i];
     timing.runs += 1;
     timing.total_nanoseconds += static_cast<uint64_t>(

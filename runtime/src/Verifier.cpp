@@ -340,6 +340,18 @@ private:
         return invalid("artifact executable %" PRIu32
                        ": the npu_command_stream has no npu program",
                        index);
+      // The instructions are 4 words each (docs/npu/isa.md); the NPU
+      // device decodes and checks each one when it loads them.
+      if (executable.npu()->instructions()->size() % 4 != 0)
+        return invalid("artifact executable %" PRIu32 ": the NPU program's %" PRIu32
+                       " words are not whole 32-byte instructions",
+                       index, executable.npu()->instructions()->size());
+      if (reinterpret_cast<uintptr_t>(executable.npu()->instructions()->data()) %
+              alignof(uint64_t) !=
+          0)
+        return invalid("artifact executable %" PRIu32
+                       ": the NPU instructions are not 8-byte aligned",
+                       index);
       break;
     }
 
@@ -385,6 +397,14 @@ private:
         return invalid("artifact executable %" PRIu32 " entry %" PRIu32
                        " ('%s'): the binding sizes are not 8-byte aligned",
                        index, e, symbol.c_str());
+      if (const sc::NpuProgram *program = executable.npu()) {
+        uint64_t instructions = program->instructions()->size() / 4;
+        uint64_t end = uint64_t(entry.npu_first_instruction()) + entry.npu_instruction_count();
+        if (end > instructions)
+          return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                         " ('%s'): NPU instructions up to %" PRIu64 " of %" PRIu64,
+                         index, e, symbol.c_str(), end, instructions);
+      }
     }
     return nullptr;
   }

@@ -61,14 +61,20 @@ fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
     entries.push_back(sc::CreateKernelEntry(
         builder, builder.CreateString(entry.symbol), entry.workgroupCount,
         entry.bindingCount, entry.scratchBytes, /*cuda_launch=*/0,
-        builder.CreateVector(sizes)));
+        builder.CreateVector(sizes), /*source_nodes=*/0, /*float_operations=*/0,
+        /*integer_operations=*/0, entry.npuFirstInstruction, entry.npuInstructionCount));
+  }
+  fb::Offset<sc::NpuProgram> npu;
+  if (spec.npu) {
+    auto config = sc::CreateNpuConfig(builder, spec.npu->arrayRows, spec.npu->arrayColumns);
+    npu = sc::CreateNpuProgram(builder, config, builder.CreateVector(spec.npu->instructions));
   }
   auto binary = alignedBytes(builder, spec.binary);
   auto entryVector = builder.CreateVector(entries);
   auto architecture = builder.CreateString(spec.architecture);
   auto cpuFeatures = builder.CreateVectorOfStrings(spec.cpuFeatures);
   return sc::CreateExecutable(builder, spec.device, spec.format, binary,
-                              entryVector, architecture, /*npu=*/0, cpuFeatures);
+                              entryVector, architecture, npu, cpuFeatures);
 }
 
 fb::Offset<sc::ScheduleStep> step(fb::FlatBufferBuilder &builder,

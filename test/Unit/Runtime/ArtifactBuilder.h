@@ -48,6 +48,15 @@ struct EntrySpec {
   /// By default the sizes of the buffers the entry's first dispatch binds
   /// (0 for one out of range), binding_count of them.
   std::optional<std::vector<uint64_t>> bindingSizes;
+  /// NPU only: the entry's instructions in the executable's program.
+  uint32_t npuFirstInstruction = 0, npuInstructionCount = 0;
+};
+
+/// An NPU executable's program: the schema's default configuration but for
+/// the array's size, and the instructions' words.
+struct NpuProgramSpec {
+  uint32_t arrayRows = 32, arrayColumns = 32;
+  std::vector<uint64_t> instructions;
 };
 
 struct ExecutableSpec {
@@ -57,6 +66,7 @@ struct ExecutableSpec {
   std::vector<EntrySpec> entries;
   std::string architecture;
   std::vector<std::string> cpuFeatures;
+  std::optional<NpuProgramSpec> npu;
 };
 
 struct DispatchSpec {

@@ -29,13 +29,10 @@ TEST(DeviceTest, CpuIsAvailable) {
   EXPECT_EQ(tsl_device_check("cpu"), nullptr);
 }
 
-TEST(DeviceTest, CudaAndNpuAreNotAvailableYet) {
-  for (const char *device : {"cuda", "npu"}) {
-    StatusResult status = take(tsl_device_check(device));
-    EXPECT_EQ(status.code, TSL_UNAVAILABLE) << device;
-    EXPECT_EQ(status.message,
-              std::string("this runtime has no ") + device + " device yet");
-  }
+TEST(DeviceTest, CudaIsNotAvailableYet) {
+  StatusResult status = take(tsl_device_check("cuda"));
+  EXPECT_EQ(status.code, TSL_UNAVAILABLE);
+  EXPECT_EQ(status.message, "this runtime has no cuda device yet");
 }
 
 TEST(DeviceTest, UnknownDeviceIsNotFound) {
@@ -57,9 +54,9 @@ TEST(DeviceTest, CudaOnlyScheduleLoadsButCannotRunOnTheCpu) {
   EXPECT_EQ(session, nullptr);
 }
 
-TEST(DeviceTest, CopyToTheNpuIsUnavailable) {
+TEST(DeviceTest, CopyToTheCudaDeviceIsUnavailable) {
   ArtifactSpec spec = pipelineModel();
-  std::get<CopySpec>(spec.steps[2]).destinationDevice = sc::DeviceKind_npu;
+  std::get<CopySpec>(spec.steps[2]).destinationDevice = sc::DeviceKind_cuda;
   ModulePtr module = loadModule(buildArtifact(spec));
   ASSERT_TRUE(module);
   tsl_session *session = nullptr;
@@ -67,7 +64,7 @@ TEST(DeviceTest, CopyToTheNpuIsUnavailable) {
       take(tsl_session_create(module.get(), nullptr, &session));
   EXPECT_EQ(status.code, TSL_UNAVAILABLE);
   EXPECT_THAT(status.message,
-              HasSubstr("schedule step 2 needs the npu device"));
+              HasSubstr("schedule step 2 needs the cuda device"));
 }
 
 TEST(DeviceTest, SessionOnTheCudaDeviceIsUnavailable) {

@@ -1,0 +1,394 @@
+//===- NpuIsa.h - The NPU's instructions and their encoding -----*- C++ -*-===//
+//
+// docs/npu/isa.md defines the Tessel NPU's instructions; this header is that
+// definition's encoding, shared by the compiler, which writes command
+// streams, and the runtime's simulator, which reads them. Each instruction
+// kind lists its fields once (its `visit` member: bit position and member),
+// and that one list serves encoding, decoding and the check that reserved
+// bits are zero, so the three cannot disagree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_SCHEMA_NPUISA_H
+#define TESSEL_RUNTIME_SCHEMA_NPUISA_H
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+namespace tessel::schema::npu {
+
+inline constexpr uint32_t kIsaVersion = 1;
+inline constexpr size_t kInstructionWords = 4;
+using Words = std::array<uint64_t, kInstructionWords>;
+
+enum class Opcode : uint8_t { Load = 1, Store = 2, Gemm = 3, Post = 4, Add = 5, Pool = 6, DwConv = 7 };
+
+/// The engine whose queue runs an opcode.
+enum class Queue : uint8_t { Load = 0, Execute = 1, Store = 2 };
+
+inline Queue queueOf(Opcode opcode) {
+  switch (opcode) {
+  case Opcode::Load:
+    return Queue::Load;
+  case Opcode::Store:
+    return Queue::Store;
+  default:
+    return Queue::Execute;
+  }
+}
+
+/// `width` bits from bit `low` of word `word`.
+struct Field {
+  uint8_t word, low, width;
+};
+
+/// Local memories a DMA reaches.
+enum class Memory : uint8_t { Scratchpad = 0, Parameters = 1, Lut = 2 };
+
+struct Dependencies {
+  bool popPrevious = false, popNext = false, pushPrevious = false, pushNext = false;
+
+  template <typename Visit> void visit(Visit &&visit) {
+    visit(Field{0, 8, 1}, popPrevious);
+    visit(Field{0, 9, 1}, popNext);
+    visit(Field{0, 10, 1}, pushPrevious);
+    visit(Field{0, 11, 1}, pushNext);
+  }
+};
+
+/// LOAD (DRAM to local memory) and STORE (scratchpad to DRAM).
+struct Dma {
+  Memory memory = Memory::Scratchpad;
+  uint8_t binding = 0;
+  uint64_t dram = 0;
+  uint32_t local = 0, rows = 1, rowBytes = 1;
+  uint32_t dramStride = 0, localStride = 0;
+
+  template <typename Visit> void visit(Visit &&visit) {
+    visit(Field{0, 12, 2}, memory);
+    visit(Field{0, 16, 8}, binding);
+    visit(Field{0, 24, 40}, dram);
+    visit(Field{1, 0, 24}, local);
+    visit(Field{1, 24, 16}, rows);
+    visit(Field{1, 40, 24}, rowBytes);
+    visit(Field{2, 0, 32}, dramStride);
+    visit(Field{2, 32, 24}, localStride);
+  }
+};
+
+/// A convolution window over a tile: kernel, strides, dilations, padding.
+struct Window {
+  uint8_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, padTop = 0, padLeft = 0;
+};
+
+struct Gemm {
+  bool accumulate = false, inputUnsigned = false, weightUnsigned = false, im2col = false;
+  uint32_t weights = 0, K = 1, N = 1;
+  uint32_t input = 0, T = 1, acc = 0;
+  uint32_t rowStride = 0; // dense
+  uint32_t k0 = 0, Hi = 1, Wi = 1, Ci = 1, Wo = 1;
+  uint8_t padValue = 0;
+  Window window;
+
+  template <typename Visit> void visit(Visit &&visit) {
+    visit(Field{0, 12, 1}, accumulate);
+    visit(Field{0, 13, 1}, inputUnsigned);
+    visit(Field{0, 14, 1}, weightUnsigned);
+    visit(Field{0, 15, 1}, im2col);
+    visit(Field{0, 16, 24}, weights);
+    visit(Field{0, 40, 9}, K);
+    visit(Field{0, 49, 9}, N);
+    visit(Field{1, 0, 24}, input);
+    visit(Field{1, 24, 20}, T);
+    visit(Field{1, 44, 20}, acc);
+    if (!im2col) {
+      visit(Field{2, 0, 24}, rowStride);
+      return;
+    }
+    visit(Field{2, 0, 16}, k0);
+    visit(Field{2, 16, 12}, Hi);
+    visit(Field{2, 28, 12}, Wi);
+    visit(Field{2, 40, 12}, Ci);
+    visit(Field{2, 52, 8}, padValue);
+    visit(Field{3, 0, 12}, Wo);
+    visit(Field{3, 12, 4}, window.kh);
+    visit(Field{3, 16, 4}, window.kw);
+    visit(Field{3, 20, 4}, window.sh);
+    visit(Field{3, 24, 4}, window.sw);
+    visit(Field{3, 28, 4}, window.dh);
+    visit(Field{3, 32, 4}, window.dw);
+    visit(Field{3, 36, 4}, window.padTop);
+    visit(Field{3, 40, 4}, window.padLeft);
+  }
+};
+
+struct Post {
+  bool outputUnsigned = false, lut = false;
+  uint32_t output = 0, acc = 0, T = 1, N = 1, outputStride = 0, param = 0;
+  int16_t zeroPoint = 0, clampMin = -128, clampMax = 127;
+
+  template <typename Visit> void visit(Visit &&visit) {
+    visit(Field{0, 12, 1}, outputUnsigned);
+    visit(Field{0, 13, 1}, lut);
+    visit(Field{0, 16, 24}, output);
+    visit(Field{0, 40, 20}, acc);
+    visit(Field{1, 0, 20}, T);
+    visit(Field{1, 20, 12}, N);
+    visit(Field{1, 32, 24}, outputStride);
+    visit(Field{2, 0, 16}, param);
+    visit(Field{2, 16, 16}, zeroPoint);
+    visit(Field{2, 32, 16}, clampMin);
+    visit(Field{2, 48, 16}, clampMax);
+  }
+};
+
+struct Add {
+  bool aUnsigned = false, bUnsigned = false, outputUnsigned = false;
+  uint32_t a = 0, b = 0, output = 0, count = 1;
+  // Raw bytes, read in their tensor's signedness.
+  uint8_t aZero = 0, bZero = 0, outputZero = 0, clampMin = 0x80, clampMax = 0x7f;
+  float aScale = 1.0f, bScale = 1.0f, outputScale = 1.0f;
+
+  template <typename Visit> void visit(Visit &&visit) {
+    visit(Field{0, 12, 1}, aUnsigned);
+    visit(Field{0, 13, 1}, bUnsigned);
+    visit(Field{0, 14, 1}, outputUnsigned);
+    visit(Field{0, 16, 24}, a);
+    visit(Field{0, 40, 24}, b);
+    visit(Field{1, 0, 24}, output);
+    visit(Field{1, 24, 24}, count);
+    visit(Field{1, 48, 8}, aZero);
+    visit(Field{1, 56, 8}, bZero);
+    visit(Field{2, 0, 8}, outputZero);
+    visit(Field{2, 8, 8}, clampMin);
+    visit(Field{2, 16, 8}, clampMax);
+    visit(Field{2, 32, 32}, aScale);
+    visit(Field{3, 0, 32}, bScale);
+    visit(Field{3, 32, 32}, outputScale);
+  }
+};
+
+struct Pool {
+  bool isUnsigned = false;
+  uint32_t input = 0, output = 0, Hi = 1, Wi = 1, C = 1, Ho = 1, Wo = 1;
+  Window window;
+
+  template <typename Visit> void visit(Visit &&visit) {
+    visit(Field{0, 12, 1}, isUnsigned);
+    visit(Field{0, 16, 24}, input);
+    visit(Field{0, 40, 24}, output);
+    visit(Field{1, 0, 12}, Hi);
+    visit(Field{1, 12, 12}, Wi);
+    visit(Field{1, 24, 12}, C);
+    visit(Field{1, 36, 12}, Ho);
+    visit(Field{1, 48, 12}, Wo);
+    visit(Field{2, 0, 4}, window.kh);
+    visit(Field{2, 4, 4}, window.kw);
+    visit(Field{2, 8, 4}, window.sh);
+    visit(Field{2, 12, 4}, window.sw);
+    visit(Field{2, 16, 4}, window.dh);
+    visit(Field{2, 20, 4}, window.dw);
+    visit(Field{2, 24, 4}, window.padTop);
+    visit(Field{2, 28, 4}, window.padLeft);
+  }
+};
+
+struct DwConv {
+  bool accumulate = false, inputUnsigned = false, weightUnsigned = false;
+  uint32_t input = 0, weights = 0, acc = 0, Hi = 1, Wi = 1, C = 1, Ho = 1, Wo = 1;
+  uint8_t padValue = 0;
+  Window window;
+
+  template <typename Visit> void visit(Visit &&visit) {
+    visit(Field{0, 12, 1}, accumulate);
+    visit(Field{0, 13, 1}, inputUnsigned);
+    visit(Field{0, 14, 1}, weightUnsigned);
+    visit(Field{0, 16, 24}, input);
+    visit(Field{0, 40, 24}, weights);
+    visit(Field{1, 0, 20}, acc);
+    visit(Field{1, 20, 12}, Hi);
+    visit(Field{1, 32, 12}, Wi);
+    visit(Field{1, 44, 12}, C);
+    visit(Field{1, 56, 8}, padValue);
+    visit(Field{2, 0, 12}, Ho);
+    visit(Field{2, 12, 12}, Wo);
+    visit(Field{2, 24, 4}, window.kh);
+    visit(Field{2, 28, 4}, window.kw);
+    visit(Field{2, 32, 4}, window.sh);
+    visit(Field{2, 36, 4}, window.sw);
+    visit(Field{2, 40, 4}, window.dh);
+    visit(Field{2, 44, 4}, window.dw);
+    visit(Field{2, 48, 4}, window.padTop);
+    visit(Field{2, 52, 4}, window.padLeft);
+  }
+};
+
+using Body = std::variant<Dma, Gemm, Post, Add, Pool, DwConv>;
+
+struct Instruction {
+  Opcode opcode = Opcode::Load;
+  Dependencies dependencies;
+  Body body;
+};
+
+namespace detail {
+
+inline uint64_t fieldMask(const Field &field) {
+  return field.width == 64 ? ~uint64_t(0) : ((uint64_t(1) << field.width) - 1) << field.low;
+}
+
+/// A member's bits in a field: unsigned values as they are, signed ones in
+/// two's complement, floats as their IEEE bits.
+template <typename T> uint64_t bitsOf(T value) {
+  if constexpr (std::is_same_v<T, float>) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return bits;
+  } else if constexpr (std::is_enum_v<T> || std::is_same_v<T, bool>) {
+    return static_cast<uint64_t>(value);
+  } else {
+    return static_cast<uint64_t>(static_cast<std::make_unsigned_t<T>>(value));
+  }
+}
+
+template <typename T> T valueOf(uint64_t bits, const Field &field) {
+  if constexpr (std::is_same_v<T, float>) {
+    uint32_t narrow = static_cast<uint32_t>(bits);
+    float value;
+    std::memcpy(&value, &narrow, sizeof(value));
+    return value;
+  } else if constexpr (std::is_enum_v<T>) {
+    return static_cast<T>(bits);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return bits != 0;
+  } else if constexpr (std::is_signed_v<T>) {
+    uint64_t sign = uint64_t(1) << (field.width - 1);
+    return static_cast<T>(static_cast<int64_t>((bits ^ sign) - sign));
+  } else {
+    return static_cast<T>(bits);
+  }
+}
+
+/// Whether `bits` (of a member of type T) fit `field`.
+template <typename T> bool fits(uint64_t bits, const Field &field) {
+  if (field.width >= 64)
+    return true;
+  if constexpr (std::is_signed_v<T> && !std::is_same_v<T, float>) {
+    int64_t value = static_cast<int64_t>(static_cast<std::make_signed_t<T>>(bits));
+    int64_t limit = int64_t(1) << (field.width - 1);
+    return value >= -limit && value < limit;
+  } else {
+    return (bits >> field.width) == 0;
+  }
+}
+
+} // namespace detail
+
+/// The 32 bytes of `instruction`; false, saying which field, when a value
+/// does not fit its field.
+inline bool encode(Instruction instruction, Words &words, std::string *error = nullptr) {
+  words = {};
+  bool ok = true;
+  auto put = [&](const Field &field, auto &member) {
+    using T = std::decay_t<decltype(member)>;
+    uint64_t bits = detail::bitsOf(member);
+    if (!detail::fits<T>(bits, field)) {
+      if (ok && error)
+        *error = "value " + std::to_string(bits) + " does not fit the " +
+                 std::to_string(field.width) + "-bit field at word " +
+                 std::to_string(field.word) + " bit " + std::to_string(field.low);
+      ok = false;
+      return;
+    }
+    words[field.word] |= (bits << field.low) & detail::fieldMask(field);
+  };
+  uint8_t opcode = static_cast<uint8_t>(instruction.opcode);
+  put(Field{0, 0, 8}, opcode);
+  instruction.dependencies.visit(put);
+  std::visit([&](auto &body) { body.visit(put); }, instruction.body);
+  return ok;
+}
+
+/// Decodes the instruction at `words`; false, saying why, for an unknown
+/// opcode or a reserved bit that is set. Field values are not checked
+/// against any configuration here (the simulator's verifier does that).
+inline bool decode(const uint64_t *words, Instruction &instruction, std::string &error) {
+  uint8_t opcode = static_cast<uint8_t>(words[0] & 0xff);
+  switch (static_cast<Opcode>(opcode)) {
+  case Opcode::Load:
+  case Opcode::Store:
+    instruction.body = Dma();
+    break;
+  case Opcode::Gemm:
+    instruction.body = Gemm();
+    break;
+  case Opcode::Post:
+    instruction.body = Post();
+    break;
+  case Opcode::Add:
+    instruction.body = Add();
+    break;
+  case Opcode::Pool:
+    instruction.body = Pool();
+    break;
+  case Opcode::DwConv:
+    instruction.body = DwConv();
+    break;
+  default:
+    error = "unknown opcode " + std::to_string(opcode);
+    return false;
+  }
+  instruction.opcode = static_cast<Opcode>(opcode);
+  Words used = {};
+  used[0] = 0xff;
+  auto get = [&](const Field &field, auto &member) {
+    using T = std::decay_t<decltype(member)>;
+    uint64_t bits = (words[field.word] & detail::fieldMask(field)) >> field.low;
+    member = detail::valueOf<T>(bits, field);
+    used[field.word] |= detail::fieldMask(field);
+  };
+  instruction.dependencies.visit(get);
+  // GEMM's im2col bit decides which fields follow: read it first.
+  if (auto *gemm = std::get_if<Gemm>(&instruction.body))
+    gemm->im2col = (words[0] >> 15) & 1;
+  std::visit([&](auto &body) { body.visit(get); }, instruction.body);
+  for (size_t word = 0; word < kInstructionWords; ++word)
+    if (uint64_t reserved = words[word] & ~used[word]) {
+      int bit = __builtin_ctzll(reserved);
+      error = "reserved bit " + std::to_string(bit) + " of word " + std::to_string(word) +
+              " is set";
+      return false;
+    }
+  return true;
+}
+
+/// A channel record's multiplier and shift (docs/npu/isa.md section 3.3).
+struct Requantization {
+  int32_t multiplier = 0, shift = 0;
+};
+
+/// The record fields with which POST computes acc * scale exactly:
+/// scale = multiplier * 2^-shift, the multiplier the 24-bit significand of
+/// the positive binary32 `scale`. False when the scale is not a positive
+/// finite number or its exponent puts the shift outside [0, 62].
+inline bool requantizationOf(float scale, Requantization &record) {
+  if (!(scale > 0) || !std::isfinite(scale))
+    return false;
+  int exponent;
+  float fraction = std::frexp(scale, &exponent); // scale = fraction * 2^exponent
+  int shift = 24 - exponent;
+  if (shift < 0 || shift > 62)
+    return false;
+  record.multiplier = static_cast<int32_t>(std::ldexp(fraction, 24)); // exact
+  record.shift = shift;
+  return true;
+}
+
+} // namespace tessel::schema::npu
+
+#endif // TESSEL_RUNTIME_SCHEMA_NPUISA_H
