@@ -4,6 +4,7 @@
 #include "compiler/HostPlan.h"
 #include "compiler/KernelStatistics.h"
 #include "compiler/Locations.h"
+#include "compiler/Placement.h"
 #include "compiler/Registration.h"
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/onnx/OnnxExporter.h"
@@ -14,13 +15,15 @@
 #include "passes/QuantizedGraph.h"
 #include "runtime/schema/Artifact.h"
 #include "runtime/schema/Checksum.h"
-#include "targets/x86/X86Target.h"
+#include "targets/Registry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -31,15 +34,9 @@ namespace tessel {
 
 llvm::StringRef compilerVersion() { return "tessel 0.1.0 (LLVM " LLVM_VERSION_STRING ")"; }
 
-std::vector<std::string> availableTargets() { return {"x86"}; }
+std::vector<std::string> availableTargets() { return registeredTargetNames(); }
 
 namespace {
-
-std::unique_ptr<Target> createTarget(llvm::StringRef name) {
-  if (name == "x86")
-    return createX86Target();
-  return nullptr;
-}
 
 llvm::Error compileError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -166,54 +163,129 @@ std::string describeOptions(const CompileOptions &options) {
   return text;
 }
 
+/// What every target is configured with.
+TargetOptions targetOptions(const CompileOptions &options) {
+  TargetOptions targetOptions;
+  targetOptions.optLevel = options.optLevel;
+  targetOptions.cpu = options.cpu;
+  targetOptions.npuConfigFile = options.npuConfigFile;
+  return targetOptions;
+}
+
+/// The targets `--target` names (a comma-separated list), in order, with
+/// the CPU added last when missing: it runs what the others cannot.
+llvm::Expected<std::vector<std::unique_ptr<Target>>> createTargets(const CompileOptions &options) {
+  SmallVector<llvm::StringRef> names;
+  llvm::StringRef(options.target).split(names, ',', -1, /*KeepEmpty=*/false);
+  if (!llvm::is_contained(names, fallbackTargetName()))
+    names.push_back(fallbackTargetName());
+  std::vector<std::unique_ptr<Target>> targets;
+  for (llvm::StringRef name : names) {
+    llvm::Expected<std::unique_ptr<Target>> target = createTarget(name.trim(), targetOptions(options));
+    if (!target)
+      return target.takeError();
+    targets.push_back(std::move(*target));
+  }
+  if (targets.back()->name() != fallbackTargetName())
+    return compileError("the target " + fallbackTargetName() +
+                        " runs what the others cannot: name it last");
+  return targets;
+}
+
 } // namespace
 
 namespace {
 
-/// Compiles an imported module the rest of the way, to `emit`.
+/// Compiles an imported module the rest of the way, to `emit`, for
+/// `targets`: each kernel on the first that can run it (the last, the CPU,
+/// runs anything), one executable per target that got kernels.
 class ModuleCompiler {
 public:
-  ModuleCompiler(Target &target, const CompileOptions &options, llvm::StringRef modelPath,
-                 DiagnosticCollector &diagnostics)
-      : target(target), options(options), modelPath(modelPath), diagnostics(diagnostics) {}
+  ModuleCompiler(llvm::ArrayRef<Target *> targets, const CompileOptions &options,
+                 llvm::StringRef modelPath, DiagnosticCollector &diagnostics)
+      : targets(targets.begin(), targets.end()), options(options), modelPath(modelPath),
+        diagnostics(diagnostics) {}
 
   /// `quantization`, when given, is what post-training quantization did to
-  /// `module`; the artifact records it.
+  /// `module`; the artifact records it. The placement is reported to
+  /// CompileOptions::placement unless `quietly`.
   llvm::Error compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,
                       const std::function<void(const llvm::Twine &)> &progress,
-                      const QuantizationReport *quantization = nullptr);
+                      const QuantizationReport *quantization = nullptr, bool quietly = false);
 
-  /// The artifact of `module`, with no progress shown (calibration's).
+  /// The artifact of `module`, with nothing shown (calibration's).
   llvm::Expected<std::vector<uint8_t>> artifactOf(ModuleOp module) {
     std::string bytes;
     llvm::raw_string_ostream stream(bytes);
-    if (llvm::Error error = compile(module, EmitKind::Artifact, stream, [](const llvm::Twine &) {}))
+    if (llvm::Error error = compile(module, EmitKind::Artifact, stream,
+                                    [](const llvm::Twine &) {}, nullptr, /*quietly=*/true))
       return std::move(error);
     return std::vector<uint8_t>(bytes.begin(), bytes.end());
   }
 
-  /// Whether the target wants INT8 weight pairs that fit 16-bit sums.
+  /// Whether the first target wants INT8 weight pairs that fit 16-bit sums.
   bool prefersFittedWeightPairs(ModuleOp module) {
-    return target.prefersFittedWeightPairs(module, targetOptions());
+    return targets.front()->prefersFittedWeightPairs(module, targetOptions(options));
   }
 
 private:
-  TargetOptions targetOptions() const {
-    TargetOptions targetOptions;
-    targetOptions.optLevel = options.optLevel;
-    targetOptions.cpu = options.cpu;
-    return targetOptions;
-  }
+  llvm::Error optimizeGraph(ModuleOp module);
+  FailureOr<Executable> compileKernels(ModuleOp module, Target &target,
+                                       const llvm::StringSet<> &placed,
+                                       TargetOptions &targetOptions,
+                                       llvm::StringMap<KernelStatistics> &statistics,
+                                       const std::function<void(const llvm::Twine &)> &progress);
 
-  Target &target;
+  SmallVector<Target *> targets;
   const CompileOptions &options;
   llvm::StringRef modelPath;
   DiagnosticCollector &diagnostics;
 };
 
+llvm::Error ModuleCompiler::optimizeGraph(ModuleOp module) {
+  PassManager graph(module.getContext());
+  GraphPipelineOptions graphOptions;
+  graphOptions.optLevel = options.optLevel;
+  graphOptions.channelsLast = llvm::any_of(targets, [](Target *target) {
+    return target->prefersChannelsLast();
+  });
+  // Attention kernels are the CPU's to run: whether to form them is its call.
+  graphOptions.fuseAttention = targets.back()->fusesAttention();
+  buildGraphPipeline(graph, graphOptions);
+  if (failed(graph.run(module)))
+    return diagnostics.error("graph optimization failed:");
+  return llvm::Error::success();
+}
+
+/// Compiles the kernels of `module` placed on `target` (`placed`, by name)
+/// into its executable; their statistics join `statistics`.
+FailureOr<Executable> ModuleCompiler::compileKernels(
+    ModuleOp module, Target &target, const llvm::StringSet<> &placed,
+    TargetOptions &targetOptions, llvm::StringMap<KernelStatistics> &statistics,
+    const std::function<void(const llvm::Twine &)> &progress) {
+  // The kernels go to the target in a module of their own: its functions
+  // lowered to linalg, or else what the targets with their own form put
+  // in the module (each compiles its own ops).
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  OpBuilder builder(kernels->getBodyRegion());
+  for (Operation &op : module.getBody()->getOperations()) {
+    auto function = dyn_cast<func::FuncOp>(op);
+    if (!target.lowersThroughLinalg() && !function)
+      builder.clone(op);
+    if (target.lowersThroughLinalg() && function && !function.isDeclaration() &&
+        placed.contains(function.getSymName()))
+      builder.clone(op);
+  }
+  if (target.lowersThroughLinalg())
+    for (auto &[name, counted] : collectKernelStatistics(*kernels))
+      statistics[name] = counted;
+  progress("generating " + target.name() + " code for " + Twine(placed.size()) + " kernels");
+  return target.compile(*kernels, targetOptions);
+}
+
 llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,
                                     const std::function<void(const llvm::Twine &)> &progress,
-                                    const QuantizationReport *quantization) {
+                                    const QuantizationReport *quantization, bool quietly) {
   MLIRContext &context = *module.getContext();
   auto main = module.lookupSymbol<func::FuncOp>("main");
   llvm::Expected<std::vector<TensorSignature>> inputs = signatureOf(main, false);
@@ -224,14 +296,8 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
     return outputs.takeError();
 
   progress("optimizing the graph");
-  PassManager graph(&context);
-  GraphPipelineOptions graphOptions;
-  graphOptions.optLevel = options.optLevel;
-  graphOptions.channelsLast = target.prefersChannelsLast();
-  graphOptions.fuseAttention = target.fusesAttention();
-  buildGraphPipeline(graph, graphOptions);
-  if (failed(graph.run(module)))
-    return diagnostics.error("graph optimization failed:");
+  if (llvm::Error error = optimizeGraph(module))
+    return error;
   // Results read in any layout have the shape the graph computes them in.
   for (auto [i, type] : llvm::enumerate(main.getResultTypes()))
     if (main.getResultAttr(i, kAnyLayoutAttr)) {
@@ -245,13 +311,43 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   if (emit == EmitKind::Tessel)
     return printModule();
 
+  // Each kernel to its device; targets with their own kernel form lower
+  // theirs now, the rest go through linalg.
+  std::vector<KernelPlacement> placement = placeKernels(module, targets);
+  if (options.placement && targets.size() > 1 && !quietly)
+    options.placement(formatPlacement(placement, targets));
+  llvm::StringMap<KernelStatistics> statistics = collectKernelStatistics(module);
+  std::vector<llvm::StringSet<>> placed(targets.size());
+  for (const KernelPlacement &kernel : placement)
+    placed[kernel.target].insert(kernel.kernel);
+  TargetOptions targetOptions = tessel::targetOptions(options);
+  for (auto [index, target] : llvm::enumerate(targets)) {
+    if (target->lowersThroughLinalg())
+      continue;
+    SmallVector<func::FuncOp> kernels;
+    for (llvm::StringRef name : placed[index].keys())
+      kernels.push_back(module.lookupSymbol<func::FuncOp>(name));
+    llvm::sort(kernels, [](func::FuncOp a, func::FuncOp b) {
+      return a->isBeforeInBlock(b);
+    });
+    if (failed(target->lowerPlacedKernels(module, kernels, targetOptions)) ||
+        failed(mlir::verify(module)))
+      return diagnostics.error("code generation for " + target->name() + " failed:");
+  }
+  if (emit == EmitKind::Npu) {
+    for (Operation &op : module.getBody()->getOperations())
+      if (!isa<func::FuncOp>(op))
+        op.print(out), out << "\n";
+    return llvm::Error::success();
+  }
+
   PassManager lowering(&context);
   buildLinalgPipeline(lowering);
   if (failed(lowering.run(module)))
     return diagnostics.error("lowering to linalg failed:");
-  TargetOptions targetOptions = this->targetOptions();
-  if (failed(target.chooseDataLayouts(module, targetOptions)))
-    return diagnostics.error("code generation for " + target.name() + " failed:");
+  for (Target *target : targets)
+    if (target->lowersThroughLinalg() && failed(target->chooseDataLayouts(module, targetOptions)))
+      return diagnostics.error("code generation for " + target->name() + " failed:");
   if (emit == EmitKind::Linalg)
     return printModule();
 
@@ -263,26 +359,22 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
                         llvm::Twine(plan->arenaSize) +
                         " bytes; the runtime loads artifacts whose arena is at most 1 TiB");
 
-  // The kernels go to the target in a module of their own.
-  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
-  OpBuilder builder(kernels->getBodyRegion());
-  size_t kernelCount = 0;
-  for (auto function : module.getOps<func::FuncOp>())
-    if (function->hasAttr(kKernelAttrName)) {
-      builder.clone(*function);
-      ++kernelCount;
-    }
-  llvm::StringMap<KernelStatistics> statistics = collectKernelStatistics(*kernels);
-  progress("generating " + target.name() + " code for " + Twine(kernelCount) + " kernels");
   std::string text;
   llvm::raw_string_ostream textStream(text);
   if (emit == EmitKind::LLVMIR)
     targetOptions.llvmIR = &textStream;
   if (emit == EmitKind::Assembly)
     targetOptions.assembly = &textStream;
-  FailureOr<Executable> executable = target.compile(*kernels, targetOptions);
-  if (failed(executable))
-    return diagnostics.error("code generation for " + target.name() + " failed:");
+  std::vector<Executable> executables;
+  for (auto [index, target] : llvm::enumerate(targets)) {
+    if (placed[index].empty())
+      continue;
+    FailureOr<Executable> executable =
+        compileKernels(module, *target, placed[index], targetOptions, statistics, progress);
+    if (failed(executable))
+      return diagnostics.error("code generation for " + target->name() + " failed:");
+    executables.push_back(std::move(*executable));
+  }
   if (emit != EmitKind::Artifact) {
     out << text;
     return llvm::Error::success();
@@ -293,7 +385,7 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   contents.inputs = std::move(*inputs);
   contents.outputs = std::move(*outputs);
   contents.plan = &*plan;
-  contents.executables.push_back(std::move(*executable));
+  contents.executables = std::move(executables);
   contents.provenance = {compilerVersion().str(), modelHash(modelPath),
                          describeOptions(options),
                          llvm::sys::path::stem(modelPath).str()};
@@ -372,7 +464,8 @@ llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options
 static constexpr std::pair<const char *, EmitKind> kEmitKinds[] = {
     {"tessel", EmitKind::Tessel},     {"linalg", EmitKind::Linalg},
     {"llvm", EmitKind::LLVMIR},       {"asm", EmitKind::Assembly},
-    {"artifact", EmitKind::Artifact}, {"qdq-onnx", EmitKind::QdqOnnx}};
+    {"artifact", EmitKind::Artifact}, {"qdq-onnx", EmitKind::QdqOnnx},
+    {"npu", EmitKind::Npu}};
 
 std::vector<std::string> emitKindNames() {
   std::vector<std::string> names;
@@ -407,10 +500,12 @@ llvm::Expected<SupportReport> checkModel(llvm::StringRef modelPath,
 
 llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &options,
                          EmitKind emit, llvm::raw_ostream &out) {
-  std::unique_ptr<Target> target = createTarget(options.target);
-  if (!target)
-    return compileError("unknown target '" + options.target +
-                        "' (available: x86)");
+  llvm::Expected<std::vector<std::unique_ptr<Target>>> targets = createTargets(options);
+  if (!targets)
+    return targets.takeError();
+  SmallVector<Target *> targetList;
+  for (std::unique_ptr<Target> &target : *targets)
+    targetList.push_back(target.get());
   auto progress = [&](const llvm::Twine &stage) {
     if (options.progress)
       options.progress(stage.str());
@@ -428,7 +523,7 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   if (!imported)
     return imported.takeError();
   ModuleOp module = imported->get();
-  ModuleCompiler compiler(*target, options, modelPath, diagnostics);
+  ModuleCompiler compiler(targetList, options, modelPath, diagnostics);
   if (options.quantize || emit == EmitKind::QdqOnnx)
     if (llvm::Error error = prepareGraph(module, diagnostics))
       return error;

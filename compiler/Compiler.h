@@ -29,16 +29,23 @@ enum class EmitKind {
   Assembly, // the target's assembly
   Artifact, // the .tsl file
   QdqOnnx,  // the graph as Tessel quantized it, as a QDQ ONNX model
+  Npu,      // the NPU programs of the kernels placed on the NPU
 };
 
-/// "tessel", "linalg", "llvm", "asm", "artifact", "qdq-onnx": the spellings
-/// of --emit, in that order.
+/// "tessel", "linalg", "llvm", "asm", "artifact", "qdq-onnx", "npu": the
+/// spellings of --emit, in that order.
 std::vector<std::string> emitKindNames();
 /// The EmitKind spelled `name`; std::nullopt for none.
 std::optional<EmitKind> parseEmitKind(llvm::StringRef name);
 
 struct CompileOptions {
+  /// The targets, comma-separated, in the order placement tries them; the
+  /// CPU (x86) is added last when missing ("npu" means "npu,x86").
   std::string target = "x86";
+  /// The NPU's configuration file (--npu-config); the defaults when empty.
+  std::string npuConfigFile;
+  /// Receives the placement of the kernels when there are several targets.
+  std::function<void(const std::string &)> placement;
   int optLevel = 3;
   /// CPU to generate code for; empty means the host.
   std::string cpu;

@@ -1,6 +1,7 @@
 //===- Registration.cpp - Dialects and interfaces Tessel uses -------------===//
 
 #include "compiler/Registration.h"
+#include "dialects/npu/NpuDialect.h"
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
@@ -60,7 +61,7 @@ using namespace mlir;
 namespace tessel {
 
 void registerCompilerDialects(DialectRegistry &registry) {
-  registry.insert<TesselDialect, affine::AffineDialect, arith::ArithDialect,
+  registry.insert<TesselDialect, npu::NpuDialect, affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
                   math::MathDialect, memref::MemRefDialect, quant::QuantDialect, scf::SCFDialect,

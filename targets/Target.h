@@ -10,12 +10,16 @@
 #ifndef TESSEL_TARGETS_TARGET_H
 #define TESSEL_TARGETS_TARGET_H
 
+#include "runtime/schema/NpuConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +48,19 @@ struct KernelEntry {
   /// The byte size of each buffer passed, in kernel argument order: what
   /// the entry was compiled for and checks each call against.
   std::vector<uint64_t> bindingBytes;
+  /// NPU: the entry's instructions in Executable::npu.
+  uint32_t npuFirstInstruction = 0, npuInstructionCount = 0;
+  /// What the entry computes, when the target knows it better than the
+  /// shared count on linalg (a target that does not lower through it).
+  std::vector<std::string> sourceNodes;
+  uint64_t integerOperations = 0;
+};
+
+/// An NPU executable's program: the configuration it was compiled for and
+/// every entry's instructions, 4 words each (docs/npu/isa.md).
+struct NpuCode {
+  schema::npu::Config config;
+  std::vector<uint64_t> instructions;
 };
 
 struct Executable {
@@ -56,6 +73,8 @@ struct Executable {
   /// CPU only: instruction-set extensions the binary may use, by their
   /// LLVM names; the runtime checks each before loading.
   std::vector<std::string> cpuFeatures;
+  /// NPU only: the command stream.
+  std::optional<NpuCode> npu;
 };
 
 struct TargetOptions {
@@ -65,6 +84,9 @@ struct TargetOptions {
   /// When set, the target prints its LLVM IR / assembly here.
   llvm::raw_ostream *llvmIR = nullptr;
   llvm::raw_ostream *assembly = nullptr;
+  /// The NPU's configuration (--npu-config): a JSON file, or the defaults
+  /// when empty.
+  std::string npuConfigFile;
 };
 
 class Target {
@@ -82,6 +104,29 @@ public:
   /// Whether the target compiles a kernel of MatMul, Softmax and MatMul
   /// (attention) without storing the whole score matrix.
   virtual bool fusesAttention() const { return false; }
+
+  /// Why the target cannot run `kernel`, a kernel function of `module` in
+  /// the tessel form; nullopt when it can. Placement asks the targets in
+  /// turn and gives each kernel to the first that can run it.
+  virtual std::optional<std::string> unsupportedReason(mlir::ModuleOp /*module*/,
+                                                       mlir::func::FuncOp /*kernel*/) {
+    return std::nullopt;
+  }
+
+  /// Whether the kernels placed on this target go through the shared
+  /// tessel-to-linalg lowering. One that does not lowers them itself in
+  /// lowerPlacedKernels.
+  virtual bool lowersThroughLinalg() const { return true; }
+
+  /// For a target that does not lower through linalg: replaces `kernels`
+  /// (placed on it, in the tessel form) by its own form in `module`, the
+  /// kernel functions by declarations that the host calls with what the
+  /// target's code binds.
+  virtual mlir::LogicalResult lowerPlacedKernels(mlir::ModuleOp /*module*/,
+                                                 llvm::ArrayRef<mlir::func::FuncOp> /*kernels*/,
+                                                 const TargetOptions & /*options*/) {
+    return mlir::success();
+  }
 
   /// Whether the target's INT8 products run faster when every two adjacent
   /// weights along the reduction are small enough that their products with
@@ -102,9 +147,10 @@ public:
     return mlir::success();
   }
 
-  /// Compiles `kernels`, a module holding only kernel functions on tensors,
-  /// into one executable. The module is consumed (lowered in place).
-  /// Diagnostics are emitted on the module's context.
+  /// Compiles `kernels`, a module holding only this target's kernels
+  /// (kernel functions on tensors, or the target's own form from
+  /// lowerPlacedKernels), into one executable. The module is consumed
+  /// (lowered in place). Diagnostics are emitted on the module's context.
   virtual mlir::FailureOr<Executable> compile(mlir::ModuleOp kernels,
                                               const TargetOptions &options) = 0;
 };

@@ -121,15 +121,35 @@ fb::Offset<sc::KernelEntry> kernelEntry(fb::FlatBufferBuilder &builder, const Ke
     if (it != statistics->end())
       found = &it->second;
   }
+  // The shared counts, or the target's own where it knows better (an NPU
+  // kernel is no loop nest the shared count could read).
+  const std::vector<std::string> &nodes =
+      found && !found->sourceNodes.empty() ? found->sourceNodes : entry.sourceNodes;
+  uint64_t integerOperations =
+      std::max<uint64_t>(found ? found->integerOperations : 0, entry.integerOperations);
   fb::Offset<fb::Vector<fb::Offset<fb::String>>> sourceNodes;
-  if (found)
-    sourceNodes = builder.CreateVectorOfStrings(found->sourceNodes);
+  if (!nodes.empty())
+    sourceNodes = builder.CreateVectorOfStrings(nodes);
   return sc::CreateKernelEntry(builder, builder.CreateString(entry.symbol), entry.workgroupCount,
                                static_cast<uint32_t>(entry.bindingBytes.size()),
                                entry.scratchBytes, /*cuda_launch=*/0,
                                builder.CreateVector(entry.bindingBytes), sourceNodes,
-                               found ? found->floatOperations : 0,
-                               found ? found->integerOperations : 0);
+                               found ? found->floatOperations : 0, integerOperations,
+                               entry.npuFirstInstruction, entry.npuInstructionCount);
+}
+
+/// The NPU program of an executable: its configuration and instructions.
+fb::Offset<sc::NpuProgram> npuProgram(fb::FlatBufferBuilder &builder, const NpuCode &code) {
+  const schema::npu::Config &config = code.config;
+  auto table = sc::CreateNpuConfig(
+      builder, config.arrayRows, config.arrayColumns, config.scratchpadBytes,
+      config.accumulatorBytes,
+      config.outputStationary ? sc::NpuDataflow_output_stationary
+                              : sc::NpuDataflow_weight_stationary,
+      config.parameterBytes, config.dmaBytesPerCycle, config.dmaLatencyCycles, config.clockMhz,
+      config.macEnergyPj, config.sramByteEnergyPj, config.dramByteEnergyPj,
+      config.scalesimTiming ? sc::NpuTiming_scalesim : sc::NpuTiming_tessel, config.isaVersion);
+  return sc::CreateNpuProgram(builder, table, builder.CreateVector(code.instructions));
 }
 
 /// What post-training quantization did, for reports read off the artifact.
@@ -171,14 +191,19 @@ serializeArtifact(const ArtifactContents &contents) {
       entryOf[entry.kernel] = {static_cast<uint32_t>(e), static_cast<uint32_t>(i)};
       entries.push_back(kernelEntry(builder, entry, contents.kernelStatistics));
     }
-    auto binary = alignedBytes(builder, executable.binary);
+    fb::Offset<fb::Vector<uint8_t>> binary;
+    if (!executable.binary.empty())
+      binary = alignedBytes(builder, executable.binary);
     auto entryVector = builder.CreateVector(entries);
     auto architecture = builder.CreateString(executable.architecture);
     auto cpuFeatures = builder.CreateVectorOfStrings(executable.cpuFeatures);
+    fb::Offset<sc::NpuProgram> npu;
+    if (executable.npu)
+      npu = npuProgram(builder, *executable.npu);
     executables.push_back(sc::CreateExecutable(
         builder, static_cast<sc::DeviceKind>(executable.device),
         static_cast<sc::ExecutableFormat>(executable.format), binary,
-        entryVector, architecture, /*npu=*/0, cpuFeatures));
+        entryVector, architecture, npu, cpuFeatures));
   }
 
   std::vector<fb::Offset<sc::ScheduleStep>> steps;

@@ -22,7 +22,7 @@ namespace tessel::schema::npu {
 struct Config {
   uint32_t arrayRows = 32, arrayColumns = 32;
   bool outputStationary = false;
-  uint64_t scratchpadBytes = 262144, accumulatorBytes = 65536, parameterBytes = 16384;
+  uint64_t scratchpadBytes = 262144, accumulatorBytes = 65536, parameterBytes = 65536;
   uint32_t dmaBytesPerCycle = 16, dmaLatencyCycles = 64;
   double clockMhz = 1000;
   double macEnergyPj = 0.3, sramByteEnergyPj = 1.25, dramByteEnergyPj = 160;

@@ -42,9 +42,12 @@ inline Queue queueOf(Opcode opcode) {
   }
 }
 
-/// `width` bits from bit `low` of word `word`.
+/// `width` bits from bit `low` of word `word`; `name` is the field's name
+/// in docs/npu/isa.md, which the `npu` dialect's ops use as attribute
+/// names.
 struct Field {
   uint8_t word, low, width;
+  const char *name;
 };
 
 /// Local memories a DMA reaches.
@@ -54,10 +57,10 @@ struct Dependencies {
   bool popPrevious = false, popNext = false, pushPrevious = false, pushNext = false;
 
   template <typename Visit> void visit(Visit &&visit) {
-    visit(Field{0, 8, 1}, popPrevious);
-    visit(Field{0, 9, 1}, popNext);
-    visit(Field{0, 10, 1}, pushPrevious);
-    visit(Field{0, 11, 1}, pushNext);
+    visit(Field{0, 8, 1, "pop_prev"}, popPrevious);
+    visit(Field{0, 9, 1, "pop_next"}, popNext);
+    visit(Field{0, 10, 1, "push_prev"}, pushPrevious);
+    visit(Field{0, 11, 1, "push_next"}, pushNext);
   }
 };
 
@@ -70,14 +73,14 @@ struct Dma {
   uint32_t dramStride = 0, localStride = 0;
 
   template <typename Visit> void visit(Visit &&visit) {
-    visit(Field{0, 12, 2}, memory);
-    visit(Field{0, 16, 8}, binding);
-    visit(Field{0, 24, 40}, dram);
-    visit(Field{1, 0, 24}, local);
-    visit(Field{1, 24, 16}, rows);
-    visit(Field{1, 40, 24}, rowBytes);
-    visit(Field{2, 0, 32}, dramStride);
-    visit(Field{2, 32, 24}, localStride);
+    visit(Field{0, 12, 2, "memory"}, memory);
+    visit(Field{0, 16, 8, "binding"}, binding);
+    visit(Field{0, 24, 40, "dram"}, dram);
+    visit(Field{1, 0, 24, "local"}, local);
+    visit(Field{1, 24, 16, "rows"}, rows);
+    visit(Field{1, 40, 24, "row_bytes"}, rowBytes);
+    visit(Field{2, 0, 32, "dram_stride"}, dramStride);
+    visit(Field{2, 32, 24, "local_stride"}, localStride);
   }
 };
 
@@ -96,34 +99,34 @@ struct Gemm {
   Window window;
 
   template <typename Visit> void visit(Visit &&visit) {
-    visit(Field{0, 12, 1}, accumulate);
-    visit(Field{0, 13, 1}, inputUnsigned);
-    visit(Field{0, 14, 1}, weightUnsigned);
-    visit(Field{0, 15, 1}, im2col);
-    visit(Field{0, 16, 24}, weights);
-    visit(Field{0, 40, 9}, K);
-    visit(Field{0, 49, 9}, N);
-    visit(Field{1, 0, 24}, input);
-    visit(Field{1, 24, 20}, T);
-    visit(Field{1, 44, 20}, acc);
+    visit(Field{0, 12, 1, "accumulate"}, accumulate);
+    visit(Field{0, 13, 1, "input_unsigned"}, inputUnsigned);
+    visit(Field{0, 14, 1, "weight_unsigned"}, weightUnsigned);
+    visit(Field{0, 15, 1, "im2col"}, im2col);
+    visit(Field{0, 16, 24, "weights"}, weights);
+    visit(Field{0, 40, 9, "K"}, K);
+    visit(Field{0, 49, 9, "N"}, N);
+    visit(Field{1, 0, 24, "input"}, input);
+    visit(Field{1, 24, 20, "T"}, T);
+    visit(Field{1, 44, 20, "acc"}, acc);
     if (!im2col) {
-      visit(Field{2, 0, 24}, rowStride);
+      visit(Field{2, 0, 24, "row_stride"}, rowStride);
       return;
     }
-    visit(Field{2, 0, 16}, k0);
-    visit(Field{2, 16, 12}, Hi);
-    visit(Field{2, 28, 12}, Wi);
-    visit(Field{2, 40, 12}, Ci);
-    visit(Field{2, 52, 8}, padValue);
-    visit(Field{3, 0, 12}, Wo);
-    visit(Field{3, 12, 4}, window.kh);
-    visit(Field{3, 16, 4}, window.kw);
-    visit(Field{3, 20, 4}, window.sh);
-    visit(Field{3, 24, 4}, window.sw);
-    visit(Field{3, 28, 4}, window.dh);
-    visit(Field{3, 32, 4}, window.dw);
-    visit(Field{3, 36, 4}, window.padTop);
-    visit(Field{3, 40, 4}, window.padLeft);
+    visit(Field{2, 0, 16, "k0"}, k0);
+    visit(Field{2, 16, 12, "Hi"}, Hi);
+    visit(Field{2, 28, 12, "Wi"}, Wi);
+    visit(Field{2, 40, 12, "Ci"}, Ci);
+    visit(Field{2, 52, 8, "pad_value"}, padValue);
+    visit(Field{3, 0, 12, "Wo"}, Wo);
+    visit(Field{3, 12, 4, "kh"}, window.kh);
+    visit(Field{3, 16, 4, "kw"}, window.kw);
+    visit(Field{3, 20, 4, "sh"}, window.sh);
+    visit(Field{3, 24, 4, "sw"}, window.sw);
+    visit(Field{3, 28, 4, "dh"}, window.dh);
+    visit(Field{3, 32, 4, "dw"}, window.dw);
+    visit(Field{3, 36, 4, "pad_top"}, window.padTop);
+    visit(Field{3, 40, 4, "pad_left"}, window.padLeft);
   }
 };
 
@@ -133,17 +136,17 @@ struct Post {
   int16_t zeroPoint = 0, clampMin = -128, clampMax = 127;
 
   template <typename Visit> void visit(Visit &&visit) {
-    visit(Field{0, 12, 1}, outputUnsigned);
-    visit(Field{0, 13, 1}, lut);
-    visit(Field{0, 16, 24}, output);
-    visit(Field{0, 40, 20}, acc);
-    visit(Field{1, 0, 20}, T);
-    visit(Field{1, 20, 12}, N);
-    visit(Field{1, 32, 24}, outputStride);
-    visit(Field{2, 0, 16}, param);
-    visit(Field{2, 16, 16}, zeroPoint);
-    visit(Field{2, 32, 16}, clampMin);
-    visit(Field{2, 48, 16}, clampMax);
+    visit(Field{0, 12, 1, "output_unsigned"}, outputUnsigned);
+    visit(Field{0, 13, 1, "lut"}, lut);
+    visit(Field{0, 16, 24, "output"}, output);
+    visit(Field{0, 40, 20, "acc"}, acc);
+    visit(Field{1, 0, 20, "T"}, T);
+    visit(Field{1, 20, 12, "N"}, N);
+    visit(Field{1, 32, 24, "output_stride"}, outputStride);
+    visit(Field{2, 0, 16, "param"}, param);
+    visit(Field{2, 16, 16, "zero_point"}, zeroPoint);
+    visit(Field{2, 32, 16, "clamp_min"}, clampMin);
+    visit(Field{2, 48, 16, "clamp_max"}, clampMax);
   }
 };
 
@@ -155,21 +158,21 @@ struct Add {
   float aScale = 1.0f, bScale = 1.0f, outputScale = 1.0f;
 
   template <typename Visit> void visit(Visit &&visit) {
-    visit(Field{0, 12, 1}, aUnsigned);
-    visit(Field{0, 13, 1}, bUnsigned);
-    visit(Field{0, 14, 1}, outputUnsigned);
-    visit(Field{0, 16, 24}, a);
-    visit(Field{0, 40, 24}, b);
-    visit(Field{1, 0, 24}, output);
-    visit(Field{1, 24, 24}, count);
-    visit(Field{1, 48, 8}, aZero);
-    visit(Field{1, 56, 8}, bZero);
-    visit(Field{2, 0, 8}, outputZero);
-    visit(Field{2, 8, 8}, clampMin);
-    visit(Field{2, 16, 8}, clampMax);
-    visit(Field{2, 32, 32}, aScale);
-    visit(Field{3, 0, 32}, bScale);
-    visit(Field{3, 32, 32}, outputScale);
+    visit(Field{0, 12, 1, "a_unsigned"}, aUnsigned);
+    visit(Field{0, 13, 1, "b_unsigned"}, bUnsigned);
+    visit(Field{0, 14, 1, "output_unsigned"}, outputUnsigned);
+    visit(Field{0, 16, 24, "a"}, a);
+    visit(Field{0, 40, 24, "b"}, b);
+    visit(Field{1, 0, 24, "output"}, output);
+    visit(Field{1, 24, 24, "count"}, count);
+    visit(Field{1, 48, 8, "a_zero"}, aZero);
+    visit(Field{1, 56, 8, "b_zero"}, bZero);
+    visit(Field{2, 0, 8, "output_zero"}, outputZero);
+    visit(Field{2, 8, 8, "clamp_min"}, clampMin);
+    visit(Field{2, 16, 8, "clamp_max"}, clampMax);
+    visit(Field{2, 32, 32, "a_scale"}, aScale);
+    visit(Field{3, 0, 32, "b_scale"}, bScale);
+    visit(Field{3, 32, 32, "output_scale"}, outputScale);
   }
 };
 
@@ -179,22 +182,22 @@ struct Pool {
   Window window;
 
   template <typename Visit> void visit(Visit &&visit) {
-    visit(Field{0, 12, 1}, isUnsigned);
-    visit(Field{0, 16, 24}, input);
-    visit(Field{0, 40, 24}, output);
-    visit(Field{1, 0, 12}, Hi);
-    visit(Field{1, 12, 12}, Wi);
-    visit(Field{1, 24, 12}, C);
-    visit(Field{1, 36, 12}, Ho);
-    visit(Field{1, 48, 12}, Wo);
-    visit(Field{2, 0, 4}, window.kh);
-    visit(Field{2, 4, 4}, window.kw);
-    visit(Field{2, 8, 4}, window.sh);
-    visit(Field{2, 12, 4}, window.sw);
-    visit(Field{2, 16, 4}, window.dh);
-    visit(Field{2, 20, 4}, window.dw);
-    visit(Field{2, 24, 4}, window.padTop);
-    visit(Field{2, 28, 4}, window.padLeft);
+    visit(Field{0, 12, 1, "unsigned"}, isUnsigned);
+    visit(Field{0, 16, 24, "input"}, input);
+    visit(Field{0, 40, 24, "output"}, output);
+    visit(Field{1, 0, 12, "Hi"}, Hi);
+    visit(Field{1, 12, 12, "Wi"}, Wi);
+    visit(Field{1, 24, 12, "C"}, C);
+    visit(Field{1, 36, 12, "Ho"}, Ho);
+    visit(Field{1, 48, 12, "Wo"}, Wo);
+    visit(Field{2, 0, 4, "kh"}, window.kh);
+    visit(Field{2, 4, 4, "kw"}, window.kw);
+    visit(Field{2, 8, 4, "sh"}, window.sh);
+    visit(Field{2, 12, 4, "sw"}, window.sw);
+    visit(Field{2, 16, 4, "dh"}, window.dh);
+    visit(Field{2, 20, 4, "dw"}, window.dw);
+    visit(Field{2, 24, 4, "pad_top"}, window.padTop);
+    visit(Field{2, 28, 4, "pad_left"}, window.padLeft);
   }
 };
 
@@ -205,26 +208,26 @@ struct DwConv {
   Window window;
 
   template <typename Visit> void visit(Visit &&visit) {
-    visit(Field{0, 12, 1}, accumulate);
-    visit(Field{0, 13, 1}, inputUnsigned);
-    visit(Field{0, 14, 1}, weightUnsigned);
-    visit(Field{0, 16, 24}, input);
-    visit(Field{0, 40, 24}, weights);
-    visit(Field{1, 0, 20}, acc);
-    visit(Field{1, 20, 12}, Hi);
-    visit(Field{1, 32, 12}, Wi);
-    visit(Field{1, 44, 12}, C);
-    visit(Field{1, 56, 8}, padValue);
-    visit(Field{2, 0, 12}, Ho);
-    visit(Field{2, 12, 12}, Wo);
-    visit(Field{2, 24, 4}, window.kh);
-    visit(Field{2, 28, 4}, window.kw);
-    visit(Field{2, 32, 4}, window.sh);
-    visit(Field{2, 36, 4}, window.sw);
-    visit(Field{2, 40, 4}, window.dh);
-    visit(Field{2, 44, 4}, window.dw);
-    visit(Field{2, 48, 4}, window.padTop);
-    visit(Field{2, 52, 4}, window.padLeft);
+    visit(Field{0, 12, 1, "accumulate"}, accumulate);
+    visit(Field{0, 13, 1, "input_unsigned"}, inputUnsigned);
+    visit(Field{0, 14, 1, "weight_unsigned"}, weightUnsigned);
+    visit(Field{0, 16, 24, "input"}, input);
+    visit(Field{0, 40, 24, "weights"}, weights);
+    visit(Field{1, 0, 20, "acc"}, acc);
+    visit(Field{1, 20, 12, "Hi"}, Hi);
+    visit(Field{1, 32, 12, "Wi"}, Wi);
+    visit(Field{1, 44, 12, "C"}, C);
+    visit(Field{1, 56, 8, "pad_value"}, padValue);
+    visit(Field{2, 0, 12, "Ho"}, Ho);
+    visit(Field{2, 12, 12, "Wo"}, Wo);
+    visit(Field{2, 24, 4, "kh"}, window.kh);
+    visit(Field{2, 28, 4, "kw"}, window.kw);
+    visit(Field{2, 32, 4, "sh"}, window.sh);
+    visit(Field{2, 36, 4, "sw"}, window.sw);
+    visit(Field{2, 40, 4, "dh"}, window.dh);
+    visit(Field{2, 44, 4, "dw"}, window.dw);
+    visit(Field{2, 48, 4, "pad_top"}, window.padTop);
+    visit(Field{2, 52, 4, "pad_left"}, window.padLeft);
   }
 };
 
@@ -308,7 +311,7 @@ inline bool encode(Instruction instruction, Words &words, std::string *error = n
     words[field.word] |= (bits << field.low) & detail::fieldMask(field);
   };
   uint8_t opcode = static_cast<uint8_t>(instruction.opcode);
-  put(Field{0, 0, 8}, opcode);
+  put(Field{0, 0, 8, "opcode"}, opcode);
   instruction.dependencies.visit(put);
   std::visit([&](auto &body) { body.visit(put); }, instruction.body);
   return ok;
@@ -319,27 +322,19 @@ inline bool encode(Instruction instruction, Words &words, std::string *error = n
 /// against any configuration here (the simulator's verifier does that).
 inline bool decode(const uint64_t *words, Instruction &instruction, std::string &error) {
   uint8_t opcode = static_cast<uint8_t>(words[0] & 0xff);
-  switch (static_cast<Opcode>(opcode)) {
-  case Opcode::Load:
-  case Opcode::Store:
+  if (opcode == uint8_t(Opcode::Load) || opcode == uint8_t(Opcode::Store))
     instruction.body = Dma();
-    break;
-  case Opcode::Gemm:
+  else if (opcode == uint8_t(Opcode::Gemm))
     instruction.body = Gemm();
-    break;
-  case Opcode::Post:
+  else if (opcode == uint8_t(Opcode::Post))
     instruction.body = Post();
-    break;
-  case Opcode::Add:
+  else if (opcode == uint8_t(Opcode::Add))
     instruction.body = Add();
-    break;
-  case Opcode::Pool:
+  else if (opcode == uint8_t(Opcode::Pool))
     instruction.body = Pool();
-    break;
-  case Opcode::DwConv:
+  else if (opcode == uint8_t(Opcode::DwConv))
     instruction.body = DwConv();
-    break;
-  default:
+  else {
     error = "unknown opcode " + std::to_string(opcode);
     return false;
   }

@@ -28,6 +28,14 @@ w_scale correctly only for 2-D convolutions (it expands the scale to
 A per-channel (or per-column) scale comes with a zero point per channel
 (column), as quantizers write them, or with one zero point for all.
 
+With --space npu, every configuration is one the NPU target runs (2-D
+convolutions of batch 1 and one group, 2-D products; int8 weights with
+zero point 0; padding shorter than the dilated kernel), larger so that the
+layers take several folds, filter chunks and tiles (up to 48 channels, 70
+filters, 16 x 16 inputs; products up to 40 x 100 x 70). They are compiled
+with --target npu, and the placement tessel-compile prints must show every
+one's product on the NPU.
+
 The output scale aims the spread of the outputs at U(20, 120) quantization
 steps around a random zero point, so that most outputs are in range and
 some saturate. In one configuration of five all scales are powers of two:
@@ -182,30 +190,39 @@ def conv_grouping(rng, channels):
     return 1, int(rng.integers(1, 17))
 
 
-def conv_axis(rng, size):
+def conv_axis(rng, size, shorter_pads=False):
     """Kernel, stride, dilation, begin and end pads, and output size of one
     spatial axis of `size`: the dilated kernel fits the padded input, and no
-    pad is wider than the dilated kernel (onnx.reference fails on those)."""
+    pad is wider than the dilated kernel (onnx.reference fails on those),
+    nor as wide with `shorter_pads`."""
     while True:
         kernel = int(rng.integers(1, 5))
         dilation = 2 if rng.random() < 0.3 else 1
         begin, end = (int(p) for p in rng.integers(0, 3, size=2))
         extent = (kernel - 1) * dilation + 1
-        if extent <= size + begin + end and max(begin, end) <= extent:
+        widest = extent - 1 if shorter_pads else extent
+        if extent <= size + begin + end and max(begin, end) <= widest:
             stride = int(rng.choice([1, 2, 3], p=[0.5, 0.3, 0.2]))
             output = (size + begin + end - extent) // stride + 1
             return kernel, stride, dilation, begin, end, output
 
 
-def conv_config(rng, index):
-    """A random QLinearConv: 2-D mostly, some 1-D and a few small 3-D."""
-    rank = int(rng.choice([1, 2, 3], p=[0.17, 0.75, 0.08]))
-    batch = int(rng.integers(1, 3))
-    channels = int(rng.integers(1, 17 if rank < 3 else 9))
-    group, filters = conv_grouping(rng, channels)
-    sizes = [int(s) for s in rng.integers(1, {1: 17, 2: 11, 3: 6}[rank] + 1, size=rank)]
+def conv_config(rng, index, npu=False):
+    """A random QLinearConv: 2-D mostly, some 1-D and a few small 3-D; with
+    `npu`, one the NPU runs."""
+    if npu:
+        rank, batch, channels = 2, 1, int(rng.integers(1, 49))
+        group, filters = 1, int(rng.integers(1, 71))
+        sizes = [int(s) for s in rng.integers(1, 17, size=2)]
+    else:
+        rank = int(rng.choice([1, 2, 3], p=[0.17, 0.75, 0.08]))
+        batch = int(rng.integers(1, 3))
+        channels = int(rng.integers(1, 17 if rank < 3 else 9))
+        group, filters = conv_grouping(rng, channels)
+        sizes = [int(s) for s in rng.integers(1, {1: 17, 2: 11, 3: 6}[rank] + 1, size=rank)]
     kernels, strides, dilations, begins, ends, outputs = (
-        list(values) for values in zip(*(conv_axis(rng, size) for size in sizes)))
+        list(values) for values in zip(*(conv_axis(rng, size, npu and axis == 0)
+                                         for axis, size in enumerate(sizes))))
 
     x_dtype = random_int8_type(rng)
     x = random_integers(rng, x_dtype, [batch, channels] + sizes)
@@ -213,7 +230,11 @@ def conv_config(rng, index):
     x_scale = log_uniform(rng, 1e-3, 1e-1)
 
     per_channel = rank == 2 and rng.random() < 0.5
-    w_zero_point = weight_zero_point(rng, filters if per_channel and rng.random() < 0.5 else None)
+    if npu:
+        w_zero_point = np.zeros((filters,) if per_channel else (), np.int8)
+    else:
+        w_zero_point = weight_zero_point(
+            rng, filters if per_channel and rng.random() < 0.5 else None)
     w_scale = weight_scale(rng, filters if per_channel else None)
     w = random_integers(rng, w_zero_point.dtype, [filters, channels // group] + kernels)
     powers_of_two = rng.random() < 0.2
@@ -249,9 +270,13 @@ def conv_config(rng, index):
     return Config(index, "QLinearConv", params, attributes, x, constants, y_dtype, y_shape)
 
 
-def matmul_shapes(rng):
+def matmul_shapes(rng, npu=False):
     """Shapes of a and b: 2-D (most), or 3-D a with b 2-D, of a's batch, or
-    of batch 1."""
+    of batch 1; with `npu`, larger and 2-D."""
+    if npu:
+        m, k, n = (int(v) for v in (rng.integers(1, 41), rng.integers(1, 101),
+                                    rng.integers(1, 71)))
+        return [m, k], [k, n], (m, n)
     m, k, n = (int(v) for v in (rng.integers(1, 13), rng.integers(1, 49), rng.integers(1, 25)))
     layout = rng.choice(["2-D", "b 2-D", "b batched", "b batch 1"], p=[0.7, 0.1, 0.1, 0.1])
     if layout == "2-D":
@@ -261,9 +286,10 @@ def matmul_shapes(rng):
     return [batch, m, k], b_batch + [k, n], (batch, m, n)
 
 
-def matmul_config(rng, index):
-    """A random QLinearMatMul: 2-D or batched, b per tensor or per column."""
-    a_shape, b_shape, y_shape = matmul_shapes(rng)
+def matmul_config(rng, index, npu=False):
+    """A random QLinearMatMul: 2-D or batched, b per tensor or per column;
+    with `npu`, one the NPU runs (b int8 with zero point 0)."""
+    a_shape, b_shape, y_shape = matmul_shapes(rng, npu)
     a_dtype = random_int8_type(rng)
     a = random_integers(rng, a_dtype, a_shape)
     a_zero_point = random_zero_point(rng, a_dtype)
@@ -271,9 +297,12 @@ def matmul_config(rng, index):
 
     columns = b_shape[-1]
     per_column = rng.random() < 0.5
-    b_dtype = random_int8_type(rng)
-    b_zero_point = random_zero_point(
-        rng, b_dtype, columns if per_column and rng.random() < 0.5 else None)
+    b_dtype = np.int8 if npu else random_int8_type(rng)
+    if npu:
+        b_zero_point = np.zeros((columns,) if per_column else (), np.int8)
+    else:
+        b_zero_point = random_zero_point(
+            rng, b_dtype, columns if per_column and rng.random() < 0.5 else None)
     b_scale = weight_scale(rng, columns if per_column else None)
     b = random_integers(rng, b_dtype, b_shape)
     powers_of_two = rng.random() < 0.2
@@ -301,10 +330,10 @@ def matmul_config(rng, index):
     return Config(index, "QLinearMatMul", params, {}, a, constants, y_dtype, y_shape)
 
 
-def random_configs(seed, count):
+def random_configs(seed, count, npu=False):
     """`count` configurations from `seed`: about 60% QLinearConv, 40% QLinearMatMul."""
     rng = np.random.default_rng(seed)
-    return [conv_config(rng, i) if rng.random() < 0.6 else matmul_config(rng, i)
+    return [conv_config(rng, i, npu) if rng.random() < 0.6 else matmul_config(rng, i, npu)
             for i in range(count)]
 
 
@@ -353,9 +382,13 @@ def tool(tools, name):
     return os.path.join(tools, name) if tools else name
 
 
+PLACED_LINE = re.compile(r"^  \S+\s+(?P<device>\S+)\s+(?P<nodes>[^(]*)")
+
+
 def run_group(directory, tools, compile_args):
     """Compiles and runs a group's model; returns the completed process of
-    the tool that failed, or of tessel-run."""
+    the tool that failed, or of tessel-run, and the nodes the compile placed
+    on each device (from the placement it prints)."""
     model = os.path.join(directory, "model.onnx")
     artifact = os.path.join(directory, "model.tsl")
     commands = [
@@ -363,11 +396,19 @@ def run_group(directory, tools, compile_args):
         [tool(tools, "tessel-run"), artifact, "--test-data",
          os.path.join(directory, "test_data_set_0"), "--rtol", "0", "--atol", "0"],
     ]
+    devices = {}
     for command in commands:
         process = subprocess.run(command, capture_output=True, text=True)
+        if command is commands[0]:
+            for line in process.stdout.splitlines():
+                match = PLACED_LINE.match(line)
+                if match:
+                    for node in match["nodes"].split(","):
+                        if node.strip():
+                            devices.setdefault(node.strip(), set()).add(match["device"])
         if process.returncode != 0:
             break
-    return process
+    return process, devices
 
 
 def differing(configs, process):
@@ -406,13 +447,16 @@ def failure_text(process):
     return "\n  ".join([text] + process.stderr.strip().splitlines())
 
 
-def check(configs, directory, tools, compile_args):
+def check(configs, directory, tools, compile_args, placements):
     """Tests `configs` in one model in `directory`; when a tool fails, tests
     each configuration alone so that the failure falls on those that cause
     it. Returns the (configuration, report) pairs that are not bit-exact,
-    and whether a tool failed."""
+    and whether a tool failed. The devices each node ran on join
+    `placements`."""
     write_group(configs, directory)
-    process = run_group(directory, tools, compile_args)
+    process, devices = run_group(directory, tools, compile_args)
+    for node, on in devices.items():
+        placements.setdefault(node, set()).update(on)
     if not tool_failed(process):
         return differing(configs, process), False
     if len(configs) == 1:
@@ -421,7 +465,7 @@ def check(configs, directory, tools, compile_args):
     found = []
     for config in configs:
         found += check([config], os.path.join(directory, f"c{config.index}"), tools,
-                       compile_args)[0]
+                       compile_args, placements)[0]
     return found, True
 
 
@@ -435,19 +479,32 @@ def main():
     parser.add_argument("--compile-arg", action="append", default=[],
                         help="argument for tessel-compile, e.g. --compile-arg=-O3 (repeatable)")
     parser.add_argument("--tools", help="folder of tessel-compile and tessel-run (default: PATH)")
+    parser.add_argument("--space", choices=["all", "npu"], default="all",
+                        help="npu: only configurations the NPU runs, compiled for it")
     args = parser.parse_args()
 
-    configs = random_configs(args.seed, args.count)
-    differ, failed = 0, False
+    npu = args.space == "npu"
+    compile_args = args.compile_arg + (["--target=npu"] if npu else [])
+    configs = random_configs(args.seed, args.count, npu)
+    differ, failed, placements = 0, False, {}
     for start in range(0, len(configs), args.batch):
         directory = os.path.join(args.work, f"g{start // args.batch}")
         found, group_failed = check(configs[start:start + args.batch], directory, args.tools,
-                                    args.compile_arg)
+                                    compile_args, placements)
         failed |= group_failed
         for config, report in found:
             print(f"not bit-exact: {config.describe()}\n  {report}")
         differ += len(found)
     print(f"{len(configs)} configurations: {len(configs) - differ} bit-exact, {differ} differ")
+    if npu:
+        # The node's product runs on the NPU; the CPU may move its layout
+        # (the transposes to channels-last and back carry its name too).
+        on_npu = [c for c in configs if "npu" in placements.get(f"node{c.index}", set())]
+        print(f"{len(on_npu)} of {len(configs)} ran on the npu")
+        for config in configs:
+            if config not in on_npu:
+                print(f"not on the npu: {config.describe()}")
+        failed |= len(on_npu) != len(configs)
     return 1 if differ or failed else 0
 
 

@@ -5,6 +5,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -116,6 +117,8 @@ int checkSupport(const std::string &model, const tessel::CompileOptions &options
 } // namespace
 
 int main(int argc, char **argv) {
+  // A crash, which is always a bug, prints where it happened.
+  llvm::InitLLVM initialization(argc, argv);
   CLI::App app{"Compile an ONNX model ahead of time into a Tessel artifact (.tsl)"};
   std::string model, output;
   std::string target = "x86", cpu, emit = "artifact";
@@ -131,8 +134,17 @@ int main(int argc, char **argv) {
   app.add_option("-o,--output", output,
                  "Output file (required for artifacts; '-' or absent prints "
                  "textual forms to stdout)");
-  app.add_option("--target", target, "Device to compile for")
-      ->check(CLI::IsMember({"x86"}));
+  std::string npuConfig;
+  app.add_option("--target", target,
+                 "Devices to compile for, in the order kernels are placed on them: one or "
+                 "more of " + llvm::join(tessel::availableTargets(), ", ") +
+                     ", comma-separated; x86 runs what the others cannot and is added "
+                     "last (npu means npu,x86)");
+  app.add_option("--npu-config", npuConfig,
+                 "The NPU's configuration: a JSON file with the keys of docs/npu/isa.md "
+                 "section 2 (array size, dataflow, memories, DMA, clock, energy); default: "
+                 "the ISA's defaults")
+      ->check(CLI::ExistingFile);
   app.add_option("-O", optLevel, "Optimization level (-O0 .. -O3)")
       ->check(CLI::Range(0, 3));
   app.add_option("--target-cpu", cpu,
@@ -195,6 +207,13 @@ int main(int argc, char **argv) {
 
   tessel::CompileOptions options;
   options.target = target;
+  options.npuConfigFile = npuConfig;
+  // Where each kernel runs, when there is a choice: on stdout with the
+  // quantization table, unless the compiled form itself goes there.
+  bool formToStdout = emit != "artifact" && emit != "qdq-onnx" && (output.empty() || output == "-");
+  options.placement = [&, formToStdout](const std::string &placement) {
+    (formToStdout ? llvm::errs() : llvm::outs()) << placement;
+  };
   options.optLevel = optLevel;
   options.cpu = cpu;
   for (const std::string &shape : shapes) {

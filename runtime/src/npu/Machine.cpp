@@ -32,17 +32,18 @@ int32_t readLittleEndian32(const uint8_t *bytes) {
   return int32_t(value);
 }
 
-/// value / 2^shift rounded half to even (shift in [0, 62]).
-int64_t shiftRoundingHalfEven(int64_t value, int shift) {
+/// value / 2^shift + offset, rounded half to even (shift in [0, 62]): the
+/// tie goes to the even sum, so the offset's parity decides it.
+int64_t shiftRoundingHalfEven(int64_t value, int shift, int64_t offset) {
   if (shift == 0)
-    return value;
+    return value + offset;
   int64_t quotient = value >> shift; // floor (arithmetic shift)
   // value - quotient * 2^shift, in [0, 2^shift): the bits shifted out.
   int64_t remainder = int64_t(uint64_t(value) & ((uint64_t(1) << shift) - 1));
   int64_t half = int64_t(1) << (shift - 1);
-  if (remainder > half || (remainder == half && (quotient & 1)))
+  if (remainder > half || (remainder == half && ((quotient + offset) & 1)))
     ++quotient;
-  return quotient;
+  return quotient + offset;
 }
 
 int64_t storageMinimum(bool isUnsigned) { return isUnsigned ? 0 : -128; }
@@ -187,11 +188,12 @@ std::string Machine::post(const isa::Post &post) {
       const Record &record = records[n];
       int64_t value = int64_t(row[n]) + record.bias;   // |value| < 2^32
       int64_t product = value * record.multiplier;     // |product| < 2^63
-      int64_t rounded = shiftRoundingHalfEven(product, record.shift);
-      // Bounded first so that adding the zero point cannot overflow; the
-      // clamp below is far inside these bounds.
-      rounded = std::clamp<int64_t>(rounded, -(int64_t(1) << 40), int64_t(1) << 40);
-      int64_t q = std::clamp<int64_t>(rounded + post.zeroPoint, post.clampMin, post.clampMax);
+      // |product / 2^shift| < 2^63 and the zero point is 16-bit: no overflow
+      // unless the shift is 0, which the clamp of the product prevents.
+      if (record.shift == 0)
+        product = std::clamp<int64_t>(product, -(int64_t(1) << 40), int64_t(1) << 40);
+      int64_t rounded = shiftRoundingHalfEven(product, record.shift, post.zeroPoint);
+      int64_t q = std::clamp<int64_t>(rounded, post.clampMin, post.clampMax);
       uint8_t byte = uint8_t(q & 0xff);
       out[n] = post.lut ? lut[byte] : byte;
     }

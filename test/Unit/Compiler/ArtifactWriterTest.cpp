@@ -27,7 +27,12 @@ struct SmallModel {
     plan.steps = {DispatchPlan{"k0", {0, 1}}};
     plan.weights.resize(weightBytes);
     Executable executable;
-    executable.entries = {{"k0", "k0_entry", 1, scratchBytes, {64, 64}}};
+    KernelEntry entry;
+    entry.kernel = "k0";
+    entry.symbol = "k0_entry";
+    entry.scratchBytes = scratchBytes;
+    entry.bindingBytes = {64, 64};
+    executable.entries = {entry};
     contents.inputs = {{"x", schema::DType_f32, {16}, std::nullopt}};
     contents.outputs = {{"y", schema::DType_f32, {16}, std::nullopt}};
     contents.plan = &plan;

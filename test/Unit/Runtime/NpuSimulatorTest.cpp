@@ -468,11 +468,20 @@ TEST(NpuMachineTest, PostRoundsHalfToEvenAndClamps) {
   program.emit(isa::Opcode::Store, dma(1, 0, 64, 1, 8, 0, 0), deps(true, false, false, false));
   RunStatistics statistics;
   ASSERT_EQ(run(program, buffers, config, statistics), "");
-  // 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> 0, -1.5 -> -2, 63.5 -> 64 (clamped
-  // to 50 after + 10), -64 -> -54 (clamped to -50), 0; each + 10.
+  // 10.5 -> 10, 11.5 -> 12, 12.5 -> 12, 9.5 -> 10, 8.5 -> 8, 73.5 -> 74
+  // (clamped to 50), -54 (clamped to -50), 10.
   std::vector<int8_t> expected = {10, 12, 12, 10, 8, 50, -50, 10};
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_EQ(int8_t(buffers.data[1][i]), expected[i]) << i;
+
+  // With an odd zero point the ties go the other way: the zero point is
+  // added before rounding (0.5 + 11 = 11.5 -> 12, not round(0.5) + 11 = 11).
+  program.words[3 * isa::kInstructionWords + 2] &= ~(uint64_t(0xffff) << 16);
+  program.words[3 * isa::kInstructionWords + 2] |= uint64_t(11) << 16;
+  ASSERT_EQ(run(program, buffers, config, statistics), "");
+  std::vector<int8_t> odd = {12, 12, 14, 10, 10, 50, -50, 11};
+  for (size_t i = 0; i < odd.size(); ++i)
+    EXPECT_EQ(int8_t(buffers.data[1][i]), odd[i]) << i;
 }
 
 TEST(NpuMachineTest, AddComputesOnnxsFloatFormula) {

@@ -1,0 +1,297 @@
+//===- Layers.cpp - The kernels the NPU runs, recognized ------------------===//
+
+#include "targets/npu/Layers.h"
+
+#include "dialects/tessel/TesselDialect.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace tessel::npu {
+
+namespace {
+
+/// The largest value of a 4-bit window field of the ISA.
+constexpr int64_t kMaxWindowField = 15;
+
+using Reason = std::string;
+
+/// The 8-bit per-tensor quantization of `type`'s elements, or why not.
+std::variant<Activation, Reason> activationOf(Type type, const char *role) {
+  quant::QuantizedType quantized = getQuantizedType(type);
+  auto uniform = dyn_cast_or_null<quant::UniformQuantizedType>(quantized);
+  if (!uniform || uniform.getStorageTypeIntegralWidth() != 8)
+    return Reason(llvm::formatv("its {0} is not an 8-bit per-tensor quantized tensor", role));
+  if (!uniform.getExpressedType().isF32())
+    return Reason(llvm::formatv("its {0}'s scale is not f32", role));
+  return Activation{uniform.getScale(), uniform.getZeroPoint(), !uniform.isSigned()};
+}
+
+/// A tile's input rows are those its windows reach inside the image: a
+/// window that reaches only padding rows has none to load.
+std::optional<Reason> rowsOnlyPadding(int64_t kh, int64_t dh, int64_t padTop, int64_t padBottom) {
+  int64_t extent = (kh - 1) * dh + 1;
+  if (padTop >= extent || padBottom >= extent)
+    return Reason("its padding is as tall as its dilated window: some output rows see only "
+                  "padding");
+  return std::nullopt;
+}
+
+/// The value of `value`: a constant in the kernel, or the constant the
+/// host passes for it.
+ElementsAttr constantValue(Value value, const ConstantOf &constantOf) {
+  if (auto constant = value.getDefiningOp<ConstantOp>())
+    return constant.getValue();
+  if (isa<BlockArgument>(value))
+    return constantOf(value);
+  return {};
+}
+
+/// Reads the signed 8-bit weights with zero point 0 of a product (scales
+/// per filter along `filterAxis`) into `layer`, or says why not.
+std::optional<Reason> readWeights(Value weight, int64_t filterAxis, const ConstantOf &constantOf,
+                                  ProductLayer &layer) {
+  quant::QuantizedType type = getQuantizedType(weight.getType());
+  if (!type || !type.isSigned() || type.getStorageTypeIntegralWidth() != 8)
+    return Reason("its weights are not signed 8-bit quantized");
+  std::optional<int32_t> axis = quantizedAxis(type);
+  if (axis && *axis != filterAxis)
+    return Reason("its weights are quantized along another axis than the filters");
+  for (int64_t channel = 0; channel < quantChannelCount(type); ++channel)
+    if (quantParams(type, channel).zeroPoint != 0)
+      return Reason("its weights have a zero point other than 0");
+  ElementsAttr values = constantValue(weight, constantOf);
+  if (!values)
+    return Reason("its weights are not constant");
+  layer.weights.clear();
+  for (APInt value : values.getValues<APInt>())
+    layer.weights.push_back(int8_t(value.getSExtValue()));
+  layer.weightScales.assign(layer.F, quantParams(type, 0).scale);
+  if (axis)
+    for (int64_t f = 0; f < layer.F; ++f)
+      layer.weightScales[f] = quantParams(type, f).scale;
+  return std::nullopt;
+}
+
+std::optional<Reason> readBias(Value bias, const ConstantOf &constantOf, ProductLayer &layer) {
+  layer.bias.assign(layer.F, 0);
+  if (!bias)
+    return std::nullopt;
+  ElementsAttr values = constantValue(bias, constantOf);
+  if (!values || values.getNumElements() != layer.F)
+    return Reason("its bias is not a constant of one value per filter");
+  int64_t f = 0;
+  for (APInt value : values.getValues<APInt>())
+    layer.bias[f++] = int32_t(value.getSExtValue());
+  return std::nullopt;
+}
+
+std::variant<Layer, Reason> recognizeConv(ConvOp conv, const ConstantOf &constantOf) {
+  auto input = cast<RankedTensorType>(conv.getInput().getType());
+  auto weight = cast<RankedTensorType>(conv.getWeight().getType());
+  auto result = cast<RankedTensorType>(conv.getType());
+  if (!conv.getChannelsLast() || input.getRank() != 4)
+    return Reason("it is not a 2-D convolution in channels-last layout");
+  if (conv.getGroup() != 1)
+    return Reason("it is a grouped or depthwise convolution, which the NPU target does not "
+                  "lower yet");
+  if (input.getDimSize(0) != 1)
+    return Reason("its batch is not 1");
+  ProductLayer layer;
+  layer.H = input.getDimSize(1), layer.W = input.getDimSize(2), layer.C = input.getDimSize(3);
+  layer.kh = weight.getDimSize(0), layer.kw = weight.getDimSize(1), layer.F = weight.getDimSize(3);
+  layer.Ho = result.getDimSize(1), layer.Wo = result.getDimSize(2);
+  ArrayRef<int64_t> strides = conv.getStrides(), dilations = conv.getDilations(),
+                    pads = conv.getPads();
+  layer.sh = strides[0], layer.sw = strides[1], layer.dh = dilations[0], layer.dw = dilations[1];
+  layer.padTop = pads[0], layer.padLeft = pads[1], layer.padBottom = pads[2],
+  layer.padRight = pads[3];
+  for (int64_t field : {layer.kh, layer.kw, layer.sh, layer.sw, layer.dh, layer.dw,
+                        layer.padTop, layer.padLeft})
+    if (field > kMaxWindowField)
+      return Reason("its kernel, strides, dilations or padding exceed the NPU's 4-bit fields");
+  for (int64_t extent : {layer.H, layer.W, layer.C, layer.Wo})
+    if (extent > 4095)
+      return Reason("its extents exceed the NPU's 12-bit tile fields");
+  if (std::optional<Reason> reason = rowsOnlyPadding(layer.kh, layer.dh, layer.padTop,
+                                                     layer.padBottom))
+    return *reason;
+  auto inputActivation = activationOf(input, "input");
+  if (auto *reason = std::get_if<Reason>(&inputActivation))
+    return *reason;
+  layer.input = std::get<Activation>(inputActivation);
+  auto outputActivation = activationOf(result, "result");
+  if (auto *reason = std::get_if<Reason>(&outputActivation))
+    return *reason;
+  layer.output = std::get<Activation>(outputActivation);
+  layer.expressed = getQuantizedType(result).getExpressedType();
+  if (std::optional<Reason> reason = readWeights(conv.getWeight(), 3, constantOf, layer))
+    return *reason;
+  if (std::optional<Reason> reason = readBias(conv.getBias(), constantOf, layer))
+    return *reason;
+  return Layer(std::move(layer));
+}
+
+/// A[M, K] x B[K, N] (+ bias) with a constant B: the product layer of a
+/// 1 x M image of K channels and a 1 x 1 kernel.
+std::variant<Layer, Reason> recognizeMatrixProduct(Operation *op, Value lhs, Value rhs,
+                                                   Value bias, const ConstantOf &constantOf) {
+  auto a = cast<RankedTensorType>(lhs.getType());
+  auto b = cast<RankedTensorType>(rhs.getType());
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return Reason("it is not a product of two matrices");
+  ProductLayer layer;
+  layer.isMatrixProduct = true;
+  layer.W = layer.Wo = a.getDimSize(0);
+  layer.C = a.getDimSize(1);
+  layer.F = b.getDimSize(1);
+  auto inputActivation = activationOf(a, "left operand");
+  if (auto *reason = std::get_if<Reason>(&inputActivation))
+    return *reason;
+  layer.input = std::get<Activation>(inputActivation);
+  auto outputActivation = activationOf(result, "result");
+  if (auto *reason = std::get_if<Reason>(&outputActivation))
+    return *reason;
+  layer.output = std::get<Activation>(outputActivation);
+  layer.expressed = getQuantizedType(result).getExpressedType();
+  if (std::optional<Reason> reason = readWeights(rhs, 1, constantOf, layer))
+    return *reason;
+  if (std::optional<Reason> reason = readBias(bias, constantOf, layer))
+    return *reason;
+  return Layer(std::move(layer));
+}
+
+std::variant<Layer, Reason> recognizeMaxPool(MaxPoolOp pool) {
+  auto input = cast<RankedTensorType>(pool.getInput().getType());
+  auto result = cast<RankedTensorType>(pool.getType());
+  if (!pool.getChannelsLast() || input.getRank() != 4 || input.getDimSize(0) != 1)
+    return Reason("it is not a 2-D channels-last pooling of batch 1");
+  quant::QuantizedType quantized = getQuantizedType(input);
+  if (!quantized || quantized.getStorageTypeIntegralWidth() != 8)
+    return Reason("it pools no 8-bit quantized tensor");
+  PoolLayer layer;
+  layer.H = input.getDimSize(1), layer.W = input.getDimSize(2), layer.C = input.getDimSize(3);
+  layer.Ho = result.getDimSize(1), layer.Wo = result.getDimSize(2);
+  ArrayRef<int64_t> kernel = pool.getKernelShape(), strides = pool.getStrides(),
+                    dilations = pool.getDilations(), pads = pool.getPads();
+  layer.kh = kernel[0], layer.kw = kernel[1], layer.sh = strides[0], layer.sw = strides[1];
+  layer.dh = dilations[0], layer.dw = dilations[1], layer.padTop = pads[0],
+  layer.padLeft = pads[1];
+  for (int64_t field : {layer.kh, layer.kw, layer.sh, layer.sw, layer.dh, layer.dw,
+                        layer.padTop, layer.padLeft})
+    if (field > kMaxWindowField)
+      return Reason("its window exceeds the NPU's 4-bit fields");
+  for (int64_t extent : {layer.H, layer.W, layer.C, layer.Ho, layer.Wo})
+    if (extent > 4095)
+      return Reason("its extents exceed the NPU's 12-bit tile fields");
+  if (std::optional<Reason> reason = rowsOnlyPadding(layer.kh, layer.dh, layer.padTop, pads[2]))
+    return *reason;
+  layer.isUnsigned = !quantized.isSigned();
+  return Layer(layer);
+}
+
+std::variant<Layer, Reason> recognizeAdd(AddOp add) {
+  auto type = cast<RankedTensorType>(add.getType());
+  // The operands' quantizations may differ: ADD rescales each of them.
+  for (Value operand : {add.getLhs(), add.getRhs()})
+    if (cast<RankedTensorType>(operand.getType()).getShape() != type.getShape())
+      return Reason("it broadcasts an operand to the result's shape");
+  AddLayer layer;
+  layer.count = type.getNumElements();
+  auto a = activationOf(add.getLhs().getType(), "first operand");
+  auto b = activationOf(add.getRhs().getType(), "second operand");
+  auto output = activationOf(type, "result");
+  for (auto *activation : {&a, &b, &output})
+    if (auto *reason = std::get_if<Reason>(activation))
+      return *reason;
+  layer.a = std::get<Activation>(a), layer.b = std::get<Activation>(b);
+  layer.output = std::get<Activation>(output);
+  if (layer.count >= (int64_t(1) << 24))
+    return Reason("it adds more elements than one ADD instruction counts");
+  return Layer(layer);
+}
+
+} // namespace
+
+std::variant<Layer, std::string> recognizeLayer(func::FuncOp kernel,
+                                                const ConstantOf &constantOf) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : kernel.front().without_terminator())
+    if (!isa<ConstantOp>(op))
+      ops.push_back(&op);
+  if (ops.empty())
+    return Reason("it computes nothing");
+  // One layer, then optionally a ReLU of its result.
+  bool relu = false;
+  if (ops.size() == 2 && isa<ReluOp>(ops[1]) && ops[1]->getOperand(0) == ops[0]->getResult(0)) {
+    relu = true;
+    ops.pop_back();
+  }
+  if (ops.size() != 1) {
+    std::string names;
+    for (Operation *op : ops)
+      names += (names.empty() ? "" : ", ") + op->getName().stripDialect().str();
+    return Reason("the NPU runs one layer per kernel (with a ReLU after it); this kernel "
+                  "computes " + names);
+  }
+  Operation *root = ops.front();
+  std::variant<Layer, Reason> layer = Reason();
+  if (auto conv = dyn_cast<ConvOp>(root))
+    layer = recognizeConv(conv, constantOf);
+  else if (auto gemm = dyn_cast<GemmOp>(root)) {
+    if (gemm.getTransA() || gemm.getTransB() || gemm.getAlpha().convertToFloat() != 1.0f ||
+        gemm.getBeta().convertToFloat() != 1.0f)
+      return Reason("its gemm transposes or scales an operand");
+    layer = recognizeMatrixProduct(gemm, gemm.getA(), gemm.getB(), gemm.getC(), constantOf);
+  } else if (auto matmul = dyn_cast<MatMulOp>(root))
+    layer = recognizeMatrixProduct(matmul, matmul.getLhs(), matmul.getRhs(), {}, constantOf);
+  else if (auto pool = dyn_cast<MaxPoolOp>(root))
+    layer = recognizeMaxPool(pool);
+  else if (auto add = dyn_cast<AddOp>(root))
+    layer = recognizeAdd(add);
+  else
+    return Reason("'" + root->getName().getStringRef().str() + "' has no NPU instruction");
+  if (auto *reason = std::get_if<Reason>(&layer))
+    return *reason;
+  Layer recognized = std::get<Layer>(layer);
+  if (relu) {
+    if (auto *product = std::get_if<ProductLayer>(&recognized))
+      product->epilogue.relu = true;
+    else if (auto *sum = std::get_if<AddLayer>(&recognized))
+      sum->epilogue.relu = true;
+    else
+      return Reason("a ReLU after a pooling has no NPU instruction");
+  }
+  return recognized;
+}
+
+SmallVector<BlockArgument> layerInputs(func::FuncOp kernel) {
+  SmallVector<Value> inputs;
+  for (Operation &op : kernel.front().without_terminator()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (auto conv = dyn_cast<ConvOp>(op))
+      inputs = {conv.getInput()};
+    else if (auto gemm = dyn_cast<GemmOp>(op))
+      inputs = {gemm.getA()};
+    else if (auto matmul = dyn_cast<MatMulOp>(op))
+      inputs = {matmul.getLhs()};
+    else if (auto pool = dyn_cast<MaxPoolOp>(op))
+      inputs = {pool.getInput()};
+    else if (auto add = dyn_cast<AddOp>(op))
+      inputs = {add.getLhs(), add.getRhs()};
+    break;
+  }
+  SmallVector<BlockArgument> arguments;
+  for (Value input : inputs) {
+    auto argument = dyn_cast<BlockArgument>(input);
+    if (!argument)
+      return {};
+    arguments.push_back(argument);
+  }
+  return arguments;
+}
+
+} // namespace tessel::npu

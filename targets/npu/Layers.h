@@ -1,0 +1,87 @@
+//===- Layers.h - The kernels the NPU runs, recognized ----------*- C++ -*-===//
+//
+// The NPU runs whole layers, not loops: a kernel placed on it must be one of
+// the layer forms below, on 8-bit quantized tensors, with the weights
+// known at compile time. recognizeLayer reads a kernel function (the
+// tessel form kernel formation outlines) into one of them, or says why the
+// NPU cannot run it, which the placement prints.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TARGETS_NPU_LAYERS_H
+#define TESSEL_TARGETS_NPU_LAYERS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tessel::npu {
+
+/// An 8-bit per-tensor quantized activation.
+struct Activation {
+  double scale = 1.0;
+  int64_t zeroPoint = 0;
+  bool isUnsigned = false;
+};
+
+/// ReLU (clamp at the zero point) or nothing after the layer.
+struct Epilogue {
+  bool relu = false;
+};
+
+/// A 2-D convolution (NHWC input, HWCF weights, batch 1, one group), or a
+/// matrix product A[M, K] x B[K, N] read as a 1 x M image of K channels
+/// convolved with a 1 x 1 kernel.
+struct ProductLayer {
+  bool isMatrixProduct = false;
+  int64_t H = 1, W = 1, C = 1, F = 1;   // input height, width, channels; filters
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t Ho = 1, Wo = 1;
+  Activation input, output;
+  /// The K x F weights (K = kh * kw * C, in that order), signed.
+  std::vector<int8_t> weights;
+  std::vector<double> weightScales; // one per filter
+  std::vector<int32_t> bias;        // one per filter (zeros without one)
+  mlir::Type expressed;             // the scales' type (f32)
+  Epilogue epilogue;
+};
+
+/// Max pooling, NHWC, batch 1.
+struct PoolLayer {
+  int64_t H = 1, W = 1, C = 1, Ho = 1, Wo = 1;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, padTop = 0, padLeft = 0;
+  bool isUnsigned = false;
+};
+
+/// The elementwise sum of two quantized tensors of one shape.
+struct AddLayer {
+  int64_t count = 0;
+  Activation a, b, output;
+  Epilogue epilogue;
+};
+
+using Layer = std::variant<ProductLayer, PoolLayer, AddLayer>;
+
+/// Where a kernel's operands come from: a kernel argument's constant value
+/// in the host function, when it is one.
+using ConstantOf = std::function<mlir::ElementsAttr(mlir::Value argument)>;
+
+/// The layer `kernel` computes; the reason the NPU cannot run it otherwise.
+std::variant<Layer, std::string> recognizeLayer(mlir::func::FuncOp kernel,
+                                                const ConstantOf &constantOf);
+
+/// The kernel arguments that are the recognized layer's activation inputs,
+/// in the layer's order (a product's or pooling's input; an addition's two
+/// operands); empty when one of them is not an argument.
+llvm::SmallVector<mlir::BlockArgument> layerInputs(mlir::func::FuncOp kernel);
+
+} // namespace tessel::npu
+
+#endif // TESSEL_TARGETS_NPU_LAYERS_H

@@ -1,0 +1,440 @@
+//===- Lowering.cpp - A layer as NPU instructions -------------------------===//
+//
+// Every layer is tiled along its output rows (a product's output pixels in
+// whole image rows, or rows of its left matrix), and each tile's data
+// passes through two scratchpad slots per stream, so that the load engine
+// fills one slot while the execute engine reads the other and the store
+// engine drains a third pair.
+//
+// A product layer's tile runs, per chunk of at most C filters, its folds of
+// at most R rows of the im2col (or left) matrix through the array into the
+// accumulator, then POSTs the chunk into the tile's output slot. The
+// dependency tokens (docs/npu/isa.md section 1) follow one protocol:
+//
+// - LD->EX: one token per fold g, popped by GEMM g. It is pushed by the
+//   LOAD of fold g's weights, except for a tile's first fold, where the
+//   tile's input LOAD (which comes after that weight LOAD) pushes it: the
+//   GEMM then has both.
+// - EX->LD: weight slot g % 2 is reused by fold g + 2, whose weight LOAD
+//   pops a token released for fold g: by GEMM g, or for a tile's last fold
+//   by the tile's last instruction (its last POST), which also frees the
+//   tile's input slot. A tile's input LOAD follows the weight LOAD of its
+//   first fold, which has popped the release of two folds before it, at or
+//   after the release of the tile two tiles back: so input slot t % 2 is
+//   free when tile t loads it.
+// - EX->ST: the tile's last POST hands the output slot to its STORE.
+// - ST->EX: the STORE of tile t frees output slot t % 2 for the first POST
+//   of tile t + 2.
+//
+// Pooling and addition tiles are one instruction each on the execute
+// engine, with one token of each kind per tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "targets/npu/Lowering.h"
+
+#include "dialects/tessel/QuantizedTypes.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tessel::npu {
+
+namespace {
+
+using encoding::Dependencies;
+using encoding::Instruction;
+using encoding::Opcode;
+
+constexpr uint64_t kSlotAlignment = 64;
+
+uint64_t aligned(uint64_t bytes) { return (bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment; }
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Dependencies tokens(bool popPrevious, bool popNext, bool pushPrevious, bool pushNext) {
+  return {popPrevious, popNext, pushPrevious, pushNext};
+}
+
+encoding::Dma dma(uint8_t binding, uint64_t dram, uint32_t local, uint32_t rows,
+                  uint32_t rowBytes, uint32_t dramStride = 0, uint32_t localStride = 0,
+                  encoding::Memory memory = encoding::Memory::Scratchpad) {
+  encoding::Dma result;
+  result.memory = memory;
+  result.binding = binding;
+  result.dram = dram;
+  result.local = local;
+  result.rows = rows;
+  result.rowBytes = rowBytes;
+  result.dramStride = dramStride;
+  result.localStride = localStride;
+  return result;
+}
+
+int64_t storageMinimum(bool isUnsigned) { return isUnsigned ? 0 : -128; }
+int64_t storageMaximum(bool isUnsigned) { return isUnsigned ? 255 : 127; }
+
+/// The input rows a tile of output rows [oy0, oy1) reads: the first one in
+/// the image, how many, and how many rows of padding precede them.
+struct RowSpan {
+  int64_t first = 0, count = 0, padTop = 0;
+};
+
+RowSpan inputRows(int64_t oy0, int64_t oy1, int64_t H, int64_t kh, int64_t sh, int64_t dh,
+                  int64_t padTop) {
+  int64_t start = oy0 * sh - padTop;
+  int64_t end = (oy1 - 1) * sh - padTop + (kh - 1) * dh + 1;
+  RowSpan span;
+  span.first = std::max<int64_t>(0, start);
+  span.count = std::min(H, end) - span.first;
+  span.padTop = span.first - start;
+  return span;
+}
+
+//===----------------------------------------------------------------------===//
+// Products: convolutions and matrix products
+//===----------------------------------------------------------------------===//
+
+class ProductLowering {
+public:
+  ProductLowering(const ProductLayer &layer, const encoding::Config &config)
+      : layer(layer), config(config), R(config.arrayRows), C(config.arrayColumns),
+        K(layer.kh * layer.kw * layer.C), chunks(ceilDiv(layer.F, C)), folds(ceilDiv(K, R)) {}
+
+  std::variant<LayerProgram, std::string> lower() {
+    if (uint64_t(layer.F) * 16 > config.parameterBytes)
+      return "its " + std::to_string(layer.F) + " filters' channel records exceed the " +
+             std::to_string(config.parameterBytes) + "-byte parameter memory";
+    LayerProgram program;
+    if (std::optional<std::string> problem = channelRecords(program))
+      return *problem;
+    program.constants.insert(program.constants.begin(),
+                             std::vector<uint8_t>(layer.weights.begin(), layer.weights.end()));
+    std::optional<TileChoice> tile = chooseTile();
+    if (!tile)
+      return std::string("no tile of its output fits the scratchpad and accumulator");
+    program.tile = *tile;
+    emit(program, tile->rows);
+    program.macs = uint64_t(layer.Ho) * layer.Wo * K * layer.F;
+    return program;
+  }
+
+private:
+  /// Output pixels (product rows) per tile of `rows` rows.
+  int64_t pixels(int64_t rows) const { return layer.isMatrixProduct ? rows : rows * layer.Wo; }
+  int64_t outputRows() const { return layer.isMatrixProduct ? layer.Wo : layer.Ho; }
+
+  /// The largest input tile of `rows` output rows, in bytes.
+  uint64_t inputSlotBytes(int64_t rows) const {
+    if (layer.isMatrixProduct)
+      return uint64_t(rows) * K;
+    uint64_t largest = 0;
+    for (int64_t oy0 = 0; oy0 < layer.Ho; oy0 += rows) {
+      RowSpan span = inputRows(oy0, std::min(layer.Ho, oy0 + rows), layer.H, layer.kh, layer.sh,
+                               layer.dh, layer.padTop);
+      largest = std::max<uint64_t>(largest, uint64_t(std::max<int64_t>(span.count, 1)) * layer.W *
+                                                layer.C);
+    }
+    return largest;
+  }
+
+  struct Layout {
+    uint32_t weightSlots[2], inputSlots[2], outputSlots[2];
+    uint64_t end;
+  };
+
+  Layout layout(int64_t rows) const {
+    Layout result;
+    uint64_t at = 0;
+    auto place = [&](uint32_t (&slots)[2], uint64_t bytes) {
+      for (uint32_t &slot : slots) {
+        slot = uint32_t(at);
+        at += aligned(bytes);
+      }
+    };
+    place(result.weightSlots, uint64_t(R) * C);
+    place(result.inputSlots, inputSlotBytes(rows));
+    place(result.outputSlots, uint64_t(pixels(rows)) * layer.F);
+    result.end = at;
+    return result;
+  }
+
+  bool fits(int64_t rows) const {
+    return layout(rows).end <= config.scratchpadBytes &&
+           uint64_t(pixels(rows)) * std::min<int64_t>(C, layer.F) <= config.accumulatorEntries() &&
+           pixels(rows) < (int64_t(1) << 20) &&
+           uint64_t(pixels(rows)) * layer.F < (uint64_t(1) << 24);
+  }
+
+  /// Cycles the layer is predicted to take in tiles of `rows` rows: per
+  /// tile, its array work (every fold streams the tile's pixels; each chunk
+  /// drains and is post-processed) or its DRAM transfers, whichever is
+  /// longer, since the slots overlap the two.
+  uint64_t predictedCycles(int64_t rows) const {
+    int64_t tiles = ceilDiv(outputRows(), rows);
+    uint64_t T = uint64_t(pixels(rows));
+    uint64_t postCycles = ceilDiv(T * std::min<int64_t>(C, layer.F), C) + 4;
+    uint64_t compute = uint64_t(chunks) * folds * T + R +
+                       uint64_t(chunks) * (uint64_t(R) + C - 2 + postCycles);
+    uint64_t bytes = inputSlotBytes(rows) + uint64_t(K) * layer.F + T * layer.F;
+    uint64_t dma = bytes / config.dmaBytesPerCycle + config.dmaLatencyCycles;
+    return uint64_t(tiles) * std::max(compute, dma) + config.dmaLatencyCycles;
+  }
+
+  std::optional<TileChoice> chooseTile() const {
+    std::optional<TileChoice> best;
+    for (int64_t rows = 1; rows <= outputRows(); ++rows) {
+      if (!fits(rows))
+        continue;
+      uint64_t cycles = predictedCycles(rows);
+      if (!best || cycles <= best->predictedCycles)
+        best = TileChoice{rows, ceilDiv(outputRows(), rows), cycles};
+    }
+    return best;
+  }
+
+  /// Each filter's record: bias (with the input zero point's share of the
+  /// weights, as the padding holds that zero point), multiplier and shift.
+  std::optional<std::string> channelRecords(LayerProgram &program) const {
+    std::vector<uint8_t> records(size_t(layer.F) * 16, 0);
+    auto put = [&](size_t at, int32_t value) {
+      for (int i = 0; i < 4; ++i)
+        records[at + i] = uint8_t(uint32_t(value) >> (8 * i));
+    };
+    for (int64_t f = 0; f < layer.F; ++f) {
+      int64_t weightSum = 0;
+      for (int64_t k = 0; k < K; ++k)
+        weightSum += layer.weights[size_t(k) * layer.F + f];
+      int64_t bias = int64_t(layer.bias[f]) - layer.input.zeroPoint * weightSum;
+      if (bias < std::numeric_limits<int32_t>::min() || bias > std::numeric_limits<int32_t>::max())
+        return "filter " + std::to_string(f) + "'s bias leaves 32 bits";
+      double multiplier = requantizationMultiplier(layer.expressed, layer.input.scale,
+                                                   layer.weightScales[f], layer.output.scale);
+      encoding::Requantization record;
+      if (!encoding::requantizationOf(float(multiplier), record))
+        return "filter " + std::to_string(f) + "'s requantization scale " +
+               std::to_string(multiplier) + " is outside what POST can shift";
+      put(size_t(f) * 16, int32_t(bias));
+      put(size_t(f) * 16 + 4, record.multiplier);
+      put(size_t(f) * 16 + 8, record.shift);
+    }
+    program.constants.push_back(std::move(records));
+    return std::nullopt;
+  }
+
+  void emit(LayerProgram &program, int64_t rows) {
+    enum Binding : uint8_t { Input = 0, Weights = 1, Records = 2, Output = 3 };
+    Layout slots = layout(rows);
+    std::vector<Instruction> &out = program.instructions;
+    out.push_back({Opcode::Load, {},
+                   dma(Records, 0, 0, 1, uint32_t(layer.F * 16), 0, 0,
+                       encoding::Memory::Parameters)});
+    int64_t tiles = ceilDiv(outputRows(), rows);
+    int64_t total = tiles * chunks * folds;
+    int64_t g = 0; // global fold
+    for (int64_t t = 0; t < tiles; ++t) {
+      int64_t row0 = t * rows, row1 = std::min(outputRows(), row0 + rows);
+      int64_t T = pixels(row1 - row0), firstPixel = pixels(row0);
+      RowSpan span{row0, row1 - row0, 0};
+      uint64_t inputBytes = uint64_t(T) * K, inputAt = uint64_t(row0) * K;
+      if (!layer.isMatrixProduct) {
+        span = inputRows(row0, row1, layer.H, layer.kh, layer.sh, layer.dh, layer.padTop);
+        inputBytes = uint64_t(span.count) * layer.W * layer.C;
+        inputAt = uint64_t(span.first) * layer.W * layer.C;
+      }
+      uint32_t inputSlot = slots.inputSlots[t % 2], outputSlot = slots.outputSlots[t % 2];
+      for (int64_t j = 0; j < chunks; ++j) {
+        int64_t n0 = j * C, N = std::min<int64_t>(C, layer.F - n0);
+        for (int64_t kk = 0; kk < folds; ++kk, ++g) {
+          int64_t k0 = kk * R, Kf = std::min<int64_t>(R, K - k0);
+          bool firstOfTile = j == 0 && kk == 0;
+          bool lastOfTile = j == chunks - 1 && kk == folds - 1;
+          uint32_t weightSlot = slots.weightSlots[g % 2];
+          out.push_back({Opcode::Load, tokens(false, g >= 2, false, !firstOfTile),
+                         dma(Weights, uint64_t(k0) * layer.F + n0, weightSlot, uint32_t(Kf),
+                             uint32_t(N), uint32_t(layer.F), uint32_t(N))});
+          if (firstOfTile)
+            out.push_back({Opcode::Load, tokens(false, false, false, true),
+                           dma(Input, inputAt, inputSlot, 1, uint32_t(inputBytes))});
+          encoding::Gemm gemm;
+          gemm.accumulate = kk > 0;
+          gemm.inputUnsigned = layer.input.isUnsigned;
+          gemm.weights = weightSlot;
+          gemm.K = uint32_t(Kf);
+          gemm.N = uint32_t(N);
+          gemm.T = uint32_t(T);
+          gemm.acc = 0;
+          if (layer.isMatrixProduct) {
+            gemm.input = inputSlot + uint32_t(k0);
+            gemm.rowStride = uint32_t(K);
+          } else {
+            gemm.im2col = true;
+            gemm.input = inputSlot;
+            gemm.k0 = uint32_t(k0);
+            gemm.Hi = uint32_t(span.count);
+            gemm.Wi = uint32_t(layer.W);
+            gemm.Ci = uint32_t(layer.C);
+            gemm.Wo = uint32_t(layer.Wo);
+            gemm.padValue = uint8_t(layer.input.zeroPoint);
+            gemm.window = {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh),
+                           uint8_t(layer.sw), uint8_t(layer.dh), uint8_t(layer.dw),
+                           uint8_t(span.padTop), uint8_t(layer.padLeft)};
+          }
+          out.push_back({Opcode::Gemm, tokens(true, false, !lastOfTile && g + 2 < total, false),
+                         gemm});
+          if (kk != folds - 1)
+            continue;
+          encoding::Post post;
+          post.outputUnsigned = layer.output.isUnsigned;
+          post.output = outputSlot + uint32_t(n0);
+          post.acc = 0;
+          post.T = uint32_t(T);
+          post.N = uint32_t(N);
+          post.outputStride = uint32_t(layer.F);
+          post.param = uint32_t(n0);
+          post.zeroPoint = int16_t(layer.output.zeroPoint);
+          post.clampMin = int16_t(layer.epilogue.relu ? layer.output.zeroPoint
+                                                      : storageMinimum(layer.output.isUnsigned));
+          post.clampMax = int16_t(storageMaximum(layer.output.isUnsigned));
+          bool lastPost = j == chunks - 1;
+          out.push_back({Opcode::Post,
+                         tokens(false, j == 0 && t >= 2, lastPost && g + 2 < total, lastPost),
+                         post});
+        }
+      }
+      out.push_back({Opcode::Store, tokens(true, false, t + 2 < tiles, false),
+                     dma(Output, uint64_t(firstPixel) * layer.F, outputSlot, 1,
+                         uint32_t(uint64_t(T) * layer.F))});
+    }
+  }
+
+  const ProductLayer &layer;
+  const encoding::Config &config;
+  const int64_t R, C, K, chunks, folds;
+};
+
+//===----------------------------------------------------------------------===//
+// Pooling and addition
+//===----------------------------------------------------------------------===//
+
+std::variant<LayerProgram, std::string> lowerPool(const PoolLayer &layer,
+                                                  const encoding::Config &config) {
+  auto slotsFor = [&](int64_t rows, uint64_t &inputSlot, uint64_t &outputSlot) {
+    inputSlot = 0;
+    for (int64_t oy0 = 0; oy0 < layer.Ho; oy0 += rows) {
+      RowSpan span = inputRows(oy0, std::min(layer.Ho, oy0 + rows), layer.H, layer.kh, layer.sh,
+                               layer.dh, layer.padTop);
+      inputSlot = std::max<uint64_t>(inputSlot, uint64_t(std::max<int64_t>(span.count, 1)) *
+                                                    layer.W * layer.C);
+    }
+    outputSlot = uint64_t(rows) * layer.Wo * layer.C;
+  };
+  // Pooling moves data: the largest tile that fits pays the fewest DMA
+  // latencies.
+  int64_t rows = 0;
+  uint64_t inputSlot = 0, outputSlot = 0;
+  for (int64_t candidate = layer.Ho; candidate >= 1; --candidate) {
+    slotsFor(candidate, inputSlot, outputSlot);
+    if (2 * aligned(inputSlot) + 2 * aligned(outputSlot) <= config.scratchpadBytes &&
+        outputSlot < (uint64_t(1) << 24)) {
+      rows = candidate;
+      break;
+    }
+  }
+  if (rows == 0)
+    return std::string("no tile of its rows fits the scratchpad");
+  LayerProgram program;
+  int64_t tiles = ceilDiv(layer.Ho, rows);
+  program.tile = {rows, tiles, 0};
+  uint32_t inputSlots[2] = {0, uint32_t(aligned(inputSlot))};
+  uint32_t outputSlots[2] = {uint32_t(2 * aligned(inputSlot)),
+                             uint32_t(2 * aligned(inputSlot) + aligned(outputSlot))};
+  for (int64_t t = 0; t < tiles; ++t) {
+    int64_t oy0 = t * rows, oy1 = std::min(layer.Ho, oy0 + rows);
+    RowSpan span = inputRows(oy0, oy1, layer.H, layer.kh, layer.sh, layer.dh, layer.padTop);
+    uint64_t rowBytes = uint64_t(layer.W) * layer.C;
+    program.instructions.push_back(
+        {Opcode::Load, tokens(false, t >= 2, false, true),
+         dma(0, uint64_t(span.first) * rowBytes, inputSlots[t % 2], 1,
+             uint32_t(uint64_t(span.count) * rowBytes))});
+    encoding::Pool pool;
+    pool.isUnsigned = layer.isUnsigned;
+    pool.input = inputSlots[t % 2];
+    pool.output = outputSlots[t % 2];
+    pool.Hi = uint32_t(span.count);
+    pool.Wi = uint32_t(layer.W);
+    pool.C = uint32_t(layer.C);
+    pool.Ho = uint32_t(oy1 - oy0);
+    pool.Wo = uint32_t(layer.Wo);
+    pool.window = {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh), uint8_t(layer.sw),
+                   uint8_t(layer.dh), uint8_t(layer.dw), uint8_t(span.padTop),
+                   uint8_t(layer.padLeft)};
+    program.instructions.push_back(
+        {Opcode::Pool, tokens(true, t >= 2, t + 2 < tiles, true), pool});
+    uint64_t outputRow = uint64_t(layer.Wo) * layer.C;
+    program.instructions.push_back(
+        {Opcode::Store, tokens(true, false, t + 2 < tiles, false),
+         dma(1, uint64_t(oy0) * outputRow, outputSlots[t % 2], 1,
+             uint32_t(uint64_t(oy1 - oy0) * outputRow))});
+  }
+  return program;
+}
+
+std::variant<LayerProgram, std::string> lowerAdd(const AddLayer &layer,
+                                                 const encoding::Config &config) {
+  // Six slots (a, b and the sum, twice) of equal size.
+  uint64_t chunk = std::min<uint64_t>(uint64_t(layer.count),
+                                      config.scratchpadBytes / 6 / kSlotAlignment * kSlotAlignment);
+  if (chunk == 0)
+    return std::string("the scratchpad holds no chunk of it");
+  LayerProgram program;
+  int64_t chunks = ceilDiv(layer.count, int64_t(chunk));
+  program.tile = {int64_t(chunk), chunks, 0};
+  auto slot = [&](int stream, int64_t t) {
+    return uint32_t((stream * 2 + t % 2) * aligned(chunk));
+  };
+  auto byte = [](int64_t value) { return uint8_t(value & 0xff); };
+  for (int64_t t = 0; t < chunks; ++t) {
+    uint64_t at = uint64_t(t) * chunk;
+    uint32_t count = uint32_t(std::min<uint64_t>(chunk, uint64_t(layer.count) - at));
+    program.instructions.push_back(
+        {Opcode::Load, tokens(false, t >= 2, false, false), dma(0, at, slot(0, t), 1, count)});
+    program.instructions.push_back(
+        {Opcode::Load, tokens(false, false, false, true), dma(1, at, slot(1, t), 1, count)});
+    encoding::Add add;
+    add.aUnsigned = layer.a.isUnsigned;
+    add.bUnsigned = layer.b.isUnsigned;
+    add.outputUnsigned = layer.output.isUnsigned;
+    add.a = slot(0, t);
+    add.b = slot(1, t);
+    add.output = slot(2, t);
+    add.count = count;
+    add.aZero = byte(layer.a.zeroPoint);
+    add.bZero = byte(layer.b.zeroPoint);
+    add.outputZero = byte(layer.output.zeroPoint);
+    add.clampMin = byte(layer.epilogue.relu ? layer.output.zeroPoint
+                                            : storageMinimum(layer.output.isUnsigned));
+    add.clampMax = byte(storageMaximum(layer.output.isUnsigned));
+    add.aScale = float(layer.a.scale);
+    add.bScale = float(layer.b.scale);
+    add.outputScale = float(layer.output.scale);
+    program.instructions.push_back(
+        {Opcode::Add, tokens(true, t >= 2, t + 2 < chunks, true), add});
+    program.instructions.push_back(
+        {Opcode::Store, tokens(true, false, t + 2 < chunks, false),
+         dma(2, at, slot(2, t), 1, count)});
+  }
+  return program;
+}
+
+} // namespace
+
+std::variant<LayerProgram, std::string> lowerLayer(const Layer &layer,
+                                                   const encoding::Config &config) {
+  if (const auto *product = std::get_if<ProductLayer>(&layer))
+    return ProductLowering(*product, config).lower();
+  if (const auto *pool = std::get_if<PoolLayer>(&layer))
+    return lowerPool(*pool, config);
+  return lowerAdd(std::get<AddLayer>(layer), config);
+}
+
+} // namespace tessel::npu
