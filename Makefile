@@ -13,7 +13,8 @@ FUZZ_SECONDS ?= 3600
 # Where `make install` puts the tools and the runtime package.
 PREFIX ?= /usr/local
 
-.PHONY: all setup configure build install wheel demo test conformance bench sanitize fuzz tsan clean
+.PHONY: all setup configure build install wheel demo test conformance bench scalesim-compare \
+  sanitize fuzz tsan clean
 
 all: build
 
@@ -54,6 +55,17 @@ bench: build
 	@.venv/bin/python scripts/bench-int8.py
 	@.venv/bin/python scripts/bench-index-checks.py
 	@.venv/bin/python scripts/bench-python.py --build $(BUILD_DIR)
+
+# The NPU simulator's SCALE-Sim timing mode against SCALE-Sim 3.0.0 itself,
+# layer by layer, on several arrays and both dataflows
+# (scripts/compare-scalesim.py; docs/npu/target.md). SCALE-Sim lives in its
+# own virtual environment, .venv-scalesim, as it needs numpy < 2.4.
+scalesim-compare: build .venv-scalesim/bin/python
+	@.venv/bin/python scripts/compare-scalesim.py --tools $(BUILD_DIR)/bin
+
+.venv-scalesim/bin/python:
+	@python3 -m venv .venv-scalesim && .venv-scalesim/bin/pip install --quiet \
+	  --disable-pip-version-check scalesim==3.0.0 'numpy<2.4' || { rm -rf .venv-scalesim; exit 1; }
 
 # The tests that feed Tessel malformed input, under ASan and UBSan: the
 # runtime's unit tests, the malformed-model suite, bit flips, .npy errors

@@ -75,6 +75,11 @@ public:
                               const Bindings &bindings, uint32_t step) = 0;
   /// Returns once every dispatch enqueued so far has finished.
   virtual tsl_status synchronize() = 0;
+  /// Adds what a simulated device counted for the last dispatch to
+  /// `total`; false for a device that counts nothing.
+  virtual bool addLastDispatchStatistics(tsl_npu_step_statistics & /*total*/) const {
+    return false;
+  }
 };
 
 class Device {

@@ -11,6 +11,7 @@
 
 #include "Device.h"
 #include "Memory.h"
+#include "npu/ArtifactConfig.h"
 #include "npu/Simulator.h"
 
 #include "runtime/schema/NpuConfig.h"
@@ -24,25 +25,6 @@ namespace tessel::runtime {
 namespace {
 
 namespace isa = tessel::schema::npu;
-
-isa::Config configOf(const schema::NpuConfig &table) {
-  isa::Config config;
-  config.arrayRows = table.array_rows();
-  config.arrayColumns = table.array_columns();
-  config.outputStationary = table.dataflow() == schema::NpuDataflow_output_stationary;
-  config.scratchpadBytes = table.scratchpad_bytes();
-  config.accumulatorBytes = table.accumulator_bytes();
-  config.parameterBytes = table.parameter_bytes();
-  config.dmaBytesPerCycle = table.dma_bytes_per_cycle();
-  config.dmaLatencyCycles = table.dma_latency_cycles();
-  config.clockMhz = table.clock_mhz();
-  config.macEnergyPj = table.mac_energy_pj();
-  config.sramByteEnergyPj = table.sram_byte_energy_pj();
-  config.dramByteEnergyPj = table.dram_byte_energy_pj();
-  config.scalesimTiming = table.timing() == schema::NpuTiming_scalesim;
-  config.isaVersion = table.isa_version();
-  return config;
-}
 
 struct NpuEntry {
   npu::Program program;
@@ -73,7 +55,7 @@ public:
     }
     npu::Dram dram{reinterpret_cast<uint8_t *const *>(bindings.pointers), bindings.sizes,
                    bindings.count};
-    npu::RunStatistics statistics;
+    lastConfig = npuExecutable.config;
     std::string problem =
         npu::runProgram(kernel.program, npuExecutable.config, *machine, dram, statistics);
     if (!problem.empty())
@@ -85,7 +67,27 @@ public:
   /// The simulator finishes each dispatch before returning it.
   tsl_status synchronize() override { return nullptr; }
 
+  bool addLastDispatchStatistics(tsl_npu_step_statistics &total) const override {
+    total.runs += 1;
+    total.total_cycles += statistics.totalCycles;
+    total.compute_cycles += statistics.computeCycles;
+    total.stall_cycles += statistics.stallCycles;
+    total.array_cycles += statistics.arrayCycles;
+    total.array_macs += statistics.arrayMacs;
+    total.vector_macs += statistics.vectorMacs;
+    total.dram_bytes += statistics.dramBytes;
+    total.sram_bytes += statistics.sramBytes;
+    total.energy_pj += statistics.energyPj;
+    total.clock_mhz = lastConfig.clockMhz;
+    total.array_rows = lastConfig.arrayRows;
+    total.array_columns = lastConfig.arrayColumns;
+    return true;
+  }
+
 private:
+  /// The last dispatch's counts and the configuration it ran on.
+  npu::RunStatistics statistics;
+  isa::Config lastConfig;
   isa::Config machineConfig;
   std::unique_ptr<npu::Machine> machine;
 };
@@ -116,7 +118,7 @@ public:
   tsl_status loadExecutable(const schema::Executable &executable, uint32_t index,
                             std::unique_ptr<Executable> &loaded) override {
     const schema::NpuProgram &program = *executable.npu();
-    isa::Config config = configOf(*program.config());
+    isa::Config config = npu::configOf(*program.config());
     if (std::string problem = config.problem(); !problem.empty())
       return makeError(TSL_UNSUPPORTED, "executable %u: this simulator cannot run its NPU: %s",
                        index, problem.c_str());

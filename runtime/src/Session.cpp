@@ -97,6 +97,10 @@ struct tsl_session_t {
   std::vector<tsl_tensor *> created;
   /// One per step when the session profiles, else empty.
   std::vector<tsl_step_timing> timings;
+  /// One per step on a simulated device, and for each step its record's
+  /// index (or -1).
+  std::vector<tsl_npu_step_statistics> npuStatistics;
+  std::vector<int32_t> npuStatisticsOfStep;
   std::atomic<bool> running{false};
 };
 
@@ -200,6 +204,14 @@ tsl_status planSteps(tsl_session &session) {
       TSL_RETURN_IF_ERROR(streamFor(session, i, *findDevice(kind), plan.stream));
       plan.executable = module.executables[dispatch->executable()].get();
       plan.entry = dispatch->entry();
+      if (kind == sc::DeviceKind_npu) {
+        session.npuStatisticsOfStep.resize(i + 1, -1);
+        session.npuStatisticsOfStep[i] = int32_t(session.npuStatistics.size());
+        tsl_npu_step_statistics record{};
+        record.name = stepName(artifact, step);
+        record.step = i;
+        session.npuStatistics.push_back(record);
+      }
       for (uint32_t buffer : *dispatch->bindings())
         addSlot(buffer);
     } else if (const sc::CheckStep *check = step.step_as_CheckStep()) {
@@ -395,7 +407,12 @@ tsl_status executeStep(tsl_session &session, const StepPlan &step, Stream *&curr
   current = stream;
   if (step.executable) {
     Bindings bindings{slots, session.slotSizes.data() + step.firstSlot, step.slotCount};
-    return stream->dispatch(*step.executable, step.entry, bindings, step.index);
+    TSL_RETURN_IF_ERROR(stream->dispatch(*step.executable, step.entry, bindings, step.index));
+    if (step.index < session.npuStatisticsOfStep.size() &&
+        session.npuStatisticsOfStep[step.index] >= 0)
+      stream->addLastDispatchStatistics(
+          session.npuStatistics[size_t(session.npuStatisticsOfStep[step.index])]);
+    return nullptr;
   }
   if (step.check)
     return executeCheck(session, step, slots[0]);
@@ -539,6 +556,18 @@ tsl_status tsl_session_get_step_timings(const tsl_session *session,
                      "out_count must not be NULL");
   *out_timings = session->timings.data();
   *out_count = session->timings.size();
+  return nullptr;
+}
+
+tsl_status tsl_session_get_npu_statistics(const tsl_session *session,
+                                          const tsl_npu_step_statistics **out_statistics,
+                                          size_t *out_count) {
+  if (!session || !out_statistics || !out_count)
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tsl_session_get_npu_statistics: session, out_statistics and "
+                     "out_count must not be NULL");
+  *out_statistics = session->npuStatistics.data();
+  *out_count = session->npuStatistics.size();
   return nullptr;
 }
 

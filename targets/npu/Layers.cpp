@@ -50,23 +50,30 @@ ElementsAttr constantValue(Value value, const ConstantOf &constantOf) {
 
 /// Reads the signed 8-bit weights with zero point 0 of a product (scales
 /// per filter along `filterAxis`) into `layer`, or says why not.
+/// The array multiplies signed 8-bit weights: a zero point is subtracted
+/// here, at compile time, which is exact when every difference fits.
 std::optional<Reason> readWeights(Value weight, int64_t filterAxis, const ConstantOf &constantOf,
                                   ProductLayer &layer) {
   quant::QuantizedType type = getQuantizedType(weight.getType());
-  if (!type || !type.isSigned() || type.getStorageTypeIntegralWidth() != 8)
-    return Reason("its weights are not signed 8-bit quantized");
+  if (!type || type.getStorageTypeIntegralWidth() != 8)
+    return Reason("its weights are not 8-bit quantized");
   std::optional<int32_t> axis = quantizedAxis(type);
   if (axis && *axis != filterAxis)
     return Reason("its weights are quantized along another axis than the filters");
-  for (int64_t channel = 0; channel < quantChannelCount(type); ++channel)
-    if (quantParams(type, channel).zeroPoint != 0)
-      return Reason("its weights have a zero point other than 0");
   ElementsAttr values = constantValue(weight, constantOf);
   if (!values)
     return Reason("its weights are not constant");
+  // The filter axis is the last of both layouts (HWCF, K x N).
   layer.weights.clear();
-  for (APInt value : values.getValues<APInt>())
-    layer.weights.push_back(int8_t(value.getSExtValue()));
+  int64_t index = 0;
+  for (APInt value : values.getValues<APInt>()) {
+    int64_t filter = index++ % layer.F;
+    int64_t stored = type.isSigned() ? value.getSExtValue() : int64_t(value.getZExtValue());
+    int64_t centered = stored - quantParams(type, axis ? filter : 0).zeroPoint;
+    if (centered < -128 || centered > 127)
+      return Reason("its weights minus their zero point do not fit in 8 bits");
+    layer.weights.push_back(int8_t(centered));
+  }
   layer.weightScales.assign(layer.F, quantParams(type, 0).scale);
   if (axis)
     for (int64_t f = 0; f < layer.F; ++f)

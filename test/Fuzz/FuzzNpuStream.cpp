@@ -77,6 +77,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Machine machine(config);
   RunStatistics statistics;
   Dram dram{pointers.data(), sizes.data(), pointers.size()};
-  runProgram(program, config, machine, dram, statistics, /*keepSpans=*/true);
+  runProgram(program, config, machine, dram, statistics, {/*keepSpans=*/true});
   return 0;
 }

@@ -11,6 +11,11 @@ it (packed at compile time). Each test must then
     no tessel.cast of the float formula), and
   - reproduce ONNX's expected outputs bit for bit (tessel-run, rtol = atol = 0).
 
+With --target npu each is compiled for the NPU target instead: the node
+runs on the NPU where the NPU can run it, else on the CPU, and the line
+says which (and the placement's reason). The results must still be ONNX's,
+bit for bit.
+
 Prints one line per test and a summary `N passed, N failed`; exits 1 if any
 failed.
 """
@@ -78,40 +83,52 @@ def run(command):
     return process.returncode, process.stdout + process.stderr
 
 
-def check_test(name, with_weights, tools, work):
-    """None when the test passes, else why it does not."""
+def placement_of(output):
+    """Where the node's kernel ran, from tessel-compile's placement lines."""
+    products = [line.split(None, 2) for line in output.splitlines()
+                if line.startswith("  k") and len(line.split()) >= 2]
+    on_npu = [fields[0] for fields in products if fields[1] == "npu"]
+    return "on the npu (%s)" % ", ".join(on_npu) if on_npu else "on the cpu"
+
+
+def check_test(name, with_weights, tools, work, target):
+    """(None, where it ran) when the test passes, else (why it does not, None)."""
     test_dir = os.path.join(node_tests_dir(), name)
     freeze = []
     for input_name, path in frozen_inputs(test_dir, with_weights):
         freeze += ["--freeze-input", "%s=%s" % (input_name, path)]
     model = os.path.join(test_dir, "model.onnx")
     stem = os.path.join(work, name + ("-weights" if with_weights else ""))
+    targets = ["--target", target]
     code, output = run([tool(tools, "tessel-compile"), model, "-q", "--emit", "tessel",
-                        "-o", stem + ".mlir"] + freeze)
+                        "-o", stem + ".mlir"] + freeze + targets)
     if code != 0:
-        return "does not compile: " + output.strip().splitlines()[0]
+        return "does not compile: " + output.strip().splitlines()[0], None
     # The float formula casts the integers to float (tessel.cast); the
     # integer path reads them through quantized types.
     with open(stem + ".mlir") as stream:
         ir = stream.read()
     if "!quant.uniform" not in ir or "tessel.cast" in ir:
-        return "compiled as the float formula (tessel.cast, no quantized type)"
-    code, output = run([tool(tools, "tessel-compile"), model, "-q", "-o", stem + ".tsl"] + freeze)
+        return "compiled as the float formula (tessel.cast, no quantized type)", None
+    code, output = run([tool(tools, "tessel-compile"), model, "-q", "-o", stem + ".tsl"] +
+                       freeze + targets)
     if code != 0:
-        return "does not compile: " + output.strip().splitlines()[0]
+        return "does not compile: " + output.strip().splitlines()[0], None
+    where = placement_of(output) if target == "npu" else None
     data_sets = sorted(d for d in os.listdir(test_dir) if d.startswith("test_data_set_"))
     for data_set in data_sets:
         code, output = run([tool(tools, "tessel-run"), stem + ".tsl", "--test-data",
                             os.path.join(test_dir, data_set), "--rtol", "0", "--atol", "0"])
         if code != 0:
-            return "%s: not bit-exact: %s" % (data_set, " ".join(output.split())[:300])
-    return None
+            return "%s: not bit-exact: %s" % (data_set, " ".join(output.split())[:300]), None
+    return None, where
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", required=True, help="folder for the IR and artifacts")
     parser.add_argument("--tools", help="folder of tessel-compile and tessel-run (default: PATH)")
+    parser.add_argument("--target", choices=["x86", "npu"], default="x86")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     passed = failed = 0
@@ -121,13 +138,13 @@ def main():
                     node_tests_dir(), name, "model.onnx")).graph.node[0].op_type][1]:
                 continue
             label = name + (" (weights frozen too)" if with_weights else "")
-            problem = check_test(name, with_weights, args.tools, args.work)
+            problem, where = check_test(name, with_weights, args.tools, args.work, args.target)
             if problem:
                 failed += 1
                 print("FAIL %s: %s" % (label, problem))
             else:
                 passed += 1
-                print("PASS %s: integer path, bit-exact" % label)
+                print("PASS %s: integer path, bit-exact%s" % (label, ", " + where if where else ""))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -29,8 +29,9 @@ A per-channel (or per-column) scale comes with a zero point per channel
 (column), as quantizers write them, or with one zero point for all.
 
 With --space npu, every configuration is one the NPU target runs (2-D
-convolutions of batch 1 and one group, 2-D products; int8 weights with
-zero point 0; padding shorter than the dilated kernel), larger so that the
+convolutions of batch 1 and one group, 2-D products; weights as
+npu_weights draws them; padding shorter than the dilated kernel), larger
+so that the
 layers take several folds, filter chunks and tiles (up to 48 channels, 70
 filters, 16 x 16 inputs; products up to 40 x 100 x 70). They are compiled
 with --target npu, and the placement tessel-compile prints must show every
@@ -169,6 +170,26 @@ def weight_zero_point(rng, count):
     return random_zero_point(rng, np.uint8, count)
 
 
+def npu_weights(rng, shape, axis, per_channel):
+    """Weights of `shape` the NPU target runs, and their zero point (one per
+    index of `axis` when `per_channel`): int8 with zero point 0 (most),
+    uint8 with 128, or int8 with a small zero point and values whose
+    difference from it fits int8 (the compiler subtracts it)."""
+    count = shape[axis] if per_channel else None
+    zero_shape = () if count is None else (count,)
+    draw = rng.random()
+    if draw < 0.6:
+        return random_integers(rng, np.int8, shape), np.zeros(zero_shape, np.int8)
+    if draw < 0.8:
+        return random_integers(rng, np.uint8, shape), np.full(zero_shape, 128, np.uint8)
+    zero_point = rng.integers(-20, 21, size=zero_shape).astype(np.int8)
+    along_axis = [1] * len(shape)
+    if per_channel:
+        along_axis[axis] = count
+    offsets = rng.integers(-108, 107, size=shape, endpoint=True)
+    return (offsets + zero_point.reshape(along_axis)).astype(np.int8), zero_point
+
+
 def weight_scale(rng, count):
     """A scale log-uniform in [1e-3, 1e-1], or for `count` channels scales
     within a factor 2 of such a base."""
@@ -230,13 +251,14 @@ def conv_config(rng, index, npu=False):
     x_scale = log_uniform(rng, 1e-3, 1e-1)
 
     per_channel = rank == 2 and rng.random() < 0.5
+    w_shape = [filters, channels // group] + kernels
     if npu:
-        w_zero_point = np.zeros((filters,) if per_channel else (), np.int8)
+        w, w_zero_point = npu_weights(rng, w_shape, 0, per_channel)
     else:
         w_zero_point = weight_zero_point(
             rng, filters if per_channel and rng.random() < 0.5 else None)
+        w = random_integers(rng, w_zero_point.dtype, w_shape)
     w_scale = weight_scale(rng, filters if per_channel else None)
-    w = random_integers(rng, w_zero_point.dtype, [filters, channels // group] + kernels)
     powers_of_two = rng.random() < 0.2
     if powers_of_two:
         x_scale, w_scale = power_of_two(x_scale), power_of_two(w_scale)
@@ -288,7 +310,7 @@ def matmul_shapes(rng, npu=False):
 
 def matmul_config(rng, index, npu=False):
     """A random QLinearMatMul: 2-D or batched, b per tensor or per column;
-    with `npu`, one the NPU runs (b int8 with zero point 0)."""
+    with `npu`, one the NPU runs (npu_weights)."""
     a_shape, b_shape, y_shape = matmul_shapes(rng, npu)
     a_dtype = random_int8_type(rng)
     a = random_integers(rng, a_dtype, a_shape)
@@ -297,14 +319,14 @@ def matmul_config(rng, index, npu=False):
 
     columns = b_shape[-1]
     per_column = rng.random() < 0.5
-    b_dtype = np.int8 if npu else random_int8_type(rng)
     if npu:
-        b_zero_point = np.zeros((columns,) if per_column else (), np.int8)
+        b, b_zero_point = npu_weights(rng, b_shape, len(b_shape) - 1, per_column)
     else:
+        b_dtype = random_int8_type(rng)
         b_zero_point = random_zero_point(
             rng, b_dtype, columns if per_column and rng.random() < 0.5 else None)
+        b = random_integers(rng, b_dtype, b_shape)
     b_scale = weight_scale(rng, columns if per_column else None)
-    b = random_integers(rng, b_dtype, b_shape)
     powers_of_two = rng.random() < 0.2
     if powers_of_two:
         a_scale, b_scale = power_of_two(a_scale), power_of_two(b_scale)

@@ -2,6 +2,7 @@
 
 #include "tools/tessel-run/Compare.h"
 #include "tools/tessel-run/HtmlReport.h"
+#include "tools/tessel-run/NpuStatistics.h"
 #include "tools/tessel-run/MachinePeaks.h"
 #include "tools/tessel-run/ProfileData.h"
 #include "compiler/data/TensorFiles.h"
@@ -207,7 +208,7 @@ void writeReport(const std::string &path, const std::string &artifactPath,
 
 int main(int argc, char **argv) {
   CLI::App app{"Run a Tessel artifact: check it against expected outputs, time it"};
-  std::string artifact, testData, outputDir, report;
+  std::string artifact, testData, outputDir, report, npuStatsFile;
   std::vector<std::string> inputFiles;
   double rtol = 1e-3, atol = 1e-5;
   int bench = 0, warmup = 10;
@@ -234,6 +235,14 @@ int main(int argc, char **argv) {
   app.add_option("--report", report,
                  "Write the profile as a self-contained HTML page: kernels by ONNX node, "
                  "roofline, memory plan, quantization (profiles every run)");
+  bool npuSummary = false;
+  app.add_option("--npu-stats", npuStatsFile,
+                 "Write what the simulated NPU counted as JSON: cycles, energy and DRAM bytes "
+                 "per inference, and per layer (ONNX nodes) compute and stall cycles, MACs, "
+                 "utilization, DRAM bytes, energy; prints the summary too");
+  app.add_flag("--npu-summary", npuSummary,
+               "Print the NPU's latency at its clock, throughput, power, utilization and DMA "
+               "stalls, per layer");
   std::vector<std::string> trustedKeyFiles;
   app.add_option("--require-signature", trustedKeyFiles,
                  "Load the artifact only if it is signed by this Ed25519 public key (PEM, as "
@@ -247,11 +256,12 @@ int main(int argc, char **argv) {
       loadOptions.trustedKeys.push_back(tsl::readPublicKey(file));
     // A report reads the artifact's tables: they come from the very bytes
     // the runtime verified and loaded.
+    bool readsTables = !report.empty() || !npuStatsFile.empty() || npuSummary;
     std::vector<uint8_t> artifactBytes;
-    if (!report.empty())
+    if (readsTables)
       artifactBytes = readFile(artifact);
     tsl::Module module =
-        report.empty()
+        !readsTables
             ? tsl::Module::load(artifact, loadOptions)
             : tsl::Module::fromMemory(artifactBytes.data(), artifactBytes.size(), loadOptions);
     std::vector<tsl::TensorInfo> inputInfos = module.inputs();
@@ -269,8 +279,9 @@ int main(int argc, char **argv) {
     }
     for (const std::string &file : inputFiles)
       inputs.push_back(tessel::data::readTensorFile(file));
-    // Timing and profiling need no data: deterministic inputs stand in.
-    if (inputs.empty() && (bench > 0 || profile > 0 || !report.empty()))
+    // Timing, profiling and NPU counts need no data: deterministic inputs
+    // stand in.
+    if (inputs.empty() && (bench > 0 || profile > 0 || readsTables))
       for (size_t i = 0; i < inputInfos.size(); ++i)
         inputs.push_back(randomInput(inputInfos[i], 1234 + i));
     if (inputs.size() != inputInfos.size()) {
@@ -360,6 +371,18 @@ int main(int argc, char **argv) {
     if (!report.empty()) {
       writeReport(report, artifact, artifactBytes, module, session, peaks);
       std::printf("report: wrote %s\n", report.c_str());
+    }
+    if (!npuStatsFile.empty() || npuSummary) {
+      tessel::run::NpuStatistics npu =
+          tessel::run::readNpuStatistics(artifactBytes.data(), session.npuStatistics());
+      if (npu.layers.empty())
+        throw std::runtime_error("the model runs nothing on the NPU (compile it with "
+                                 "--target npu)");
+      std::fputs(tessel::run::npuSummary(npu).c_str(), stdout);
+      if (!npuStatsFile.empty()) {
+        writeFileAtomically(npuStatsFile, tessel::run::npuStatisticsJson(npu));
+        std::printf("npu-stats: wrote %s\n", npuStatsFile.c_str());
+      }
     }
     return pass ? 0 : 1;
   } catch (const std::exception &error) {

@@ -276,6 +276,34 @@ TSL_API tsl_status tsl_session_get_step_timings(
     const tsl_session *session, const tsl_step_timing **out_timings,
     size_t *out_count);
 
+/* What the simulated NPU counted for one schedule step that runs on it,
+ * summed over the session's runs (docs/npu/isa.md section 4 defines each
+ * count). Recorded by every session, profiled or not. */
+typedef struct tsl_npu_step_statistics {
+  /* The dispatched entry's symbol, owned by the module. */
+  const char *name;
+  /* The step's index in the schedule. */
+  uint32_t step;
+  uint64_t runs;
+  uint64_t total_cycles;
+  /* Cycles the execute engine was busy, and those it waited for data. */
+  uint64_t compute_cycles, stall_cycles;
+  /* Cycles the array spent on GEMMs, and its multiply-accumulates; the
+   * vector unit's multiply-accumulates (depthwise convolutions). */
+  uint64_t array_cycles, array_macs, vector_macs;
+  uint64_t dram_bytes, sram_bytes;
+  double energy_pj;
+  /* The configuration the artifact was compiled for. */
+  uint32_t clock_mhz, array_rows, array_columns;
+} tsl_npu_step_statistics;
+
+/* One record per schedule step that runs on the NPU, in schedule order;
+ * *out_count is 0 for a model without any. The array belongs to the
+ * session and is updated by each run: read it only between runs. */
+TSL_API tsl_status tsl_session_get_npu_statistics(
+    const tsl_session *session, const tsl_npu_step_statistics **out_statistics,
+    size_t *out_count);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

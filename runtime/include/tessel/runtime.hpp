@@ -356,6 +356,15 @@ public:
     return std::vector<tsl_step_timing>(timings, timings + count);
   }
 
+  /// What the simulated NPU counted for each of its steps, summed over the
+  /// runs so far; empty for a model without NPU steps.
+  std::vector<tsl_npu_step_statistics> npuStatistics() const {
+    const tsl_npu_step_statistics *statistics;
+    size_t count;
+    detail::check(tsl_session_get_npu_statistics(get(), &statistics, &count));
+    return std::vector<tsl_npu_step_statistics>(statistics, statistics + count);
+  }
+
   tsl_session *get() const noexcept { return handle.get(); }
   explicit operator bool() const noexcept { return bool(handle); }
 

@@ -2,6 +2,7 @@
 
 #include "Program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <variant>
 
@@ -301,6 +302,43 @@ std::string loadProgram(const uint64_t *words, size_t count, const isa::Config &
       return std::string("the ") + channels[channel] + " tokens do not balance: " +
              std::to_string(balance[channel]) + " more pushed than popped";
   return "";
+}
+
+std::vector<Token> tokensOf(const Program &program) {
+  // Each channel: the queue that pushes, whether forward, the one that pops.
+  struct Channel {
+    isa::Queue pusher, popper;
+    bool forward;
+  };
+  const Channel channels[4] = {{isa::Queue::Load, isa::Queue::Execute, true},
+                               {isa::Queue::Execute, isa::Queue::Load, false},
+                               {isa::Queue::Execute, isa::Queue::Store, true},
+                               {isa::Queue::Store, isa::Queue::Execute, false}};
+  std::vector<Token> tokens;
+  for (const Channel &channel : channels) {
+    std::vector<size_t> pushes, pops;
+    for (size_t index = 0; index < program.instructions.size(); ++index) {
+      const isa::Instruction &instruction = program.instructions[index];
+      const isa::Dependencies &dependencies = instruction.dependencies;
+      isa::Queue queue = isa::queueOf(instruction.opcode);
+      if (queue == channel.pusher &&
+          (channel.forward ? dependencies.pushNext : dependencies.pushPrevious))
+        pushes.push_back(index);
+      if (queue == channel.popper &&
+          (channel.forward ? dependencies.popPrevious : dependencies.popNext))
+        pops.push_back(index);
+    }
+    for (size_t k = 0; k < std::min(pushes.size(), pops.size()); ++k)
+      tokens.push_back({pushes[k], pops[k], channel.forward});
+  }
+  return tokens;
+}
+
+void deleteToken(Program &program, const Token &token) {
+  isa::Dependencies &push = program.instructions[token.push].dependencies;
+  isa::Dependencies &pop = program.instructions[token.pop].dependencies;
+  (token.forward ? push.pushNext : push.pushPrevious) = false;
+  (token.forward ? pop.popPrevious : pop.popNext) = false;
 }
 
 } // namespace tessel::runtime::npu

@@ -46,6 +46,21 @@ struct Program {
   std::vector<isa::Instruction> instructions;
 };
 
+/// A dependency token: the k-th push and the k-th pop on one channel
+/// between two neighbouring queues, as instruction indices. `forward`
+/// tokens go from a queue to the next (LD->EX, EX->ST), the others back.
+struct Token {
+  size_t push, pop;
+  bool forward;
+};
+
+/// Every token of a loaded program, channel by channel (their pushes and
+/// pops balance, which loading checked).
+std::vector<Token> tokensOf(const Program &program);
+
+/// Deletes `token` from `program`: its push and its pop.
+void deleteToken(Program &program, const Token &token);
+
 /// Decodes and verifies the `count` instructions at `words` (4 words each).
 /// An empty result means the program is valid; otherwise it names the
 /// instruction (its index from 0) and what is wrong.

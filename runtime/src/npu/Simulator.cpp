@@ -159,9 +159,9 @@ private:
 class Run {
 public:
   Run(const Program &program, const isa::Config &config, Machine &machine, const Dram &dram,
-      RunStatistics &statistics, bool keepSpans)
+      RunStatistics &statistics, RunOptions options)
       : program(program), config(config), machine(machine), dram(dram), statistics(statistics),
-        keepSpans(keepSpans),
+        keepSpans(options.keepSpans), skipResults(options.skipResults),
         shadows{ShadowSpace(config.scratchpadBytes), ShadowSpace(config.accumulatorEntries()),
                 ShadowSpace(config.parameterBytes), ShadowSpace(256)} {
     size_t count = program.instructions.size();
@@ -198,7 +198,7 @@ private:
   Machine &machine;
   const Dram &dram;
   RunStatistics &statistics;
-  bool keepSpans;
+  bool keepSpans, skipResults;
 
   std::vector<int> queueOf;
   std::vector<uint32_t> sequence; // number within its queue, from 1
@@ -281,7 +281,8 @@ std::string Run::start(int queue, uint64_t cycle) {
   if (std::string problem = checkHazards(index, clock, accesses); !problem.empty())
     return problem;
   recordAccesses(index, accesses);
-  if (std::string problem = machine.execute(instruction, dram); !problem.empty())
+  if (std::string problem = skipResults ? "" : machine.execute(instruction, dram);
+      !problem.empty())
     return "instruction " + std::to_string(index) + " (" + opcodeName(instruction.opcode) +
            "): " + problem;
   countWork(instruction);
@@ -468,9 +469,9 @@ std::string Run::deadlock() {
 } // namespace
 
 std::string runProgram(const Program &program, const isa::Config &config, Machine &machine,
-                       const Dram &dram, RunStatistics &statistics, bool keepSpans) {
+                       const Dram &dram, RunStatistics &statistics, RunOptions options) {
   statistics = RunStatistics();
-  Run run(program, config, machine, dram, statistics, keepSpans);
+  Run run(program, config, machine, dram, statistics, options);
   return run.execute();
 }
 

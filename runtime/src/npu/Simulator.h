@@ -49,12 +49,21 @@ struct RunStatistics {
   }
 };
 
+struct RunOptions {
+  /// Record when each instruction ran (RunStatistics::spans).
+  bool keepSpans = false;
+  /// Check the order (hazards, deadlocks) and count the cycles without
+  /// computing any result, which neither depends on: how
+  /// tessel-npu-delete-tokens tries thousands of broken streams.
+  bool skipResults = false;
+};
+
 /// Runs `program` on `machine` (reset first) with `dram` as its DRAM.
 /// Returns an empty string, or what stopped it: a hazard (naming both
 /// instructions), a deadlock (naming the waiting instructions) or a data
 /// fault.
 std::string runProgram(const Program &program, const isa::Config &config, Machine &machine,
-                       const Dram &dram, RunStatistics &statistics, bool keepSpans = false);
+                       const Dram &dram, RunStatistics &statistics, RunOptions options = {});
 
 } // namespace tessel::runtime::npu
 

@@ -733,11 +733,6 @@ Assembler doubleBuffered(uint32_t tiles) {
   return program;
 }
 
-/// Clears one dependency flag of instruction `index` in encoded `words`.
-void clearFlag(std::vector<uint64_t> &words, size_t index, int bit) {
-  words[index * isa::kInstructionWords] &= ~(uint64_t(1) << bit);
-}
-
 TEST(NpuOrderTest, DeletingAnyOneTokenIsDetected) {
   const uint32_t tiles = 6;
   Assembler program = doubleBuffered(tiles);
@@ -757,44 +752,26 @@ TEST(NpuOrderTest, DeletingAnyOneTokenIsDetected) {
     std::vector<uint64_t> sizes(dram.sizes, dram.sizes + dram.count);
     ASSERT_EQ(loadProgram(program.words.data(), program.count(), config, sizes, loaded), "");
     Machine machine(config);
-    ASSERT_EQ(runProgram(loaded, config, machine, dram, statistics, true), "");
+    ASSERT_EQ(runProgram(loaded, config, machine, dram, statistics, {/*keepSpans=*/true}), "");
     for (const InstructionSpan &span : statistics.spans)
       serial += span.end - span.start;
   }
   EXPECT_LT(statistics.totalCycles, serial);
 
   // A token is the k-th push and the k-th pop of one channel: delete both.
-  struct Channel {
-    isa::Queue pusher;
-    int pushBit;
-    isa::Queue popper;
-    int popBit;
-  };
-  const Channel channels[4] = {{isa::Queue::Load, 11, isa::Queue::Execute, 8},
-                               {isa::Queue::Execute, 10, isa::Queue::Load, 9},
-                               {isa::Queue::Execute, 11, isa::Queue::Store, 8},
-                               {isa::Queue::Store, 10, isa::Queue::Execute, 9}};
+  Program loaded;
+  Dram dram = buffers.dram();
+  std::vector<uint64_t> sizes(dram.sizes, dram.sizes + dram.count);
+  ASSERT_EQ(loadProgram(program.words.data(), program.count(), config, sizes, loaded), "");
   int deleted = 0;
-  for (const Channel &channel : channels) {
-    std::vector<size_t> pushes, pops;
-    for (size_t i = 0; i < program.count(); ++i) {
-      uint64_t word = program.words[i * isa::kInstructionWords];
-      isa::Queue queue = isa::queueOf(isa::Opcode(word & 0xff));
-      if (queue == channel.pusher && (word >> channel.pushBit & 1))
-        pushes.push_back(i);
-      if (queue == channel.popper && (word >> channel.popBit & 1))
-        pops.push_back(i);
-    }
-    ASSERT_EQ(pushes.size(), pops.size());
-    for (size_t k = 0; k < pushes.size(); ++k) {
-      Assembler broken = program;
-      clearFlag(broken.words, pushes[k], channel.pushBit);
-      clearFlag(broken.words, pops[k], channel.popBit);
-      std::string problem = run(broken, buffers, config, statistics);
-      EXPECT_THAT(problem, ::testing::AnyOf(HasSubstr("hazard:"), HasSubstr("deadlock:")))
-          << "token " << k << " from instruction " << pushes[k] << " to " << pops[k];
-      ++deleted;
-    }
+  for (const Token &token : tokensOf(loaded)) {
+    Program broken = loaded;
+    deleteToken(broken, token);
+    Machine machine(config);
+    std::string problem = runProgram(broken, config, machine, dram, statistics);
+    EXPECT_THAT(problem, ::testing::AnyOf(HasSubstr("hazard:"), HasSubstr("deadlock:")))
+        << "token from instruction " << token.push << " to " << token.pop;
+    ++deleted;
   }
   EXPECT_EQ(deleted, int(tiles + (tiles - 2) + tiles + (tiles - 2)));
 }
@@ -815,7 +792,7 @@ TEST(NpuTimingTest, OneGemmPaysPreloadStreamAndDrain) {
   ASSERT_EQ(loadProgram(program.words.data(), program.count(), config, {2048, 1024}, loaded), "");
   Machine machine(config);
   RunStatistics statistics;
-  ASSERT_EQ(runProgram(loaded, config, machine, dram, statistics, /*keepSpans=*/true), "");
+  ASSERT_EQ(runProgram(loaded, config, machine, dram, statistics, {/*keepSpans=*/true}), "");
   const uint64_t R = 32, C = 32, latency = 64;
   // LOAD: latency + 2048 / 16 bytes per cycle.
   EXPECT_EQ(statistics.spans[0].end, latency + 128);
@@ -904,7 +881,7 @@ TEST(NpuTimingTest, LoadsAndStoresShareTheBus) {
   Machine machine(config);
   RunStatistics statistics;
   Dram dram = buffers.dram();
-  ASSERT_EQ(runProgram(loaded, config, machine, dram, statistics, true), "");
+  ASSERT_EQ(runProgram(loaded, config, machine, dram, statistics, {/*keepSpans=*/true}), "");
   EXPECT_EQ(statistics.spans[0].end, 64u + 100);
   EXPECT_EQ(statistics.spans[1].end, 64u + 100 + 100);
 }
