@@ -251,6 +251,9 @@ llvm::Error ModuleCompiler::optimizeGraph(ModuleOp module) {
   });
   // Attention kernels are the CPU's to run: whether to form them is its call.
   graphOptions.fuseAttention = targets.back()->fusesAttention();
+  graphOptions.separateDequantize = llvm::any_of(targets, [](Target *target) {
+    return target->wantsDequantizeApart();
+  });
   buildGraphPipeline(graph, graphOptions);
   if (failed(graph.run(module)))
     return diagnostics.error("graph optimization failed:");

@@ -5,8 +5,11 @@
 // them on a tile while it is still in registers or cache (Conv+Add+Relu is
 // one kernel). For targets that ask, attention (MatMul, Softmax, MatMul) is
 // one kernel too, so that a tile of queries goes through all three before
-// the next: the score matrix is never stored whole. The entry function keeps what is not computation: constants,
-// which become weights, and reshapes, which are views.
+// the next: the score matrix is never stored whole. For a target that
+// computes in integers alone (the NPU), a dequantize starts a kernel of its
+// own, so that the quantized product before it ends its kernel. The entry
+// function keeps what is not computation: constants, which become weights,
+// and reshapes, which are views.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,9 +63,9 @@ struct Kernel {
 class KernelFormer {
 public:
   KernelFormer(func::FuncOp entry, int64_t maxInlinedConstantElements,
-               bool fuseAttention)
+               bool fuseAttention, bool separateDequantize)
       : entry(entry), maxInlinedConstantElements(maxInlinedConstantElements),
-        fuseAttention(fuseAttention) {}
+        fuseAttention(fuseAttention), separateDequantize(separateDequantize) {}
 
   LogicalResult run(SymbolTable &symbols) {
     group();
@@ -188,7 +191,7 @@ private:
   /// The kernel an elementwise op can join: one whose tail produces an
   /// operand of the same shape as the op's result, used by this op alone.
   Kernel *fusableProducer(Operation *op) {
-    if (!isElementwise(op))
+    if (!isElementwise(op) || (separateDequantize && isa<DequantizeOp>(op)))
       return nullptr;
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     for (Value operand : op->getOperands()) {
@@ -278,7 +281,7 @@ private:
 
   func::FuncOp entry;
   int64_t maxInlinedConstantElements;
-  bool fuseAttention;
+  bool fuseAttention, separateDequantize;
   SmallVector<std::unique_ptr<Kernel>> kernels;
   DenseMap<Operation *, Kernel *> kernelOf;
 };
@@ -299,7 +302,8 @@ struct TesselFormKernelsPass
         entry.emitError("kernel formation expects a single-block function");
         return signalPassFailure();
       }
-      KernelFormer former(entry, maxInlinedConstantElements, fuseAttention);
+      KernelFormer former(entry, maxInlinedConstantElements, fuseAttention,
+                          separateDequantize);
       if (failed(former.run(symbols)))
         return signalPassFailure();
     }

@@ -63,6 +63,11 @@ def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
     softmax along the last axis of its result and a MatMul of the softmax
     by another operand form one kernel, when each feeds only the next: a
     target can then compute attention a tile of query rows at a time.
+
+    With `separate-dequantize`, a dequantize starts a kernel of its own
+    instead of joining its producer's: a quantized product then ends its
+    kernel with its quantized result, which a target that computes in
+    integers alone (the NPU) can run.
   }];
   let dependentDialects = ["mlir::func::FuncDialect"];
   let options = [
@@ -71,6 +76,8 @@ def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
            "Constants with at most this many elements are cloned into kernels">,
     Option<"fuseAttention", "fuse-attention", "bool", "false",
            "Form one kernel of MatMul, Softmax and MatMul (attention)">,
+    Option<"separateDequantize", "separate-dequantize", "bool", "false",
+           "Start a kernel at each dequantize rather than fuse it into its producer">,
   ];
 }
 

@@ -32,6 +32,7 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   }
   TesselFormKernelsPassOptions formKernels;
   formKernels.fuseAttention = options.optLevel > 0 && options.fuseAttention;
+  formKernels.separateDequantize = options.separateDequantize;
   pm.addPass(createTesselFormKernelsPass(formKernels));
 }
 

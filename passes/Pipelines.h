@@ -23,6 +23,11 @@ struct GraphPipelineOptions
       llvm::cl::desc("Form one kernel of MatMul, Softmax and MatMul (the "
                      "target computes attention a tile of queries at a time)"),
       llvm::cl::init(false)};
+  Option<bool> separateDequantize{
+      *this, "separate-dequantize",
+      llvm::cl::desc("Start a kernel at each dequantize (a target computing "
+                     "in integers alone can take the product before it)"),
+      llvm::cl::init(false)};
 };
 
 /// Graph-level optimization on the tessel dialect: canonicalization and

@@ -105,6 +105,11 @@ public:
   /// (attention) without storing the whole score matrix.
   virtual bool fusesAttention() const { return false; }
 
+  /// Whether a dequantize should start a kernel of its own rather than join
+  /// its producer's: a target that computes in integers alone can then run
+  /// the quantized product before it.
+  virtual bool wantsDequantizeApart() const { return false; }
+
   /// Why the target cannot run `kernel`, a kernel function of `module` in
   /// the tessel form; nullopt when it can. Placement asks the targets in
   /// turn and gives each kernel to the first that can run it.

@@ -42,6 +42,27 @@ inline Queue queueOf(Opcode opcode) {
   }
 }
 
+/// The opcode's name in docs/npu/isa.md.
+inline const char *opcodeName(Opcode opcode) {
+  switch (opcode) {
+  case Opcode::Load:
+    return "LOAD";
+  case Opcode::Store:
+    return "STORE";
+  case Opcode::Gemm:
+    return "GEMM";
+  case Opcode::Post:
+    return "POST";
+  case Opcode::Add:
+    return "ADD";
+  case Opcode::Pool:
+    return "POOL";
+  case Opcode::DwConv:
+    return "DWCONV";
+  }
+  return "?";
+}
+
 /// `width` bits from bit `low` of word `word`; `name` is the field's name
 /// in docs/npu/isa.md, which the `npu` dialect's ops use as attribute
 /// names.

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace tessel::runtime {
 
@@ -54,6 +55,8 @@ struct StreamOptions {
   unsigned threadCount;
   /// Scratch every thread needs: the maximum over the entries it runs.
   size_t scratchBytes;
+  /// Simulated devices: keep when each instruction of a dispatch ran.
+  bool keepSpans = false;
 };
 
 /// The buffers of one dispatch: the entry's binding_count device buffers
@@ -76,8 +79,10 @@ public:
   /// Returns once every dispatch enqueued so far has finished.
   virtual tsl_status synchronize() = 0;
   /// Adds what a simulated device counted for the last dispatch to
-  /// `total`; false for a device that counts nothing.
-  virtual bool addLastDispatchStatistics(tsl_npu_step_statistics & /*total*/) const {
+  /// `total` and, when the stream keeps spans, puts them in `spans`; false
+  /// for a device that counts nothing.
+  virtual bool addLastDispatchStatistics(tsl_npu_step_statistics & /*total*/,
+                                         std::vector<tsl_npu_instruction_span> & /*spans*/) const {
     return false;
   }
 };

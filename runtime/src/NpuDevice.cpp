@@ -42,6 +42,8 @@ public:
 
 class NpuStream final : public Stream {
 public:
+  explicit NpuStream(bool keepSpans) : keepSpans(keepSpans) {}
+
   tsl_status dispatch(const Executable &executable, uint32_t entry, const Bindings &bindings,
                       uint32_t step) override {
     const auto &npuExecutable = static_cast<const NpuExecutable &>(executable);
@@ -56,8 +58,9 @@ public:
     npu::Dram dram{reinterpret_cast<uint8_t *const *>(bindings.pointers), bindings.sizes,
                    bindings.count};
     lastConfig = npuExecutable.config;
-    std::string problem =
-        npu::runProgram(kernel.program, npuExecutable.config, *machine, dram, statistics);
+    lastProgram = &kernel.program;
+    std::string problem = npu::runProgram(kernel.program, npuExecutable.config, *machine, dram,
+                                          statistics, {keepSpans});
     if (!problem.empty())
       return makeError(TSL_INVALID_ARTIFACT, "schedule step %u: NPU entry '%s': %s", step,
                        kernel.symbol, problem.c_str());
@@ -67,7 +70,8 @@ public:
   /// The simulator finishes each dispatch before returning it.
   tsl_status synchronize() override { return nullptr; }
 
-  bool addLastDispatchStatistics(tsl_npu_step_statistics &total) const override {
+  bool addLastDispatchStatistics(tsl_npu_step_statistics &total,
+                                 std::vector<tsl_npu_instruction_span> &spans) const override {
     total.runs += 1;
     total.total_cycles += statistics.totalCycles;
     total.compute_cycles += statistics.computeCycles;
@@ -81,10 +85,18 @@ public:
     total.clock_mhz = lastConfig.clockMhz;
     total.array_rows = lastConfig.arrayRows;
     total.array_columns = lastConfig.arrayColumns;
+    spans.clear();
+    for (size_t i = 0; i < statistics.spans.size(); ++i) {
+      isa::Opcode opcode = lastProgram->instructions[i].opcode;
+      spans.push_back({statistics.spans[i].start, statistics.spans[i].end,
+                       uint32_t(isa::queueOf(opcode)), isa::opcodeName(opcode)});
+    }
     return true;
   }
 
 private:
+  bool keepSpans;
+  const npu::Program *lastProgram = nullptr;
   /// The last dispatch's counts and the configuration it ran on.
   npu::RunStatistics statistics;
   isa::Config lastConfig;
@@ -142,8 +154,8 @@ public:
     return nullptr;
   }
 
-  tsl_status createStream(const StreamOptions &, std::unique_ptr<Stream> &stream) override {
-    stream = std::make_unique<NpuStream>();
+  tsl_status createStream(const StreamOptions &options, std::unique_ptr<Stream> &stream) override {
+    stream = std::make_unique<NpuStream>(options.keepSpans);
     return nullptr;
   }
 

@@ -101,6 +101,9 @@ struct tsl_session_t {
   /// index (or -1).
   std::vector<tsl_npu_step_statistics> npuStatistics;
   std::vector<int32_t> npuStatisticsOfStep;
+  /// With options.npu_trace: each record's spans of the last run.
+  bool traceNpu = false;
+  std::vector<std::vector<tsl_npu_instruction_span>> npuSpans;
   std::atomic<bool> running{false};
 };
 
@@ -154,7 +157,7 @@ tsl_status streamFor(tsl_session &session, uint32_t step, Device &device, Stream
                      "device's memory without copy steps",
                      step);
   std::unique_ptr<Stream> created;
-  TSL_RETURN_IF_ERROR(device.createStream({1, 0}, created));
+  TSL_RETURN_IF_ERROR(device.createStream({1, 0, session.traceNpu}, created));
   stream = created.get();
   session.otherStreams.emplace_back(&device, std::move(created));
   return nullptr;
@@ -211,6 +214,7 @@ tsl_status planSteps(tsl_session &session) {
         record.name = stepName(artifact, step);
         record.step = i;
         session.npuStatistics.push_back(record);
+        session.npuSpans.emplace_back();
       }
       for (uint32_t buffer : *dispatch->bindings())
         addSlot(buffer);
@@ -243,6 +247,7 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
                      options.thread_count, kMaxThreads);
 
   auto session = std::make_unique<tsl_session_t>(module);
+  session->traceNpu = options.npu_trace != 0;
   TSL_RETURN_IF_ERROR(
       getDevice(options.device ? options.device : "cpu", session->device));
   Device &device = *session->device;
@@ -256,6 +261,7 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
                                   ? options.thread_count
                                   : device.capabilities().computeUnits;
   streamOptions.scratchBytes = cpuScratchBytes(artifact);
+  streamOptions.keepSpans = session->traceNpu;
   TSL_RETURN_IF_ERROR(device.createStream(streamOptions, session->stream));
 
   TSL_RETURN_IF_ERROR(planSteps(*session));
@@ -409,9 +415,14 @@ tsl_status executeStep(tsl_session &session, const StepPlan &step, Stream *&curr
     Bindings bindings{slots, session.slotSizes.data() + step.firstSlot, step.slotCount};
     TSL_RETURN_IF_ERROR(stream->dispatch(*step.executable, step.entry, bindings, step.index));
     if (step.index < session.npuStatisticsOfStep.size() &&
-        session.npuStatisticsOfStep[step.index] >= 0)
-      stream->addLastDispatchStatistics(
-          session.npuStatistics[size_t(session.npuStatisticsOfStep[step.index])]);
+        session.npuStatisticsOfStep[step.index] >= 0) {
+      size_t record = size_t(session.npuStatisticsOfStep[step.index]);
+      tsl_npu_step_statistics &statistics = session.npuStatistics[record];
+      std::vector<tsl_npu_instruction_span> &spans = session.npuSpans[record];
+      stream->addLastDispatchStatistics(statistics, spans);
+      statistics.spans = spans.empty() ? nullptr : spans.data();
+      statistics.span_count = spans.size();
+    }
     return nullptr;
   }
   if (step.check)
@@ -509,6 +520,7 @@ void tsl_session_options_init(tsl_session_options *options) {
   options->thread_count = 0;
   options->device = nullptr;
   options->profile = 0;
+  options->npu_trace = 0;
 }
 
 tsl_status tsl_session_create(tsl_module *module,

@@ -51,6 +51,7 @@ public:
   llvm::StringRef name() const override { return "npu"; }
   DeviceKind device() const override { return DeviceKind::Npu; }
   bool prefersChannelsLast() const override { return true; }
+  bool wantsDequantizeApart() const override { return true; }
   bool lowersThroughLinalg() const override { return false; }
 
   std::optional<std::string> unsupportedReason(ModuleOp module, func::FuncOp kernel) override {

@@ -4,6 +4,7 @@
 
 #include "runtime/schema/Artifact.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <stdexcept>
@@ -96,6 +97,7 @@ NpuStatistics readNpuStatistics(const uint8_t *verifiedArtifact,
     layer.energyPj = record.energy_pj / runs;
     for (uint64_t bytes : *entry.binding_sizes())
       layer.bindingBytes += double(bytes);
+    layer.spans.assign(record.spans, record.spans + record.span_count);
     double peak = double(record.array_rows) * record.array_columns;
     layer.utilization = ratio(double(record.array_macs) / runs, peak * layer.totalCycles);
     layer.arrayUtilization = ratio(double(record.array_macs) / runs, peak * layer.arrayCycles);
@@ -143,6 +145,43 @@ std::string npuStatisticsJson(const NpuStatistics &statistics) {
   }
   json += statistics.layers.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return json;
+}
+
+std::string npuTraceJson(const NpuStatistics &statistics) {
+  // Trace events count microseconds; the layers ran one after another.
+  double cyclesPerMicrosecond = statistics.clockMhz ? double(statistics.clockMhz) : 1.0;
+  auto microseconds = [&](double cycles) { return cycles / cyclesPerMicrosecond; };
+  const char *tracks[4] = {"layers", "load queue", "execute queue", "store queue"};
+  std::string json = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
+  json += printed("{\"ph\": \"M\", \"pid\": 1, \"name\": \"process_name\", \"args\": "
+                  "{\"name\": \"NPU %ux%u at %u MHz (simulated)\"}}",
+                  statistics.arrayRows, statistics.arrayColumns, statistics.clockMhz);
+  for (int track = 0; track < 4; ++track)
+    json += printed(",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"name\": \"thread_name\", "
+                    "\"args\": {\"name\": \"%s\"}}",
+                    track, tracks[track]);
+  double start = 0;
+  for (const NpuLayer &layer : statistics.layers) {
+    uint64_t end = 0;
+    for (const tsl_npu_instruction_span &span : layer.spans)
+      end = std::max(end, span.end_cycle);
+    json += ",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": 0, \"name\": " +
+            jsonString(nameOf(layer)) +
+            printed(", \"ts\": %.4f, \"dur\": %.4f, \"args\": {\"kernel\": ",
+                    microseconds(start), microseconds(double(end))) +
+            jsonString(layer.kernel) + printed(", \"cycles\": %llu}}",
+                                               static_cast<unsigned long long>(end));
+    for (size_t i = 0; i < layer.spans.size(); ++i) {
+      const tsl_npu_instruction_span &span = layer.spans[i];
+      json += printed(",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": %u, \"name\": \"%s\", "
+                      "\"ts\": %.4f, \"dur\": %.4f, \"args\": {\"instruction\": %zu}}",
+                      span.queue + 1, span.opcode,
+                      microseconds(start + double(span.start_cycle)),
+                      microseconds(double(span.end_cycle - span.start_cycle)), i);
+    }
+    start += double(end);
+  }
+  return json + "\n]}\n";
 }
 
 std::string npuSummary(const NpuStatistics &statistics) {

@@ -30,6 +30,8 @@ struct NpuLayer {
   /// MACs over what the array could do in the layer's cycles; over what it
   /// could do in the cycles it worked.
   double utilization = 0, arrayUtilization = 0;
+  /// When each instruction of the last run ran (sessions with npu_trace).
+  std::vector<tsl_npu_instruction_span> spans;
 };
 
 struct NpuStatistics {
@@ -51,6 +53,11 @@ NpuStatistics readNpuStatistics(const uint8_t *verifiedArtifact,
 
 /// The JSON of `--npu-stats`: totals and one object per layer.
 std::string npuStatisticsJson(const NpuStatistics &statistics);
+
+/// A Chrome/Perfetto trace (JSON trace events) of the last run: a track
+/// of layers and one per queue (load, execute, store), each instruction a
+/// slice, at the configured clock. Needs the spans of a traced session.
+std::string npuTraceJson(const NpuStatistics &statistics);
 
 /// The console summary: latency at the configured clock, throughput,
 /// average power, utilization and DMA stalls, overall and per layer.

@@ -208,7 +208,7 @@ void writeReport(const std::string &path, const std::string &artifactPath,
 
 int main(int argc, char **argv) {
   CLI::App app{"Run a Tessel artifact: check it against expected outputs, time it"};
-  std::string artifact, testData, outputDir, report, npuStatsFile;
+  std::string artifact, testData, outputDir, report, npuStatsFile, npuTraceFile;
   std::vector<std::string> inputFiles;
   double rtol = 1e-3, atol = 1e-5;
   int bench = 0, warmup = 10;
@@ -236,6 +236,9 @@ int main(int argc, char **argv) {
                  "Write the profile as a self-contained HTML page: kernels by ONNX node, "
                  "roofline, memory plan, quantization (profiles every run)");
   bool npuSummary = false;
+  app.add_option("--npu-trace", npuTraceFile,
+                 "Write the NPU's load, execute and store queues of the last run as a "
+                 "Chrome/Perfetto trace (JSON; open in ui.perfetto.dev or chrome://tracing)");
   app.add_option("--npu-stats", npuStatsFile,
                  "Write what the simulated NPU counted as JSON: cycles, energy and DRAM bytes "
                  "per inference, and per layer (ONNX nodes) compute and stall cycles, MACs, "
@@ -256,7 +259,8 @@ int main(int argc, char **argv) {
       loadOptions.trustedKeys.push_back(tsl::readPublicKey(file));
     // A report reads the artifact's tables: they come from the very bytes
     // the runtime verified and loaded.
-    bool readsTables = !report.empty() || !npuStatsFile.empty() || npuSummary;
+    bool readsTables =
+        !report.empty() || !npuStatsFile.empty() || !npuTraceFile.empty() || npuSummary;
     std::vector<uint8_t> artifactBytes;
     if (readsTables)
       artifactBytes = readFile(artifact);
@@ -305,6 +309,7 @@ int main(int argc, char **argv) {
     tsl::SessionOptions options;
     options.threadCount = threads;
     options.profile = profile > 0 || !report.empty();
+    options.npuTrace = !npuTraceFile.empty();
     tsl::Session session(module, options);
     std::vector<tsl::Tensor> outputs = session.run(inputTensors);
 
@@ -372,7 +377,7 @@ int main(int argc, char **argv) {
       writeReport(report, artifact, artifactBytes, module, session, peaks);
       std::printf("report: wrote %s\n", report.c_str());
     }
-    if (!npuStatsFile.empty() || npuSummary) {
+    if (!npuStatsFile.empty() || !npuTraceFile.empty() || npuSummary) {
       tessel::run::NpuStatistics npu =
           tessel::run::readNpuStatistics(artifactBytes.data(), session.npuStatistics());
       if (npu.layers.empty())
@@ -382,6 +387,10 @@ int main(int argc, char **argv) {
       if (!npuStatsFile.empty()) {
         writeFileAtomically(npuStatsFile, tessel::run::npuStatisticsJson(npu));
         std::printf("npu-stats: wrote %s\n", npuStatsFile.c_str());
+      }
+      if (!npuTraceFile.empty()) {
+        writeFileAtomically(npuTraceFile, tessel::run::npuTraceJson(npu));
+        std::printf("npu-trace: wrote %s\n", npuTraceFile.c_str());
       }
     }
     return pass ? 0 : 1;

@@ -231,6 +231,9 @@ typedef struct tsl_session_options {
   /* Nonzero: time every schedule step of every run, for
    * tsl_session_get_step_timings. Costs two clock reads per step. */
   uint32_t profile;
+  /* Nonzero: keep when each NPU instruction of the last run ran
+   * (tsl_npu_step_statistics.spans), for a trace of the NPU's queues. */
+  uint32_t npu_trace;
 } tsl_session_options;
 
 /* Fills the defaults. */
@@ -279,6 +282,15 @@ TSL_API tsl_status tsl_session_get_step_timings(
 /* What the simulated NPU counted for one schedule step that runs on it,
  * summed over the session's runs (docs/npu/isa.md section 4 defines each
  * count). Recorded by every session, profiled or not. */
+/* When one NPU instruction ran, in cycles from the start of its step. */
+typedef struct tsl_npu_instruction_span {
+  uint64_t start_cycle, end_cycle;
+  /* Its queue: 0 load, 1 execute, 2 store (docs/npu/isa.md section 3). */
+  uint32_t queue;
+  /* Its opcode's name ("LOAD", "GEMM", ...), a static string. */
+  const char *opcode;
+} tsl_npu_instruction_span;
+
 typedef struct tsl_npu_step_statistics {
   /* The dispatched entry's symbol, owned by the module. */
   const char *name;
@@ -295,6 +307,10 @@ typedef struct tsl_npu_step_statistics {
   double energy_pj;
   /* The configuration the artifact was compiled for. */
   uint32_t clock_mhz, array_rows, array_columns;
+  /* With options.npu_trace, one span per instruction of the step's last
+   * run, in stream order; else NULL and 0. */
+  const tsl_npu_instruction_span *spans;
+  size_t span_count;
 } tsl_npu_step_statistics;
 
 /* One record per schedule step that runs on the NPU, in schedule order;

@@ -301,6 +301,9 @@ struct SessionOptions {
   std::string device = "cpu";
   /// Time every schedule step of every run (see stepTimings()).
   bool profile = false;
+  /// Keep when each NPU instruction of the last run ran (see
+  /// npuStatistics()).
+  bool npuTrace = false;
 };
 
 class Session {
@@ -314,6 +317,7 @@ public:
     cOptions.thread_count = options.threadCount;
     cOptions.device = options.device.c_str();
     cOptions.profile = options.profile;
+    cOptions.npu_trace = options.npuTrace;
     tsl_session *session;
     detail::check(tsl_session_create(module.get(), &cOptions, &session));
     handle = SessionHandle(session);

@@ -68,26 +68,6 @@ void channelsOf(Queue queue, const isa::Dependencies &dependencies, std::vector<
   }
 }
 
-const char *opcodeName(Opcode opcode) {
-  switch (opcode) {
-  case Opcode::Load:
-    return "LOAD";
-  case Opcode::Store:
-    return "STORE";
-  case Opcode::Gemm:
-    return "GEMM";
-  case Opcode::Post:
-    return "POST";
-  case Opcode::Add:
-    return "ADD";
-  case Opcode::Pool:
-    return "POOL";
-  case Opcode::DwConv:
-    return "DWCONV";
-  }
-  return "?";
-}
-
 const char *spaceName(Space space) {
   switch (space) {
   case Space::Scratchpad:
