@@ -1,6 +1,6 @@
 """Checks a `tessel-run --report` page: what it says, and what a browser shows.
 
-    check_report.py REPORT.html --model MODEL.onnx [--quantized]
+    check_report.py REPORT.html --model MODEL.onnx [--quantized] [--npu]
                     [--browser PATH --screenshot OUT.png]
 
 The page's tables and SVG are read first: every kernel row names nodes of
@@ -9,11 +9,13 @@ one; the bar chart draws the kernels that took longest, the roofline one
 point per kernel that does arithmetic under the measured ceilings, and the
 memory plan one rectangle per intermediate, no two of which share bytes
 while both are alive (the planner's promise, checked here independently of
-it). With --browser, headless Chromium renders the page and the screenshot
+it). With --npu, the NPU section's table names nodes of the model in every
+row and its chart draws one compute and one stall bar per row. With
+--browser, headless Chromium renders the page and the screenshot
 is searched for each section by the colours the page gives it: the table's
 header and its striped rows holding text, one bar per kernel of the chart,
-the roofline's ceilings and points, the memory plan's rectangles, in that
-order from the top. Prints one line per finding; exits 1 on the first
+the roofline's ceilings and points, the memory plan's rectangles, the
+quantization table, the NPU table and its bars, in that order from the top. Prints one line per finding; exits 1 on the first
 failure.
 """
 
@@ -32,6 +34,8 @@ FLOAT_POINT = (0x2A, 0x9D, 0x8F)
 INTEGER_POINT = (0x8E, 0x44, 0xAD)
 ROOFS = [(0xC0, 0x39, 0x2B), (0x6C, 0x34, 0x83)]
 QUANTIZATION_HEADER = (0x1D, 0x6B, 0x57)
+NPU_HEADER = (0x7A, 0x4B, 0x16)
+NPU_COMPUTE = (0x2E, 0x86, 0xAB)
 ARENA = [(0x4E, 0x79, 0xA7), (0xF2, 0x8E, 0x2B), (0x59, 0xA1, 0x4F), (0xED, 0xC9, 0x48),
          (0xB0, 0x7A, 0xA1), (0x76, 0xB7, 0xB2), (0xFF, 0x9D, 0xA7), (0x9C, 0x75, 0x5F)]
 
@@ -98,7 +102,28 @@ def table_rows(table):
     return rows
 
 
-def check_page(document, model, quantized):
+def check_npu(document, node_names):
+    """The NPU section's table and chart; returns its row count."""
+    table = document.find("table", **{"class": "npu"})
+    if table is None:
+        fail("no NPU table")
+    rows = table_rows(table)
+    if not rows:
+        fail("the NPU table is empty")
+    for row in rows:
+        for name in row["ONNX nodes"].split(", "):
+            if name not in node_names:
+                fail(f"NPU layer {row['Kernel']} names '{name}', which is no node of the model")
+    chart = document.find("svg", id="npu-cycles")
+    for kind in ("compute", "stall"):
+        bars = list(chart.find_all("rect", **{"class": kind}))
+        if len(bars) != len(rows):
+            fail(f"the NPU chart has {len(bars)} {kind} bars for {len(rows)} layers")
+    print(f"npu: {len(rows)} layers named by the model's nodes, a compute and a stall bar each")
+    return len(rows)
+
+
+def check_page(document, model, quantized, npu):
     """The page's content; returns what the screenshot should show."""
     node_names = {node.name for node in model.graph.node}
     initializers = {tensor.name for tensor in model.graph.initializer}
@@ -167,7 +192,10 @@ def check_page(document, model, quantized):
               f"{precisions.count('int8')} of them int8")
     elif quantization is not None:
         fail("a quantization table for a model the compiler did not quantize")
-    return len(rows), len(bars), len(quantization_rows)
+    npu_rows = check_npu(document, node_names) if npu else 0
+    if not npu and document.find("table", **{"class": "npu"}) is not None:
+        fail("an NPU table for a model that runs nothing on the NPU")
+    return len(rows), len(bars), len(quantization_rows), npu_rows
 
 
 def screenshot(browser, page, output, height):
@@ -202,7 +230,7 @@ def stripes_of(image):
     return bands(mask(image, STRIPE).sum(axis=1) > 200)
 
 
-def check_screenshot(image, kernel_rows, bar_count, quantization_rows):
+def check_screenshot(image, kernel_rows, bar_count, quantization_rows, npu_rows):
     header_rows = bands(mask(image, HEADER).sum(axis=1) > 200)
     if not header_rows:
         fail("the screenshot shows no kernel table header")
@@ -245,6 +273,18 @@ def check_screenshot(image, kernel_rows, bar_count, quantization_rows):
             fail(f"the screenshot shows {len(layer_stripes)} striped rows for "
                  f"{quantization_rows} quantized layers")
         print(f"screenshot: quantization table at y={top}, {len(layer_stripes)} striped rows")
+    if npu_rows:
+        npu_header = bands(mask(image, NPU_HEADER).sum(axis=1) > 200)
+        if not npu_header or npu_header[0][0] < arena_rows[-1]:
+            fail("the screenshot shows no NPU table below the memory plan")
+        top = npu_header[0][0]
+        compute_bars = [band for band in bands(mask(image, NPU_COMPUTE).sum(axis=1) > 0)
+                        if band[0] > top]
+        # The legend's square, then one bar per layer.
+        if len(compute_bars) < npu_rows + 1:
+            fail(f"the screenshot shows {len(compute_bars)} NPU compute bars for {npu_rows} "
+                 f"layers")
+        print(f"screenshot: NPU table at y={top}, {len(compute_bars) - 1} compute bars below it")
 
 
 def main():
@@ -252,20 +292,21 @@ def main():
     parser.add_argument("report")
     parser.add_argument("--model", required=True)
     parser.add_argument("--quantized", action="store_true")
+    parser.add_argument("--npu", action="store_true")
     parser.add_argument("--browser")
     parser.add_argument("--screenshot")
     args = parser.parse_args()
     builder = TreeBuilder()
     with open(args.report, encoding="utf-8") as page:
         builder.feed(page.read())
-    kernel_rows, bar_count, quantization_rows = check_page(
-        builder.root, onnx.load(args.model, load_external_data=False), args.quantized)
+    kernel_rows, bar_count, quantization_rows, npu_rows = check_page(
+        builder.root, onnx.load(args.model, load_external_data=False), args.quantized, args.npu)
     if args.browser:
         import os
         # Every section fits, with room to spare: the rest is white.
-        height = 2800 + 30 * (kernel_rows + quantization_rows)
+        height = 2800 + 30 * (kernel_rows + quantization_rows) + 50 * npu_rows
         image = screenshot(args.browser, os.path.abspath(args.report), args.screenshot, height)
-        check_screenshot(image, kernel_rows, bar_count, quantization_rows)
+        check_screenshot(image, kernel_rows, bar_count, quantization_rows, npu_rows)
     print("PASS")
 
 

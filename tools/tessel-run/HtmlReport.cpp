@@ -31,6 +31,9 @@ constexpr const char *kBandwidthColor = "#6b7b8c";
 constexpr const char *kBandwidthDashes[] = {" stroke-dasharray=\"2,3\"", " stroke-dasharray=\"6,3\"",
                                             ""};
 constexpr const char *kQuantizationHeaderColor = "#1d6b57";
+constexpr const char *kNpuHeaderColor = "#7a4b16";
+constexpr const char *kNpuComputeColor = "#2e86ab";
+constexpr const char *kNpuStallColor = "#d1495b";
 constexpr const char *kArenaPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#edc948",
                                          "#b07aa1", "#76b7b2", "#ff9da7", "#9c755f"};
 constexpr size_t kBarChartKernels = 20;
@@ -148,8 +151,9 @@ std::string decadeLabel(double decade) {
 
 class Page {
 public:
-  Page(const ProfileData &profile, const MachinePeaks &peaks, const RunDescription &run)
-      : profile(profile), peaks(peaks), run(run) {}
+  Page(const ProfileData &profile, const MachinePeaks &peaks, const RunDescription &run,
+       const NpuStatistics *npu)
+      : profile(profile), peaks(peaks), run(run), npu(npu) {}
 
   std::string render() {
     head();
@@ -160,6 +164,8 @@ public:
     memoryPlan();
     if (profile.quantization)
       quantization(*profile.quantization);
+    if (npu && !npu->layers.empty())
+      npuSection(*npu);
     html += "</body>\n</html>\n";
     return std::move(html);
   }
@@ -180,6 +186,7 @@ private:
     html += printed("tbody tr:nth-child(even){background:%s}\n", kStripeColor);
     html += "td.num{text-align:right;white-space:nowrap}\n";
     html += printed("table.quantization th{background:%s}\n", kQuantizationHeaderColor);
+    html += printed("table.npu th{background:%s}\n", kNpuHeaderColor);
     html += "dl.facts{display:grid;grid-template-columns:max-content auto;gap:3px 16px;"
             "font-size:13px;margin:0}\n"
             "dt{color:#555}dd{margin:0}\n"
@@ -546,17 +553,104 @@ private:
     html += "</section>\n";
   }
 
+  void npuSection(const NpuStatistics &statistics) {
+    double seconds = statistics.latencySeconds();
+    html += "<section id=\"npu\">\n<h2>NPU (simulated)</h2>\n";
+    html += "<p class=\"caption\">What the simulator charged each layer placed on the NPU, "
+            "per inference: its cycles, split into the execute engine's work and its stalls "
+            "waiting for data; utilization is the layer's MACs over what the array could do in "
+            "its cycles.</p>\n<dl class=\"facts\">\n";
+    fact("Array", printed("%ux%u at %u MHz", statistics.arrayRows, statistics.arrayColumns,
+                          statistics.clockMhz));
+    fact("Latency", printed("%.0f cycles, %.3f ms (%.1f inferences/s)", statistics.totalCycles,
+                            seconds * 1e3, seconds > 0 ? 1 / seconds : 0.0));
+    fact("Energy", printed("%.3f mJ, average power %.3f W", statistics.energyPj * 1e-9,
+                           seconds > 0 ? statistics.energyPj * 1e-12 / seconds : 0.0));
+    fact("Utilization", printed("%.1f%% (MAC-weighted); stalled on DMA %.1f%% of cycles",
+                                100 * statistics.macWeightedUtilization(),
+                                statistics.totalCycles > 0
+                                    ? 100 * statistics.stallCycles / statistics.totalCycles
+                                    : 0.0));
+    fact("DRAM", bytesText(statistics.dramBytes) + " per inference, " +
+                     printed("%.2f", statistics.bindingBytes > 0
+                                         ? statistics.dramBytes / statistics.bindingBytes
+                                         : 0.0) +
+                     "x its layers' bindings once");
+    html += "</dl>\n<table class=\"npu\">\n<thead><tr><th>ONNX nodes</th><th>Kernel</th>"
+            "<th>Cycles</th><th>Share</th><th>Utilization</th><th>Stall</th><th>DRAM</th>"
+            "<th>Energy (uJ)</th></tr></thead>\n<tbody>\n";
+    auto percent = [](double part, double whole) {
+      return printed("%.1f%%", whole > 0 ? 100 * part / whole : 0.0);
+    };
+    for (const NpuLayer &layer : statistics.layers)
+      html += "<tr><td class=\"nodes\">" + escape(npuLayerName(layer)) + "</td><td>" +
+              escape(layer.kernel) + "</td>" +
+              printed("<td class=\"num\">%.0f</td>", layer.totalCycles) + "<td class=\"num\">" +
+              percent(layer.totalCycles, statistics.totalCycles) + "</td><td class=\"num\">" +
+              printed("%.1f%%", 100 * layer.utilization) + "</td><td class=\"num\">" +
+              percent(layer.stallCycles, layer.totalCycles) + "</td><td class=\"num\">" +
+              bytesText(layer.dramBytes) + "</td>" +
+              printed("<td class=\"num\">%.3f</td></tr>\n", layer.energyPj * 1e-6);
+    html += "</tbody>\n</table>\n";
+    npuCycleChart(statistics);
+    html += "</section>\n";
+  }
+
+  /// One bar per layer, in schedule order: its compute cycles, then its
+  /// stalls.
+  void npuCycleChart(const NpuStatistics &statistics) {
+    const double labelWidth = 400, barSpace = 600, rowHeight = 16, width = 1140;
+    double longest = 0;
+    for (const NpuLayer &layer : statistics.layers)
+      longest = std::max(longest, layer.totalCycles);
+    double height = rowHeight * double(statistics.layers.size()) + 30;
+    html += printed("<svg id=\"npu-cycles\" width=\"%.0f\" height=\"%.0f\" "
+                    "xmlns=\"http://www.w3.org/2000/svg\">\n",
+                    width, height);
+    html += printed("<rect x=\"%.0f\" y=\"2\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                    "<text x=\"%.0f\" y=\"11\">compute</text>"
+                    "<rect x=\"%.0f\" y=\"2\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                    "<text x=\"%.0f\" y=\"11\">stalled on DMA</text>\n",
+                    labelWidth, kNpuComputeColor, labelWidth + 14, labelWidth + 90,
+                    kNpuStallColor, labelWidth + 104);
+    for (size_t i = 0; i < statistics.layers.size(); ++i) {
+      const NpuLayer &layer = statistics.layers[i];
+      double y = 20 + rowHeight * double(i);
+      double scale = longest > 0 ? barSpace / longest : 0.0;
+      double compute = std::max(1.0, layer.computeCycles * scale);
+      double stall = layer.stallCycles * scale;
+      html += printed("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", labelWidth - 8,
+                      y + 11) +
+              escape(shortened(npuLayerName(layer), 60)) + "</text>\n";
+      html += printed("<rect class=\"compute\" x=\"%.0f\" y=\"%.1f\" width=\"%.1f\" "
+                      "height=\"12\" fill=\"%s\"/>",
+                      labelWidth, y, compute, kNpuComputeColor);
+      html += printed("<rect class=\"stall\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                      "height=\"12\" fill=\"%s\"/>\n",
+                      labelWidth + compute, y, stall, kNpuStallColor);
+    }
+    html += "</svg>\n";
+  }
+
+  static std::string npuLayerName(const NpuLayer &layer) {
+    std::string names;
+    for (const std::string &node : layer.nodes)
+      names += (names.empty() ? "" : ", ") + node;
+    return names.empty() ? layer.kernel : names;
+  }
+
   const ProfileData &profile;
   const MachinePeaks &peaks;
   const RunDescription &run;
+  const NpuStatistics *npu;
   std::string html;
 };
 
 } // namespace
 
 std::string renderHtmlReport(const ProfileData &profile, const MachinePeaks &peaks,
-                             const RunDescription &run) {
-  return Page(profile, peaks, run).render();
+                             const RunDescription &run, const NpuStatistics *npu) {
+  return Page(profile, peaks, run, npu).render();
 }
 
 } // namespace tessel::run

@@ -3,7 +3,8 @@
 // `tessel-run m.tsl --profile --report FILE.html`: the kernels' time keyed by
 // the ONNX nodes they compute (a table and a bar chart), each kernel's
 // achieved rate against the machine's roofline, the memory plan as buffers
-// over time in the arena, and the quantization the compiler recorded. One
+// over time in the arena, the quantization the compiler recorded and, for a
+// model placed partly on the NPU, what the simulated NPU did per layer. One
 // file with inline CSS and SVG, no script and nothing fetched, so that it
 // can be mailed, archived and opened anywhere.
 //
@@ -13,6 +14,7 @@
 #define TESSEL_TOOLS_TESSEL_RUN_HTMLREPORT_H
 
 #include "tools/tessel-run/MachinePeaks.h"
+#include "tools/tessel-run/NpuStatistics.h"
 #include "tools/tessel-run/ProfileData.h"
 
 #include <string>
@@ -26,8 +28,10 @@ struct RunDescription {
   uint64_t weightBytes = 0;
 };
 
+/// The page; `npu` (null or without layers for a model that runs nothing
+/// on the NPU) adds its section.
 std::string renderHtmlReport(const ProfileData &profile, const MachinePeaks &peaks,
-                             const RunDescription &run);
+                             const RunDescription &run, const NpuStatistics *npu = nullptr);
 
 } // namespace tessel::run
 

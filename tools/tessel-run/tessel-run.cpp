@@ -201,7 +201,9 @@ void writeReport(const std::string &path, const std::string &artifactPath,
   run.artifactName = std::filesystem::path(artifactPath).filename().string();
   run.threads = peaks.threads;
   run.weightBytes = module.memory().weight_bytes;
-  writeFileAtomically(path, tessel::run::renderHtmlReport(profile, peaks, run));
+  tessel::run::NpuStatistics npu =
+      tessel::run::readNpuStatistics(bytes.data(), session.npuStatistics());
+  writeFileAtomically(path, tessel::run::renderHtmlReport(profile, peaks, run, &npu));
 }
 
 } // namespace
