@@ -7,8 +7,11 @@
 With `"timing": "scalesim"` in its configuration the simulator charges what
 SCALE-Sim models (docs/npu/isa.md section 4.3): each GEMM instruction is one
 fold of the array and costs 2R + C + T - 2 cycles weight stationary, or
-2R + C + K - 2 output stationary (R, C the array's rows and columns, T the
-output pixels the GEMM streams, K its reduction rows); no DMA, nothing else.
+ceil(T / R) folds of R + C + K - 2 output stationary (R, C the array's rows
+and columns, T the output pixels the GEMM streams, K its reduction rows);
+no DMA, nothing else. Output stationary, the counts agree on layers whose
+reduction fits the array (K <= R): the compiler splits longer ones over
+several GEMMs, which SCALE-Sim streams in one fold.
 This script checks that claim against SCALE-Sim itself.
 
 One ONNX model holds a fixed grid of quantized layers (QLinearConv of

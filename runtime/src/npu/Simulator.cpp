@@ -274,19 +274,22 @@ std::string Run::start(int queue, uint64_t cycle) {
     end = scalesim ? cycle : dmaEnd(*dma, cycle);
     engineFree[queue] = end;
   } else if (const auto *gemm = std::get_if<isa::Gemm>(&instruction.body)) {
+    // Output stationary, the array holds R output pixels at a time: a GEMM
+    // of T pixels takes ceil(T / R) passes.
+    uint64_t passes = (uint64_t(gemm->T) + R - 1) / R;
     if (scalesim) {
-      uint64_t streamed = config.outputStationary ? gemm->K : gemm->T;
-      end = cycle + 2 * R + C + streamed - 2;
+      end = cycle + (config.outputStationary ? passes * (R + C + gemm->K - 2)
+                                             : 2 * R + C + gemm->T - 2);
       engineFree[queue] = end;
       statistics.arrayCycles += end - cycle;
       statistics.computeCycles += end - cycle;
     } else if (config.outputStationary) {
       // Outputs stay in the cells: the K steps stream in, then the results
-      // drain (R cycles) before the next GEMM's outputs can gather.
-      engineFree[queue] = cycle + gemm->K + R;
+      // drain (R cycles) before the next pass's outputs can gather.
+      engineFree[queue] = cycle + passes * (gemm->K + R);
       end = engineFree[queue] + R + C - 2;
-      statistics.arrayCycles += gemm->K + R;
-      statistics.computeCycles += gemm->K + R;
+      statistics.arrayCycles += passes * (gemm->K + R);
+      statistics.computeCycles += passes * (gemm->K + R);
     } else {
       bool sameWeights = previousWasGemm && previousGemm->weights == gemm->weights &&
                          previousGemm->K == gemm->K && previousGemm->N == gemm->N;

@@ -857,7 +857,9 @@ TEST(NpuTimingTest, ScaleSimModeChargesEachFoldItsFormula) {
       gemm.rowStride = 16;
       gemm.acc = 1000 * fold;
       program.emit(isa::Opcode::Gemm, gemm, deps(fold == 0, false, false, false));
-      expected += 2 * 16 + 8 + (outputStationary ? gemm.K : gemm.T) - 2;
+      // Output stationary: ceil(T / R) passes of R + C + K - 2.
+      expected += outputStationary ? (gemm.T + 15) / 16 * (16 + 8 + gemm.K - 2)
+                                   : 2 * 16 + 8 + gemm.T - 2;
     }
     RunStatistics statistics;
     ASSERT_EQ(run(program, buffers, config, statistics), "");
