@@ -105,6 +105,23 @@ struct Dma {
   }
 };
 
+/// A LOAD's or STORE's body: `rows` rows of `rowBytes` between DRAM binding
+/// `binding` at `dram` and local memory `memory` at `local`.
+inline Dma dma(uint8_t binding, uint64_t dram, uint32_t local, uint32_t rows, uint32_t rowBytes,
+               uint32_t dramStride = 0, uint32_t localStride = 0,
+               Memory memory = Memory::Scratchpad) {
+  Dma result;
+  result.memory = memory;
+  result.binding = binding;
+  result.dram = dram;
+  result.local = local;
+  result.rows = rows;
+  result.rowBytes = rowBytes;
+  result.dramStride = dramStride;
+  result.localStride = localStride;
+  return result;
+}
+
 /// A convolution window over a tile: kernel, strides, dilations, padding.
 struct Window {
   uint8_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, padTop = 0, padLeft = 0;

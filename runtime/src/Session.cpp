@@ -55,6 +55,9 @@ struct StepPlan {
   size_t copyBytes;
   /// The step's index in the schedule, for messages.
   uint32_t index;
+  /// A step on a simulated device: its record in the session's
+  /// npuStatistics; else -1.
+  int32_t npuRecord = -1;
 };
 
 /// A slot that takes the address of a caller's tensor.
@@ -97,10 +100,8 @@ struct tsl_session_t {
   std::vector<tsl_tensor *> created;
   /// One per step when the session profiles, else empty.
   std::vector<tsl_step_timing> timings;
-  /// One per step on a simulated device, and for each step its record's
-  /// index (or -1).
+  /// One per step on a simulated device (StepPlan::npuRecord).
   std::vector<tsl_npu_step_statistics> npuStatistics;
-  std::vector<int32_t> npuStatisticsOfStep;
   /// With options.npu_trace: each record's spans of the last run.
   bool traceNpu = false;
   std::vector<std::vector<tsl_npu_instruction_span>> npuSpans;
@@ -208,8 +209,7 @@ tsl_status planSteps(tsl_session &session) {
       plan.executable = module.executables[dispatch->executable()].get();
       plan.entry = dispatch->entry();
       if (kind == sc::DeviceKind_npu) {
-        session.npuStatisticsOfStep.resize(i + 1, -1);
-        session.npuStatisticsOfStep[i] = int32_t(session.npuStatistics.size());
+        plan.npuRecord = int32_t(session.npuStatistics.size());
         tsl_npu_step_statistics record{};
         record.name = stepName(artifact, step);
         record.step = i;
@@ -414,9 +414,8 @@ tsl_status executeStep(tsl_session &session, const StepPlan &step, Stream *&curr
   if (step.executable) {
     Bindings bindings{slots, session.slotSizes.data() + step.firstSlot, step.slotCount};
     TSL_RETURN_IF_ERROR(stream->dispatch(*step.executable, step.entry, bindings, step.index));
-    if (step.index < session.npuStatisticsOfStep.size() &&
-        session.npuStatisticsOfStep[step.index] >= 0) {
-      size_t record = size_t(session.npuStatisticsOfStep[step.index]);
+    if (step.npuRecord >= 0) {
+      size_t record = size_t(step.npuRecord);
       tsl_npu_step_statistics &statistics = session.npuStatistics[record];
       std::vector<tsl_npu_instruction_span> &spans = session.npuSpans[record];
       stream->addLastDispatchStatistics(statistics, spans);

@@ -94,6 +94,25 @@ std::optional<Reason> readBias(Value bias, const ConstantOf &constantOf, Product
   return std::nullopt;
 }
 
+/// The activations, weights (along `filterAxis`) and bias of a product
+/// layer whose shape `layer` holds.
+std::optional<Reason> readProduct(Type input, const char *inputRole, RankedTensorType result,
+                                  Value weight, int64_t filterAxis, Value bias,
+                                  const ConstantOf &constantOf, ProductLayer &layer) {
+  auto inputActivation = activationOf(input, inputRole);
+  if (auto *reason = std::get_if<Reason>(&inputActivation))
+    return *reason;
+  layer.input = std::get<Activation>(inputActivation);
+  auto outputActivation = activationOf(result, "result");
+  if (auto *reason = std::get_if<Reason>(&outputActivation))
+    return *reason;
+  layer.output = std::get<Activation>(outputActivation);
+  layer.expressed = getQuantizedType(result).getExpressedType();
+  if (std::optional<Reason> reason = readWeights(weight, filterAxis, constantOf, layer))
+    return *reason;
+  return readBias(bias, constantOf, layer);
+}
+
 std::variant<Layer, Reason> recognizeConv(ConvOp conv, const ConstantOf &constantOf) {
   auto input = cast<RankedTensorType>(conv.getInput().getType());
   auto weight = cast<RankedTensorType>(conv.getWeight().getType());
@@ -124,18 +143,8 @@ std::variant<Layer, Reason> recognizeConv(ConvOp conv, const ConstantOf &constan
   if (std::optional<Reason> reason = rowsOnlyPadding(layer.kh, layer.dh, layer.padTop,
                                                      layer.padBottom))
     return *reason;
-  auto inputActivation = activationOf(input, "input");
-  if (auto *reason = std::get_if<Reason>(&inputActivation))
-    return *reason;
-  layer.input = std::get<Activation>(inputActivation);
-  auto outputActivation = activationOf(result, "result");
-  if (auto *reason = std::get_if<Reason>(&outputActivation))
-    return *reason;
-  layer.output = std::get<Activation>(outputActivation);
-  layer.expressed = getQuantizedType(result).getExpressedType();
-  if (std::optional<Reason> reason = readWeights(conv.getWeight(), 3, constantOf, layer))
-    return *reason;
-  if (std::optional<Reason> reason = readBias(conv.getBias(), constantOf, layer))
+  if (std::optional<Reason> reason = readProduct(input, "input", result, conv.getWeight(), 3,
+                                                 conv.getBias(), constantOf, layer))
     return *reason;
   return Layer(std::move(layer));
 }
@@ -154,18 +163,8 @@ std::variant<Layer, Reason> recognizeMatrixProduct(Operation *op, Value lhs, Val
   layer.W = layer.Wo = a.getDimSize(0);
   layer.C = a.getDimSize(1);
   layer.F = b.getDimSize(1);
-  auto inputActivation = activationOf(a, "left operand");
-  if (auto *reason = std::get_if<Reason>(&inputActivation))
-    return *reason;
-  layer.input = std::get<Activation>(inputActivation);
-  auto outputActivation = activationOf(result, "result");
-  if (auto *reason = std::get_if<Reason>(&outputActivation))
-    return *reason;
-  layer.output = std::get<Activation>(outputActivation);
-  layer.expressed = getQuantizedType(result).getExpressedType();
-  if (std::optional<Reason> reason = readWeights(rhs, 1, constantOf, layer))
-    return *reason;
-  if (std::optional<Reason> reason = readBias(bias, constantOf, layer))
+  if (std::optional<Reason> reason =
+          readProduct(a, "left operand", result, rhs, 1, bias, constantOf, layer))
     return *reason;
   return Layer(std::move(layer));
 }

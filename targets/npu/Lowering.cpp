@@ -55,20 +55,7 @@ Dependencies tokens(bool popPrevious, bool popNext, bool pushPrevious, bool push
   return {popPrevious, popNext, pushPrevious, pushNext};
 }
 
-encoding::Dma dma(uint8_t binding, uint64_t dram, uint32_t local, uint32_t rows,
-                  uint32_t rowBytes, uint32_t dramStride = 0, uint32_t localStride = 0,
-                  encoding::Memory memory = encoding::Memory::Scratchpad) {
-  encoding::Dma result;
-  result.memory = memory;
-  result.binding = binding;
-  result.dram = dram;
-  result.local = local;
-  result.rows = rows;
-  result.rowBytes = rowBytes;
-  result.dramStride = dramStride;
-  result.localStride = localStride;
-  return result;
-}
+using encoding::dma;
 
 int64_t storageMinimum(bool isUnsigned) { return isUnsigned ? 0 : -128; }
 int64_t storageMaximum(bool isUnsigned) { return isUnsigned ? 255 : 127; }

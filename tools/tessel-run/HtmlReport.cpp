@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/tessel-run/HtmlReport.h"
+#include "tools/tessel-run/Text.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <iterator>
 #include <string_view>
@@ -38,19 +38,6 @@ constexpr const char *kArenaPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#edc9
                                          "#b07aa1", "#76b7b2", "#ff9da7", "#9c755f"};
 constexpr size_t kBarChartKernels = 20;
 constexpr size_t kLabelledPoints = 5;
-
-std::string printed(const char *format, ...) __attribute__((format(printf, 1, 2)));
-std::string printed(const char *format, ...) {
-  va_list arguments, again;
-  va_start(arguments, format);
-  va_copy(again, arguments);
-  int length = std::vsnprintf(nullptr, 0, format, arguments);
-  va_end(arguments);
-  std::string text(length > 0 ? size_t(length) : 0, '\0');
-  std::vsnprintf(text.data(), text.size() + 1, format, again);
-  va_end(again);
-  return text;
-}
 
 std::string escape(std::string_view text) {
   std::string result;
@@ -84,12 +71,7 @@ std::string millisecondsText(double nanoseconds) {
 }
 
 std::string nodesText(const KernelProfile &kernel) {
-  if (kernel.nodes.empty())
-    return kernel.symbol;
-  std::string text;
-  for (const std::string &node : kernel.nodes)
-    text += (text.empty() ? "" : ", ") + node;
-  return text;
+  return kernel.nodes.empty() ? kernel.symbol : joined(kernel.nodes);
 }
 
 std::string shortened(const std::string &text, size_t limit) {
@@ -583,7 +565,7 @@ private:
       return printed("%.1f%%", whole > 0 ? 100 * part / whole : 0.0);
     };
     for (const NpuLayer &layer : statistics.layers)
-      html += "<tr><td class=\"nodes\">" + escape(npuLayerName(layer)) + "</td><td>" +
+      html += "<tr><td class=\"nodes\">" + escape(layer.name()) + "</td><td>" +
               escape(layer.kernel) + "</td>" +
               printed("<td class=\"num\">%.0f</td>", layer.totalCycles) + "<td class=\"num\">" +
               percent(layer.totalCycles, statistics.totalCycles) + "</td><td class=\"num\">" +
@@ -621,7 +603,7 @@ private:
       double stall = layer.stallCycles * scale;
       html += printed("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", labelWidth - 8,
                       y + 11) +
-              escape(shortened(npuLayerName(layer), 60)) + "</text>\n";
+              escape(shortened(layer.name(), 60)) + "</text>\n";
       html += printed("<rect class=\"compute\" x=\"%.0f\" y=\"%.1f\" width=\"%.1f\" "
                       "height=\"12\" fill=\"%s\"/>",
                       labelWidth, y, compute, kNpuComputeColor);
@@ -630,13 +612,6 @@ private:
                       labelWidth + compute, y, stall, kNpuStallColor);
     }
     html += "</svg>\n";
-  }
-
-  static std::string npuLayerName(const NpuLayer &layer) {
-    std::string names;
-    for (const std::string &node : layer.nodes)
-      names += (names.empty() ? "" : ", ") + node;
-    return names.empty() ? layer.kernel : names;
   }
 
   const ProfileData &profile;

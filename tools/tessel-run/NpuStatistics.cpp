@@ -1,11 +1,11 @@
 //===- NpuStatistics.cpp - What the simulated NPU counted, per layer ------===//
 
 #include "tools/tessel-run/NpuStatistics.h"
+#include "tools/tessel-run/Text.h"
 
 #include "runtime/schema/Artifact.h"
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <stdexcept>
 
@@ -14,15 +14,6 @@ namespace tessel::run {
 namespace sc = tessel::schema;
 
 namespace {
-
-std::string printed(const char *format, ...) {
-  char buffer[512];
-  va_list arguments;
-  va_start(arguments, format);
-  std::vsnprintf(buffer, sizeof buffer, format, arguments);
-  va_end(arguments);
-  return buffer;
-}
 
 std::string jsonString(const std::string &text) {
   std::string quoted = "\"";
@@ -37,24 +28,13 @@ std::string jsonString(const std::string &text) {
   return quoted + "\"";
 }
 
-std::string joined(const std::vector<std::string> &names) {
-  std::string text;
-  for (const std::string &name : names)
-    text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
-/// What a console line or a JSON object calls the layer: its ONNX nodes,
-/// or its kernel when the artifact names none.
-std::string nameOf(const NpuLayer &layer) {
-  return layer.nodes.empty() ? layer.kernel : joined(layer.nodes);
-}
-
 double ratio(double numerator, double denominator) {
   return denominator > 0 ? numerator / denominator : 0.0;
 }
 
 } // namespace
+
+std::string NpuLayer::name() const { return nodes.empty() ? kernel : joined(nodes); }
 
 double NpuStatistics::macWeightedUtilization() const {
   double weighted = 0;
@@ -133,7 +113,7 @@ std::string npuStatisticsJson(const NpuStatistics &statistics) {
     for (const std::string &node : layer.nodes)
       nodes += (nodes.empty() ? "" : ", ") + jsonString(node);
     json += i ? ",\n    " : "\n    ";
-    json += "{\"node\": " + jsonString(nameOf(layer)) + ", \"nodes\": [" + nodes +
+    json += "{\"node\": " + jsonString(layer.name()) + ", \"nodes\": [" + nodes +
             "], \"kernel\": " + jsonString(layer.kernel) + ", ";
     json += printed("\"total_cycles\": %.0f, \"compute_cycles\": %.0f, \"stall_cycles\": %.0f, "
                     "\"array_cycles\": %.0f, \"macs\": %.0f, \"utilization\": %.6f, "
@@ -166,7 +146,7 @@ std::string npuTraceJson(const NpuStatistics &statistics) {
     for (const tsl_npu_instruction_span &span : layer.spans)
       end = std::max(end, span.end_cycle);
     json += ",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": 0, \"name\": " +
-            jsonString(nameOf(layer)) +
+            jsonString(layer.name()) +
             printed(", \"ts\": %.4f, \"dur\": %.4f, \"args\": {\"kernel\": ",
                     microseconds(start), microseconds(double(end))) +
             jsonString(layer.kernel) + printed(", \"cycles\": %llu}}",
@@ -205,7 +185,7 @@ std::string npuSummary(const NpuStatistics &statistics) {
     text += printed("%12.0f %6.1f%% %5.1f%% %6.1f%% %10.1f %10.3f  %s\n", layer.totalCycles,
                     100 * ratio(layer.totalCycles, statistics.totalCycles),
                     100 * layer.utilization, 100 * ratio(layer.stallCycles, layer.totalCycles),
-                    layer.dramBytes / 1e3, layer.energyPj * 1e-6, nameOf(layer).c_str());
+                    layer.dramBytes / 1e3, layer.energyPj * 1e-6, layer.name().c_str());
   return text;
 }
 

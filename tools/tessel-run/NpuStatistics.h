@@ -32,6 +32,9 @@ struct NpuLayer {
   double utilization = 0, arrayUtilization = 0;
   /// When each instruction of the last run ran (sessions with npu_trace).
   std::vector<tsl_npu_instruction_span> spans;
+
+  /// Its ONNX nodes, or its kernel when the artifact names none.
+  std::string name() const;
 };
 
 struct NpuStatistics {

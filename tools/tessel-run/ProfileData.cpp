@@ -1,6 +1,7 @@
 //===- ProfileData.cpp - A run's profile joined with its artifact ---------===//
 
 #include "tools/tessel-run/ProfileData.h"
+#include "tools/tessel-run/Text.h"
 
 #include "runtime/schema/Artifact.h"
 
@@ -23,13 +24,6 @@ std::vector<std::string> strings(const flatbuffers::Vector<flatbuffers::Offset<f
   if (list)
     for (const flatbuffers::String *string : *list)
       result.push_back(string->str());
-  return result;
-}
-
-std::string joined(const std::vector<std::string> &names) {
-  std::string result;
-  for (const std::string &name : names)
-    result += (result.empty() ? "" : ", ") + name;
   return result;
 }
 

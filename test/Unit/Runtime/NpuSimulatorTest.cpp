@@ -71,19 +71,7 @@ std::string run(const Assembler &program, Buffers &buffers, const isa::Config &c
   return runProgram(loaded, config, machine, dram, statistics);
 }
 
-isa::Dma dma(uint8_t binding, uint64_t dram, uint32_t local, uint32_t rows, uint32_t rowBytes,
-             uint32_t dramStride, uint32_t localStride, isa::Memory memory = isa::Memory::Scratchpad) {
-  isa::Dma result;
-  result.memory = memory;
-  result.binding = binding;
-  result.dram = dram;
-  result.local = local;
-  result.rows = rows;
-  result.rowBytes = rowBytes;
-  result.dramStride = dramStride;
-  result.localStride = localStride;
-  return result;
-}
+using isa::dma;
 
 isa::Dependencies deps(bool popPrevious, bool popNext, bool pushPrevious, bool pushNext) {
   return {popPrevious, popNext, pushPrevious, pushNext};
