@@ -9,10 +9,11 @@ SCALE-Sim models (docs/npu/isa.md section 4.3): each GEMM instruction is one
 fold of the array and costs 2R + C + T - 2 cycles weight stationary, or
 ceil(T / R) folds of R + C + K - 2 output stationary (R, C the array's rows
 and columns, T the output pixels the GEMM streams, K its reduction rows);
-no DMA, nothing else. Output stationary, the counts agree on layers whose
-reduction fits the array (K <= R): the compiler splits longer ones over
-several GEMMs, which SCALE-Sim streams in one fold.
-This script checks that claim against SCALE-Sim itself.
+no DMA, nothing else. Weight stationary, a GEMM takes at most R reduction
+rows (the weights fill the array's rows), as SCALE-Sim's folds do; output
+stationary, it takes the whole reduction (it streams through the array in
+time), as SCALE-Sim's folds do when the scratchpad holds the weights, which
+it does here. This script checks that claim against SCALE-Sim itself.
 
 One ONNX model holds a fixed grid of quantized layers (QLinearConv of
 kernels 1x1 to 7x7, strides 1 and 2, channels and filters below, at and
@@ -30,8 +31,9 @@ demand matrices, which starts at 0: it prints one cycle less than the sum
 of its folds. So a layer matches when ours == SCALE-Sim + 1, exactly.
 
 The folds column shows our GEMM count (from --emit npu) next to the fold
-count of SCALE-Sim's mapping: ceil(K / R) * ceil(F / C) weight stationary,
-ceil(T / R) * ceil(F / C) output stationary (F filters).
+count of SCALE-Sim's mapping: ceil(K / R) * ceil(F / C) weight stationary
+(one GEMM per fold), ceil(T / R) * ceil(F / C) output stationary (F
+filters; one GEMM per chunk of C filters, each of ceil(T / R) folds).
 
 Prints a line per layer, a summary line per configuration and a final one.
 Exits 1 if any layer differs, 2 if the comparison cannot be made (a tool

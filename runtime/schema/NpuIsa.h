@@ -142,8 +142,8 @@ struct Gemm {
     visit(Field{0, 14, 1, "weight_unsigned"}, weightUnsigned);
     visit(Field{0, 15, 1, "im2col"}, im2col);
     visit(Field{0, 16, 24, "weights"}, weights);
-    visit(Field{0, 40, 9, "K"}, K);
-    visit(Field{0, 49, 9, "N"}, N);
+    visit(Field{0, 40, 15, "K"}, K);
+    visit(Field{0, 55, 9, "N"}, N);
     visit(Field{1, 0, 24, "input"}, input);
     visit(Field{1, 24, 20, "T"}, T);
     visit(Field{1, 44, 20, "acc"}, acc);

@@ -48,10 +48,10 @@ ElementsAttr constantValue(Value value, const ConstantOf &constantOf) {
   return {};
 }
 
-/// Reads the signed 8-bit weights with zero point 0 of a product (scales
-/// per filter along `filterAxis`) into `layer`, or says why not.
-/// The array multiplies signed 8-bit weights: a zero point is subtracted
-/// here, at compile time, which is exact when every difference fits.
+/// Reads the 8-bit weights of a product (scales per filter along
+/// `filterAxis`) into `layer` minus their zero points, or says why not.
+/// The array multiplies raw bytes: a zero point is subtracted here, at
+/// compile time, which is exact.
 std::optional<Reason> readWeights(Value weight, int64_t filterAxis, const ConstantOf &constantOf,
                                   ProductLayer &layer) {
   quant::QuantizedType type = getQuantizedType(weight.getType());
@@ -69,10 +69,7 @@ std::optional<Reason> readWeights(Value weight, int64_t filterAxis, const Consta
   for (APInt value : values.getValues<APInt>()) {
     int64_t filter = index++ % layer.F;
     int64_t stored = type.isSigned() ? value.getSExtValue() : int64_t(value.getZExtValue());
-    int64_t centered = stored - quantParams(type, axis ? filter : 0).zeroPoint;
-    if (centered < -128 || centered > 127)
-      return Reason("its weights minus their zero point do not fit in 8 bits");
-    layer.weights.push_back(int8_t(centered));
+    layer.weights.push_back(int16_t(stored - quantParams(type, axis ? filter : 0).zeroPoint));
   }
   layer.weightScales.assign(layer.F, quantParams(type, 0).scale);
   if (axis)
@@ -119,14 +116,16 @@ std::variant<Layer, Reason> recognizeConv(ConvOp conv, const ConstantOf &constan
   auto result = cast<RankedTensorType>(conv.getType());
   if (!conv.getChannelsLast() || input.getRank() != 4)
     return Reason("it is not a 2-D convolution in channels-last layout");
-  if (conv.getGroup() != 1)
-    return Reason("it is a grouped or depthwise convolution, which the NPU target does not "
-                  "lower yet");
   if (input.getDimSize(0) != 1)
     return Reason("its batch is not 1");
   ProductLayer layer;
   layer.H = input.getDimSize(1), layer.W = input.getDimSize(2), layer.C = input.getDimSize(3);
   layer.kh = weight.getDimSize(0), layer.kw = weight.getDimSize(1), layer.F = weight.getDimSize(3);
+  layer.isDepthwise =
+      conv.getGroup() > 1 && int64_t(conv.getGroup()) == layer.C && layer.F == layer.C;
+  if (conv.getGroup() != 1 && !layer.isDepthwise)
+    return Reason("it is a grouped convolution, or a depthwise one of several filters per "
+                  "channel, which the NPU target does not lower");
   layer.Ho = result.getDimSize(1), layer.Wo = result.getDimSize(2);
   ArrayRef<int64_t> strides = conv.getStrides(), dilations = conv.getDilations(),
                     pads = conv.getPads();
@@ -189,7 +188,7 @@ std::variant<Layer, Reason> recognizeMaxPool(MaxPoolOp pool) {
                         layer.padTop, layer.padLeft})
     if (field > kMaxWindowField)
       return Reason("its window exceeds the NPU's 4-bit fields");
-  for (int64_t extent : {layer.H, layer.W, layer.C, layer.Ho, layer.Wo})
+  for (int64_t extent : {layer.H, layer.W, layer.C, layer.Wo})
     if (extent > 4095)
       return Reason("its extents exceed the NPU's 12-bit tile fields");
   if (std::optional<Reason> reason = rowsOnlyPadding(layer.kh, layer.dh, layer.padTop, pads[2]))
@@ -219,6 +218,45 @@ std::variant<Layer, Reason> recognizeAdd(AddOp add) {
   return Layer(layer);
 }
 
+/// The stored value of a Clip's bound: a constant quantized scalar.
+std::optional<int64_t> storedBound(Value bound, const ConstantOf &constantOf) {
+  ElementsAttr value = constantValue(bound, constantOf);
+  quant::QuantizedType type = getQuantizedType(bound.getType());
+  if (!value || !type || value.getNumElements() != 1)
+    return std::nullopt;
+  APInt stored = *value.getValues<APInt>().begin();
+  return type.isSigned() ? stored.getSExtValue() : int64_t(stored.getZExtValue());
+}
+
+/// The bounds `op` (a ReLU or Clip of the layer's quantized result) puts on
+/// the stored result. A quantized Clip compares stored values with its
+/// bounds', of the same type, so POST's clamp computes it exactly.
+std::variant<Epilogue, Reason> epilogueOf(Operation *op, const ConstantOf &constantOf) {
+  Epilogue epilogue;
+  auto output = activationOf(op->getResult(0).getType(), "result");
+  if (auto *reason = std::get_if<Reason>(&output))
+    return *reason;
+  if (isa<ReluOp>(op)) {
+    epilogue.lowest = std::get<Activation>(output).zeroPoint;
+    return epilogue;
+  }
+  auto clip = dyn_cast<ClipOp>(op);
+  if (!clip)
+    return Reason("'" + op->getName().getStringRef().str() +
+                  "' after a layer has no NPU instruction");
+  for (auto [bound, stored] : {std::pair{clip.getMin(), &epilogue.lowest},
+                               std::pair{clip.getMax(), &epilogue.highest}}) {
+    if (!bound)
+      continue;
+    *stored = storedBound(bound, constantOf);
+    if (!*stored)
+      return Reason("its clip's bounds are not constant");
+  }
+  if (epilogue.lowest && epilogue.highest && *epilogue.lowest > *epilogue.highest)
+    return Reason("its clip's lower bound is above its upper bound");
+  return epilogue;
+}
+
 } // namespace
 
 std::variant<Layer, std::string> recognizeLayer(func::FuncOp kernel,
@@ -229,18 +267,21 @@ std::variant<Layer, std::string> recognizeLayer(func::FuncOp kernel,
       ops.push_back(&op);
   if (ops.empty())
     return Reason("it computes nothing");
-  // One layer, then optionally a ReLU of its result.
-  bool relu = false;
-  if (ops.size() == 2 && isa<ReluOp>(ops[1]) && ops[1]->getOperand(0) == ops[0]->getResult(0)) {
-    relu = true;
+  // One layer, then optionally a ReLU or Clip of its result.
+  std::optional<Epilogue> epilogue;
+  if (ops.size() == 2 && ops[1]->getOperand(0) == ops[0]->getResult(0)) {
+    std::variant<Epilogue, Reason> bounds = epilogueOf(ops[1], constantOf);
+    if (auto *reason = std::get_if<Reason>(&bounds))
+      return *reason;
+    epilogue = std::get<Epilogue>(bounds);
     ops.pop_back();
   }
   if (ops.size() != 1) {
     std::string names;
     for (Operation *op : ops)
       names += (names.empty() ? "" : ", ") + op->getName().stripDialect().str();
-    return Reason("the NPU runs one layer per kernel (with a ReLU after it); this kernel "
-                  "computes " + names);
+    return Reason("the NPU runs one layer per kernel (with a ReLU or Clip after it); this "
+                  "kernel computes " + names);
   }
   Operation *root = ops.front();
   std::variant<Layer, Reason> layer = Reason();
@@ -262,13 +303,13 @@ std::variant<Layer, std::string> recognizeLayer(func::FuncOp kernel,
   if (auto *reason = std::get_if<Reason>(&layer))
     return *reason;
   Layer recognized = std::get<Layer>(layer);
-  if (relu) {
+  if (epilogue) {
     if (auto *product = std::get_if<ProductLayer>(&recognized))
-      product->epilogue.relu = true;
+      product->epilogue = *epilogue;
     else if (auto *sum = std::get_if<AddLayer>(&recognized))
-      sum->epilogue.relu = true;
+      sum->epilogue = *epilogue;
     else
-      return Reason("a ReLU after a pooling has no NPU instruction");
+      return Reason("a ReLU or Clip after a pooling has no NPU instruction");
   }
   return recognized;
 }

@@ -30,23 +30,32 @@ struct Activation {
   bool isUnsigned = false;
 };
 
-/// ReLU (clamp at the zero point) or nothing after the layer.
+/// What follows the layer in its kernel, as bounds on its stored 8-bit
+/// result: a ReLU (at least the zero point), a Clip of quantized bounds
+/// (ReLU6), or nothing.
 struct Epilogue {
-  bool relu = false;
+  std::optional<int64_t> lowest, highest;
 };
 
-/// A 2-D convolution (NHWC input, HWCF weights, batch 1, one group), or a
-/// matrix product A[M, K] x B[K, N] read as a 1 x M image of K channels
-/// convolved with a 1 x 1 kernel.
+/// A 2-D convolution (NHWC input, HWCF weights, batch 1, one group, or
+/// depthwise: one group and one filter per channel), or a matrix product
+/// A[M, K] x B[K, N] read as a 1 x M image of K channels convolved with a
+/// 1 x 1 kernel.
 struct ProductLayer {
   bool isMatrixProduct = false;
+  bool isDepthwise = false; // then F = C and the weights are kh x kw x C
   int64_t H = 1, W = 1, C = 1, F = 1;   // input height, width, channels; filters
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   int64_t Ho = 1, Wo = 1;
   Activation input, output;
-  /// The K x F weights (K = kh * kw * C, in that order), signed.
-  std::vector<int8_t> weights;
+  /// Terms per output: kh * kw * C, or kh * kw for a depthwise one.
+  int64_t reduction() const { return kh * kw * (isDepthwise ? 1 : C); }
+
+  /// The K x F weights (K = reduction(), in that order) minus their zero
+  /// points: in [-255, 255], so not always 8 bits (the lowering splits
+  /// those that are not into two signed 8-bit planes).
+  std::vector<int16_t> weights;
   std::vector<double> weightScales; // one per filter
   std::vector<int32_t> bias;        // one per filter (zeros without one)
   mlir::Type expressed;             // the scales' type (f32)

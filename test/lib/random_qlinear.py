@@ -29,8 +29,9 @@ A per-channel (or per-column) scale comes with a zero point per channel
 (column), as quantizers write them, or with one zero point for all.
 
 With --space npu, every configuration is one the NPU target runs (2-D
-convolutions of batch 1 and one group, 2-D products; weights as
-npu_weights draws them; padding shorter than the dilated kernel), larger
+convolutions of batch 1 and one group or depthwise (one in four), 2-D
+products, with weights of any
+8-bit type and zero points; padding shorter than the dilated kernel), larger
 so that the
 layers take several folds, filter chunks and tiles (up to 48 channels, 70
 filters, 16 x 16 inputs; products up to 40 x 100 x 70). They are compiled
@@ -170,26 +171,6 @@ def weight_zero_point(rng, count):
     return random_zero_point(rng, np.uint8, count)
 
 
-def npu_weights(rng, shape, axis, per_channel):
-    """Weights of `shape` the NPU target runs, and their zero point (one per
-    index of `axis` when `per_channel`): int8 with zero point 0 (most),
-    uint8 with 128, or int8 with a small zero point and values whose
-    difference from it fits int8 (the compiler subtracts it)."""
-    count = shape[axis] if per_channel else None
-    zero_shape = () if count is None else (count,)
-    draw = rng.random()
-    if draw < 0.6:
-        return random_integers(rng, np.int8, shape), np.zeros(zero_shape, np.int8)
-    if draw < 0.8:
-        return random_integers(rng, np.uint8, shape), np.full(zero_shape, 128, np.uint8)
-    zero_point = rng.integers(-20, 21, size=zero_shape).astype(np.int8)
-    along_axis = [1] * len(shape)
-    if per_channel:
-        along_axis[axis] = count
-    offsets = rng.integers(-108, 107, size=shape, endpoint=True)
-    return (offsets + zero_point.reshape(along_axis)).astype(np.int8), zero_point
-
-
 def weight_scale(rng, count):
     """A scale log-uniform in [1e-3, 1e-1], or for `count` channels scales
     within a factor 2 of such a base."""
@@ -234,6 +215,8 @@ def conv_config(rng, index, npu=False):
     if npu:
         rank, batch, channels = 2, 1, int(rng.integers(1, 49))
         group, filters = 1, int(rng.integers(1, 71))
+        if channels > 1 and rng.random() < 0.25:  # depthwise
+            group = filters = channels
         sizes = [int(s) for s in rng.integers(1, 17, size=2)]
     else:
         rank = int(rng.choice([1, 2, 3], p=[0.17, 0.75, 0.08]))
@@ -252,12 +235,9 @@ def conv_config(rng, index, npu=False):
 
     per_channel = rank == 2 and rng.random() < 0.5
     w_shape = [filters, channels // group] + kernels
-    if npu:
-        w, w_zero_point = npu_weights(rng, w_shape, 0, per_channel)
-    else:
-        w_zero_point = weight_zero_point(
-            rng, filters if per_channel and rng.random() < 0.5 else None)
-        w = random_integers(rng, w_zero_point.dtype, w_shape)
+    w_zero_point = weight_zero_point(
+        rng, filters if per_channel and rng.random() < 0.5 else None)
+    w = random_integers(rng, w_zero_point.dtype, w_shape)
     w_scale = weight_scale(rng, filters if per_channel else None)
     powers_of_two = rng.random() < 0.2
     if powers_of_two:
@@ -319,13 +299,10 @@ def matmul_config(rng, index, npu=False):
 
     columns = b_shape[-1]
     per_column = rng.random() < 0.5
-    if npu:
-        b, b_zero_point = npu_weights(rng, b_shape, len(b_shape) - 1, per_column)
-    else:
-        b_dtype = random_int8_type(rng)
-        b_zero_point = random_zero_point(
-            rng, b_dtype, columns if per_column and rng.random() < 0.5 else None)
-        b = random_integers(rng, b_dtype, b_shape)
+    b_dtype = random_int8_type(rng)
+    b_zero_point = random_zero_point(
+        rng, b_dtype, columns if per_column and rng.random() < 0.5 else None)
+    b = random_integers(rng, b_dtype, b_shape)
     b_scale = weight_scale(rng, columns if per_column else None)
     powers_of_two = rng.random() < 0.2
     if powers_of_two:

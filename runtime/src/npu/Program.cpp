@@ -166,9 +166,13 @@ struct FieldChecker {
     return "";
   }
   std::string operator()(const isa::Gemm &gemm) {
-    if (gemm.K < 1 || gemm.K > config.arrayRows)
+    // Weight stationary, the K x N weights sit in the array's rows; output
+    // stationary, the reduction streams through it in time, of any length.
+    if (!config.outputStationary && (gemm.K < 1 || gemm.K > config.arrayRows))
       return "K " + std::to_string(gemm.K) + " outside [1, " + std::to_string(config.arrayRows) +
              "]";
+    if (gemm.K < 1)
+      return "K is 0";
     if (gemm.N < 1 || gemm.N > config.arrayColumns)
       return "N " + std::to_string(gemm.N) + " outside [1, " +
              std::to_string(config.arrayColumns) + "]";

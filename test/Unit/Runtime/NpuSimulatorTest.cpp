@@ -99,8 +99,8 @@ TEST(NpuIsaTest, EveryFieldRoundTrips) {
   gemm.inputUnsigned = true;
   gemm.im2col = true;
   gemm.weights = 0xabcdef;
-  gemm.K = 256;
-  gemm.N = 200;
+  gemm.K = 0x7fff;
+  gemm.N = 256;
   gemm.input = 0x123456;
   gemm.T = 0xfffff;
   gemm.acc = 0x54321;
@@ -119,8 +119,8 @@ TEST(NpuIsaTest, EveryFieldRoundTrips) {
   ASSERT_TRUE(isa::decode(words.data(), decoded, error)) << error;
   const auto &back = std::get<isa::Gemm>(decoded.body);
   EXPECT_EQ(back.weights, gemm.weights);
-  EXPECT_EQ(back.K, 256u);
-  EXPECT_EQ(back.N, 200u);
+  EXPECT_EQ(back.K, 0x7fffu);
+  EXPECT_EQ(back.N, 256u);
   EXPECT_EQ(back.T, 0xfffffu);
   EXPECT_EQ(back.acc, 0x54321u);
   EXPECT_EQ(back.k0, 0xbeefu);
@@ -163,7 +163,7 @@ TEST(NpuIsaTest, SignedFieldsKeepTheirSign) {
 
 TEST(NpuIsaTest, TooWideValuesAndReservedBitsAreRefused) {
   isa::Gemm gemm;
-  gemm.K = 512; // a 9-bit field
+  gemm.N = 512; // a 9-bit field
   isa::Words words;
   std::string error;
   EXPECT_FALSE(isa::encode({isa::Opcode::Gemm, {}, gemm}, words, &error));
@@ -223,6 +223,10 @@ TEST(NpuVerifierTest, RefusesWhatLeavesItsMemory) {
   Assembler tooWide;
   tooWide.emit(isa::Opcode::Gemm, wide);
   EXPECT_EQ(loadProblem(tooWide), "instruction 0: K 33 outside [1, 32]");
+  // Output stationary, the reduction streams in time: any K the field holds.
+  isa::Config outputStationary;
+  outputStationary.outputStationary = true;
+  EXPECT_EQ(loadProblem(tooWide, {64}, outputStationary), "");
 
   isa::Gemm manyRows;
   manyRows.T = 20000;
