@@ -16,15 +16,30 @@ import os
 import numpy as np
 import onnx
 import onnxruntime
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-NUMPY_TYPES = {
-    "tensor(float)": np.float32, "tensor(double)": np.float64,
-    "tensor(int64)": np.int64, "tensor(int32)": np.int32,
-    "tensor(int8)": np.int8, "tensor(uint8)": np.uint8,
-    "tensor(bool)": np.bool_,
-}
+def graph_inputs(model):
+    """(name, numpy type, shape) of each graph input that is not an
+    initializer; symbolic dimensions are 1."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    return [(value.name,
+             helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type),
+             [dim.dim_value or 1 for dim in value.type.tensor_type.shape.dim])
+            for value in model.graph.input if value.name not in initializers]
+
+
+def random_feeds(model, rng, full_range):
+    feeds = {}
+    for name, dtype, shape in graph_inputs(model):
+        if np.issubdtype(dtype, np.floating):
+            feeds[name] = rng.standard_normal(shape).astype(dtype)
+        elif full_range and dtype != np.bool_:
+            info = np.iinfo(dtype)
+            feeds[name] = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+        else:
+            feeds[name] = rng.integers(0, 4, shape).astype(dtype)
+    return feeds
 
 
 def main():
@@ -37,32 +52,22 @@ def main():
                         help="integer inputs over their type's whole range")
     args = parser.parse_args()
 
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = onnxruntime.InferenceSession(args.model, options,
-                                           providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(args.seed)
-    feeds = {}
-    for value in session.get_inputs():
-        dtype = NUMPY_TYPES[value.type]
-        if np.issubdtype(dtype, np.floating):
-            feeds[value.name] = rng.standard_normal(value.shape).astype(dtype)
-        elif args.full_range and dtype != np.bool_:
-            info = np.iinfo(dtype)
-            feeds[value.name] = rng.integers(info.min, info.max, value.shape,
-                                             endpoint=True).astype(dtype)
-        else:
-            feeds[value.name] = rng.integers(0, 4, value.shape).astype(dtype)
+    model = onnx.load(args.model)
+    feeds = random_feeds(model, np.random.default_rng(args.seed), args.full_range)
     if args.evaluator == "onnx":
-        results = ReferenceEvaluator(args.model).run(None, feeds)
+        results = ReferenceEvaluator(model).run(None, feeds)
     else:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        session = onnxruntime.InferenceSession(args.model, options,
+                                               providers=["CPUExecutionProvider"])
         results = session.run(None, feeds)
 
     os.makedirs(args.output, exist_ok=True)
-    for i, value in enumerate(session.get_inputs()):
-        tensor = numpy_helper.from_array(feeds[value.name], value.name)
+    for i, name in enumerate(feeds):
+        tensor = numpy_helper.from_array(feeds[name], name)
         onnx.save_tensor(tensor, os.path.join(args.output, f"input_{i}.pb"))
-    for i, (value, result) in enumerate(zip(session.get_outputs(), results)):
+    for i, (value, result) in enumerate(zip(model.graph.output, results)):
         tensor = numpy_helper.from_array(result, value.name)
         onnx.save_tensor(tensor, os.path.join(args.output, f"output_{i}.pb"))
 
