@@ -149,21 +149,27 @@ std::variant<Layer, Reason> recognizeConv(ConvOp conv, const ConstantOf &constan
 }
 
 /// A[M, K] x B[K, N] (+ bias) with a constant B: the product layer of a
-/// 1 x M image of K channels and a 1 x 1 kernel.
+/// 1 x M image of K channels and a 1 x 1 kernel. A[b, M, K] x B[K, N] is
+/// the product of A's b * M rows; A[b, M, K] x B[b, K, N] a batch of b
+/// products, each with its own weights.
 std::variant<Layer, Reason> recognizeMatrixProduct(Operation *op, Value lhs, Value rhs,
                                                    Value bias, const ConstantOf &constantOf) {
   auto a = cast<RankedTensorType>(lhs.getType());
   auto b = cast<RankedTensorType>(rhs.getType());
   auto result = cast<RankedTensorType>(op->getResult(0).getType());
-  if (a.getRank() != 2 || b.getRank() != 2)
-    return Reason("it is not a product of two matrices");
+  bool rowsOfA = b.getRank() == 2 && (a.getRank() == 2 || a.getRank() == 3);
+  bool batched = a.getRank() == 3 && b.getRank() == 3 && a.getDimSize(0) == b.getDimSize(0);
+  if (!rowsOfA && !batched)
+    return Reason("it is not a product of matrices, or a batch of them with a weight matrix "
+                  "each");
   ProductLayer layer;
   layer.isMatrixProduct = true;
-  layer.W = layer.Wo = a.getDimSize(0);
-  layer.C = a.getDimSize(1);
-  layer.F = b.getDimSize(1);
-  if (std::optional<Reason> reason =
-          readProduct(a, "left operand", result, rhs, 1, bias, constantOf, layer))
+  layer.batch = batched ? a.getDimSize(0) : 1;
+  layer.W = layer.Wo = a.getNumElements() / a.getShape().back() / layer.batch;
+  layer.C = a.getShape().back();
+  layer.F = b.getShape().back();
+  if (std::optional<Reason> reason = readProduct(a, "left operand", result, rhs, b.getRank() - 1,
+                                                 bias, constantOf, layer))
     return *reason;
   return Layer(std::move(layer));
 }

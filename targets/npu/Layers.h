@@ -44,6 +44,9 @@ struct Epilogue {
 struct ProductLayer {
   bool isMatrixProduct = false;
   bool isDepthwise = false; // then F = C and the weights are kh x kw x C
+  /// Matrix products: independent products of as many matrices, each with
+  /// its own weights (the bias and scales are shared).
+  int64_t batch = 1;
   int64_t H = 1, W = 1, C = 1, F = 1;   // input height, width, channels; filters
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
@@ -52,7 +55,7 @@ struct ProductLayer {
   /// Terms per output: kh * kw * C, or kh * kw for a depthwise one.
   int64_t reduction() const { return kh * kw * (isDepthwise ? 1 : C); }
 
-  /// The K x F weights (K = reduction(), in that order) minus their zero
+  /// The batch x K x F weights (K = reduction(), in that order) minus their zero
   /// points: in [-255, 255], so not always 8 bits (the lowering splits
   /// those that are not into two signed 8-bit planes).
   std::vector<int16_t> weights;

@@ -117,31 +117,36 @@ RowSpan inputRows(int64_t oy0, int64_t oy1, int64_t H, int64_t kh, int64_t sh, i
   return span;
 }
 
-/// Each filter's record: bias (with the input zero point's share of the
-/// weights, as the padding holds that zero point), multiplier and shift.
+/// Each filter's record, per product of a batch: bias (with the input zero
+/// point's share of the weights, as the padding holds that zero point),
+/// multiplier and shift.
 std::variant<std::vector<uint8_t>, std::string> channelRecords(const ProductLayer &layer) {
   int64_t K = layer.reduction();
-  std::vector<uint8_t> records(size_t(layer.F) * 16, 0);
+  std::vector<uint8_t> records(size_t(layer.batch * layer.F) * 16, 0);
   auto put = [&](size_t at, int32_t value) {
     for (int i = 0; i < 4; ++i)
       records[at + i] = uint8_t(uint32_t(value) >> (8 * i));
   };
   for (int64_t f = 0; f < layer.F; ++f) {
-    int64_t weightSum = 0;
-    for (int64_t k = 0; k < K; ++k)
-      weightSum += layer.weights[size_t(k) * layer.F + f];
-    int64_t bias = int64_t(layer.bias[f]) - layer.input.zeroPoint * weightSum;
-    if (bias < std::numeric_limits<int32_t>::min() || bias > std::numeric_limits<int32_t>::max())
-      return "filter " + std::to_string(f) + "'s bias leaves 32 bits";
     double multiplier = requantizationMultiplier(layer.expressed, layer.input.scale,
                                                  layer.weightScales[f], layer.output.scale);
     encoding::Requantization record;
     if (!encoding::requantizationOf(float(multiplier), record))
       return "filter " + std::to_string(f) + "'s requantization scale " +
              std::to_string(multiplier) + " is outside what POST can shift";
-    put(size_t(f) * 16, int32_t(bias));
-    put(size_t(f) * 16 + 4, record.multiplier);
-    put(size_t(f) * 16 + 8, record.shift);
+    for (int64_t b = 0; b < layer.batch; ++b) {
+      int64_t weightSum = 0;
+      for (int64_t k = 0; k < K; ++k)
+        weightSum += layer.weights[size_t((b * K + k) * layer.F + f)];
+      int64_t bias = int64_t(layer.bias[f]) - layer.input.zeroPoint * weightSum;
+      if (bias < std::numeric_limits<int32_t>::min() ||
+          bias > std::numeric_limits<int32_t>::max())
+        return "filter " + std::to_string(f) + "'s bias leaves 32 bits";
+      size_t at = size_t(b * layer.F + f) * 16;
+      put(at, int32_t(bias));
+      put(at + 4, record.multiplier);
+      put(at + 8, record.shift);
+    }
   }
   return records;
 }
@@ -151,15 +156,16 @@ std::variant<std::vector<uint8_t>, std::string> channelRecords(const ProductLaye
 /// parameter memory; why it cannot.
 std::optional<std::string> startProduct(const ProductLayer &layer, const WeightPlanes &planes,
                                         const encoding::Config &config, LayerProgram &program) {
-  if (uint64_t(layer.F) * 16 > config.parameterBytes)
-    return "its " + std::to_string(layer.F) + " filters' channel records exceed the " +
+  uint64_t recordBytes = uint64_t(layer.batch * layer.F) * 16;
+  if (recordBytes > config.parameterBytes)
+    return "its " + std::to_string(layer.batch * layer.F) + " channel records exceed the " +
            std::to_string(config.parameterBytes) + "-byte parameter memory";
   auto records = channelRecords(layer);
   if (auto *problem = std::get_if<std::string>(&records))
     return *problem;
   program.constants = {planes.bytes, std::move(std::get<std::vector<uint8_t>>(records))};
   program.instructions.push_back({Opcode::Load, {},
-                                  dma(Records, 0, 0, 1, uint32_t(layer.F * 16), 0, 0,
+                                  dma(Records, 0, 0, 1, uint32_t(recordBytes), 0, 0,
                                       encoding::Memory::Parameters)});
   return std::nullopt;
 }
@@ -211,7 +217,7 @@ public:
       return std::string("no tile of its output fits the scratchpad and accumulator");
     program.tile = *tile;
     emit(program, tile->rows);
-    program.macs = uint64_t(layer.Ho) * layer.Wo * K * layer.F;
+    program.macs = uint64_t(layer.batch) * layer.Ho * layer.Wo * K * layer.F;
     return program;
   }
 
@@ -233,6 +239,8 @@ private:
   /// Output pixels (product rows) per tile of `rows` rows.
   int64_t pixels(int64_t rows) const { return layer.isMatrixProduct ? rows : rows * layer.Wo; }
   int64_t outputRows() const { return layer.isMatrixProduct ? layer.Wo : layer.Ho; }
+  /// Tiles of `rows` rows of every product of the batch.
+  int64_t tilesOf(int64_t rows) const { return layer.batch * ceilDiv(outputRows(), rows); }
 
   /// The largest input tile of `rows` output rows, in bytes.
   uint64_t inputSlotBytes(int64_t rows) const {
@@ -277,7 +285,7 @@ private:
   /// its DRAM transfers, whichever is longer, since the slots overlap the
   /// two.
   uint64_t predictedCycles(int64_t rows) const {
-    int64_t tiles = ceilDiv(outputRows(), rows);
+    int64_t tiles = tilesOf(rows);
     uint64_t T = uint64_t(pixels(rows));
     uint64_t foldCycles = config.outputStationary ? ceilDiv(T, R) * (slice + R) : T;
     uint64_t postCycles = ceilDiv(T * std::min<int64_t>(C, layer.F), C) + 4;
@@ -295,7 +303,7 @@ private:
         continue;
       uint64_t cycles = predictedCycles(rows);
       if (!best || cycles <= best->predictedCycles)
-        best = TileChoice{rows, ceilDiv(outputRows(), rows), cycles};
+        best = TileChoice{rows, tilesOf(rows), cycles};
     }
     return best;
   }
@@ -303,14 +311,16 @@ private:
   void emit(LayerProgram &program, int64_t rows) {
     Layout slots = layout(rows);
     std::vector<Instruction> &out = program.instructions;
-    int64_t tiles = ceilDiv(outputRows(), rows);
+    int64_t tiles = tilesOf(rows), tilesPerProduct = tiles / layer.batch;
     int64_t total = tiles * chunks * folds;
     int64_t g = 0; // global fold
     for (int64_t t = 0; t < tiles; ++t) {
-      int64_t row0 = t * rows, row1 = std::min(outputRows(), row0 + rows);
-      int64_t T = pixels(row1 - row0), firstPixel = pixels(row0);
+      // Product b of the batch: its rows of A, its weights and records.
+      int64_t b = t / tilesPerProduct;
+      int64_t row0 = t % tilesPerProduct * rows, row1 = std::min(outputRows(), row0 + rows);
+      int64_t T = pixels(row1 - row0), firstPixel = b * pixels(outputRows()) + pixels(row0);
       RowSpan span{row0, row1 - row0, 0};
-      uint64_t inputBytes = uint64_t(T) * K, inputAt = uint64_t(row0) * K;
+      uint64_t inputBytes = uint64_t(T) * K, inputAt = uint64_t(b * outputRows() + row0) * K;
       if (!layer.isMatrixProduct) {
         span = inputRows(row0, row1, layer.H, layer.kh, layer.sh, layer.dh, layer.padTop);
         inputBytes = uint64_t(span.count) * layer.W * layer.C;
@@ -321,7 +331,8 @@ private:
         int64_t n0 = j * C, N = std::min<int64_t>(C, layer.F - n0);
         for (int64_t kk = 0; kk < folds; ++kk, ++g) {
           int64_t k0 = kk / planes.count * slice, Kf = std::min<int64_t>(slice, K - k0);
-          uint64_t planeAt = uint64_t(kk % planes.count) * K * layer.F;
+          uint64_t planeAt = uint64_t(kk % planes.count) * layer.weights.size() +
+                             uint64_t(b) * K * layer.F;
           bool firstOfTile = j == 0 && kk == 0;
           bool lastOfTile = j == chunks - 1 && kk == folds - 1;
           uint32_t weightSlot = slots.weightSlots[g % 2];
@@ -368,7 +379,7 @@ private:
           post.T = uint32_t(T);
           post.N = uint32_t(N);
           post.outputStride = uint32_t(layer.F);
-          post.param = uint32_t(n0);
+          post.param = uint32_t(b * layer.F + n0);
           setClamp(post, layer.output, layer.epilogue);
           bool lastPost = j == chunks - 1;
           out.push_back({Opcode::Post,

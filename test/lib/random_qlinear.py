@@ -30,7 +30,7 @@ A per-channel (or per-column) scale comes with a zero point per channel
 
 With --space npu, every configuration is one the NPU target runs (2-D
 convolutions of batch 1 and one group or depthwise (one in four), 2-D
-products, with weights of any
+products and 3-D ones of 2-D or batched weights, with weights of any
 8-bit type and zero points; padding shorter than the dilated kernel), larger
 so that the
 layers take several folds, filter chunks and tiles (up to 48 channels, 70
@@ -274,11 +274,16 @@ def conv_config(rng, index, npu=False):
 
 def matmul_shapes(rng, npu=False):
     """Shapes of a and b: 2-D (most), or 3-D a with b 2-D, of a's batch, or
-    of batch 1; with `npu`, larger and 2-D."""
+    of batch 1; with `npu`, larger, and b 2-D or of a's batch."""
     if npu:
         m, k, n = (int(v) for v in (rng.integers(1, 41), rng.integers(1, 101),
                                     rng.integers(1, 71)))
-        return [m, k], [k, n], (m, n)
+        layout = rng.choice(["2-D", "b 2-D", "b batched"], p=[0.7, 0.1, 0.2])
+        if layout == "2-D":
+            return [m, k], [k, n], (m, n)
+        batch = int(rng.integers(2, 4))
+        b_batch = [batch] if layout == "b batched" else []
+        return [batch, m, k], b_batch + [k, n], (batch, m, n)
     m, k, n = (int(v) for v in (rng.integers(1, 13), rng.integers(1, 49), rng.integers(1, 25)))
     layout = rng.choice(["2-D", "b 2-D", "b batched", "b batch 1"], p=[0.7, 0.1, 0.1, 0.1])
     if layout == "2-D":
