@@ -116,9 +116,8 @@ std::variant<Layer, Reason> recognizeConv(ConvOp conv, const ConstantOf &constan
   auto result = cast<RankedTensorType>(conv.getType());
   if (!conv.getChannelsLast() || input.getRank() != 4)
     return Reason("it is not a 2-D convolution in channels-last layout");
-  if (input.getDimSize(0) != 1)
-    return Reason("its batch is not 1");
   ProductLayer layer;
+  layer.batch = input.getDimSize(0);
   layer.H = input.getDimSize(1), layer.W = input.getDimSize(2), layer.C = input.getDimSize(3);
   layer.kh = weight.getDimSize(0), layer.kw = weight.getDimSize(1), layer.F = weight.getDimSize(3);
   layer.isDepthwise =
@@ -165,6 +164,7 @@ std::variant<Layer, Reason> recognizeMatrixProduct(Operation *op, Value lhs, Val
   ProductLayer layer;
   layer.isMatrixProduct = true;
   layer.batch = batched ? a.getDimSize(0) : 1;
+  layer.weightsPerProduct = batched;
   layer.W = layer.Wo = a.getNumElements() / a.getShape().back() / layer.batch;
   layer.C = a.getShape().back();
   layer.F = b.getShape().back();
@@ -177,12 +177,13 @@ std::variant<Layer, Reason> recognizeMatrixProduct(Operation *op, Value lhs, Val
 std::variant<Layer, Reason> recognizeMaxPool(MaxPoolOp pool) {
   auto input = cast<RankedTensorType>(pool.getInput().getType());
   auto result = cast<RankedTensorType>(pool.getType());
-  if (!pool.getChannelsLast() || input.getRank() != 4 || input.getDimSize(0) != 1)
-    return Reason("it is not a 2-D channels-last pooling of batch 1");
+  if (!pool.getChannelsLast() || input.getRank() != 4)
+    return Reason("it is not a 2-D channels-last pooling");
   quant::QuantizedType quantized = getQuantizedType(input);
   if (!quantized || quantized.getStorageTypeIntegralWidth() != 8)
     return Reason("it pools no 8-bit quantized tensor");
   PoolLayer layer;
+  layer.batch = input.getDimSize(0);
   layer.H = input.getDimSize(1), layer.W = input.getDimSize(2), layer.C = input.getDimSize(3);
   layer.Ho = result.getDimSize(1), layer.Wo = result.getDimSize(2);
   ArrayRef<int64_t> kernel = pool.getKernelShape(), strides = pool.getStrides(),

@@ -37,16 +37,18 @@ struct Epilogue {
   std::optional<int64_t> lowest, highest;
 };
 
-/// A 2-D convolution (NHWC input, HWCF weights, batch 1, one group, or
-/// depthwise: one group and one filter per channel), or a matrix product
-/// A[M, K] x B[K, N] read as a 1 x M image of K channels convolved with a
-/// 1 x 1 kernel.
+/// A 2-D convolution (NHWC input, HWCF weights, one group, or depthwise:
+/// one group and one filter per channel), or a matrix product A[M, K] x
+/// B[K, N] read as a 1 x M image of K channels convolved with a 1 x 1
+/// kernel.
 struct ProductLayer {
   bool isMatrixProduct = false;
   bool isDepthwise = false; // then F = C and the weights are kh x kw x C
-  /// Matrix products: independent products of as many matrices, each with
-  /// its own weights (the bias and scales are shared).
+  /// Independent products of as many images or matrices, which share the
+  /// weights, or (weightsPerProduct, a batch of matrix products) each have
+  /// their own; the bias and scales are shared.
   int64_t batch = 1;
+  bool weightsPerProduct = false;
   int64_t H = 1, W = 1, C = 1, F = 1;   // input height, width, channels; filters
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
@@ -54,8 +56,10 @@ struct ProductLayer {
   Activation input, output;
   /// Terms per output: kh * kw * C, or kh * kw for a depthwise one.
   int64_t reduction() const { return kh * kw * (isDepthwise ? 1 : C); }
+  /// The sets of weights (and of channel records).
+  int64_t weightSets() const { return weightsPerProduct ? batch : 1; }
 
-  /// The batch x K x F weights (K = reduction(), in that order) minus their zero
+  /// The weightSets() x K x F weights (K = reduction(), in that order) minus their zero
   /// points: in [-255, 255], so not always 8 bits (the lowering splits
   /// those that are not into two signed 8-bit planes).
   std::vector<int16_t> weights;
@@ -65,9 +69,9 @@ struct ProductLayer {
   Epilogue epilogue;
 };
 
-/// Max pooling, NHWC, batch 1.
+/// Max pooling, NHWC.
 struct PoolLayer {
-  int64_t H = 1, W = 1, C = 1, Ho = 1, Wo = 1;
+  int64_t batch = 1, H = 1, W = 1, C = 1, Ho = 1, Wo = 1;
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, padTop = 0, padLeft = 0;
   bool isUnsigned = false;
 };

@@ -122,7 +122,7 @@ RowSpan inputRows(int64_t oy0, int64_t oy1, int64_t H, int64_t kh, int64_t sh, i
 /// multiplier and shift.
 std::variant<std::vector<uint8_t>, std::string> channelRecords(const ProductLayer &layer) {
   int64_t K = layer.reduction();
-  std::vector<uint8_t> records(size_t(layer.batch * layer.F) * 16, 0);
+  std::vector<uint8_t> records(size_t(layer.weightSets() * layer.F) * 16, 0);
   auto put = [&](size_t at, int32_t value) {
     for (int i = 0; i < 4; ++i)
       records[at + i] = uint8_t(uint32_t(value) >> (8 * i));
@@ -134,7 +134,7 @@ std::variant<std::vector<uint8_t>, std::string> channelRecords(const ProductLaye
     if (!encoding::requantizationOf(float(multiplier), record))
       return "filter " + std::to_string(f) + "'s requantization scale " +
              std::to_string(multiplier) + " is outside what POST can shift";
-    for (int64_t b = 0; b < layer.batch; ++b) {
+    for (int64_t b = 0; b < layer.weightSets(); ++b) {
       int64_t weightSum = 0;
       for (int64_t k = 0; k < K; ++k)
         weightSum += layer.weights[size_t((b * K + k) * layer.F + f)];
@@ -156,9 +156,9 @@ std::variant<std::vector<uint8_t>, std::string> channelRecords(const ProductLaye
 /// parameter memory; why it cannot.
 std::optional<std::string> startProduct(const ProductLayer &layer, const WeightPlanes &planes,
                                         const encoding::Config &config, LayerProgram &program) {
-  uint64_t recordBytes = uint64_t(layer.batch * layer.F) * 16;
+  uint64_t recordBytes = uint64_t(layer.weightSets() * layer.F) * 16;
   if (recordBytes > config.parameterBytes)
-    return "its " + std::to_string(layer.batch * layer.F) + " channel records exceed the " +
+    return "its " + std::to_string(layer.weightSets() * layer.F) + " channel records exceed the " +
            std::to_string(config.parameterBytes) + "-byte parameter memory";
   auto records = channelRecords(layer);
   if (auto *problem = std::get_if<std::string>(&records))
@@ -315,8 +315,9 @@ private:
     int64_t total = tiles * chunks * folds;
     int64_t g = 0; // global fold
     for (int64_t t = 0; t < tiles; ++t) {
-      // Product b of the batch: its rows of A, its weights and records.
-      int64_t b = t / tilesPerProduct;
+      // Product b of the batch: its image or rows of A, and its weights and
+      // records when it has its own.
+      int64_t b = t / tilesPerProduct, weightSet = layer.weightsPerProduct ? b : 0;
       int64_t row0 = t % tilesPerProduct * rows, row1 = std::min(outputRows(), row0 + rows);
       int64_t T = pixels(row1 - row0), firstPixel = b * pixels(outputRows()) + pixels(row0);
       RowSpan span{row0, row1 - row0, 0};
@@ -324,7 +325,7 @@ private:
       if (!layer.isMatrixProduct) {
         span = inputRows(row0, row1, layer.H, layer.kh, layer.sh, layer.dh, layer.padTop);
         inputBytes = uint64_t(span.count) * layer.W * layer.C;
-        inputAt = uint64_t(span.first) * layer.W * layer.C;
+        inputAt = uint64_t(b * layer.H + span.first) * layer.W * layer.C;
       }
       uint32_t inputSlot = slots.inputSlots[t % 2], outputSlot = slots.outputSlots[t % 2];
       for (int64_t j = 0; j < chunks; ++j) {
@@ -332,7 +333,7 @@ private:
         for (int64_t kk = 0; kk < folds; ++kk, ++g) {
           int64_t k0 = kk / planes.count * slice, Kf = std::min<int64_t>(slice, K - k0);
           uint64_t planeAt = uint64_t(kk % planes.count) * layer.weights.size() +
-                             uint64_t(b) * K * layer.F;
+                             uint64_t(weightSet) * K * layer.F;
           bool firstOfTile = j == 0 && kk == 0;
           bool lastOfTile = j == chunks - 1 && kk == folds - 1;
           uint32_t weightSlot = slots.weightSlots[g % 2];
@@ -379,7 +380,7 @@ private:
           post.T = uint32_t(T);
           post.N = uint32_t(N);
           post.outputStride = uint32_t(layer.F);
-          post.param = uint32_t(b * layer.F + n0);
+          post.param = uint32_t(weightSet * layer.F + n0);
           setClamp(post, layer.output, layer.epilogue);
           bool lastPost = j == chunks - 1;
           out.push_back({Opcode::Post,
@@ -436,10 +437,10 @@ public:
     }
     if (rows == 0)
       return std::string("no tile of its rows and channels fits the scratchpad and accumulator");
-    int64_t tiles = ceilDiv(layer.Ho, rows) * ceilDiv(layer.C, channels);
+    int64_t tiles = layer.batch * ceilDiv(layer.Ho, rows) * ceilDiv(layer.C, channels);
     program.tile = {rows, tiles, 0};
     emit(program, tiles);
-    program.macs = uint64_t(layer.Ho) * layer.Wo * taps * layer.C;
+    program.macs = uint64_t(layer.batch) * layer.Ho * layer.Wo * taps * layer.C;
     return program;
   }
 
@@ -470,66 +471,75 @@ private:
            (!strided || (inputPixels < (uint64_t(1) << 16) && pixels < (uint64_t(1) << 16)));
   }
 
+  struct Slots {
+    uint32_t weights[2], input[2], output[2];
+  };
+
   void emit(LayerProgram &program, int64_t tiles) {
-    std::vector<Instruction> &out = program.instructions;
-    uint32_t weightSlots[2], inputSlots[2], outputSlots[2];
+    Slots slots;
     uint64_t at = 0;
-    for (auto [slots, bytes] : {std::pair{weightSlots, weightSlotBytes()},
-                                {inputSlots, inputSlotBytes(rows)},
-                                {outputSlots, outputSlotBytes(rows)}})
+    for (auto [pair, bytes] : {std::pair{slots.weights, weightSlotBytes()},
+                               {slots.input, inputSlotBytes(rows)},
+                               {slots.output, outputSlotBytes(rows)}})
       for (int i = 0; i < 2; ++i, at += aligned(bytes))
-        slots[i] = uint32_t(at);
+        pair[i] = uint32_t(at);
     int64_t tile = 0;
-    for (int64_t c0 = 0; c0 < layer.C; c0 += channels) {
-      uint32_t Cc = uint32_t(std::min<int64_t>(channels, layer.C - c0));
-      for (int64_t oy0 = 0; oy0 < layer.Ho; oy0 += rows, ++tile) {
-        int64_t oy1 = std::min(layer.Ho, oy0 + rows);
-        RowSpan span = inputRows(oy0, oy1, layer.H, layer.kh, layer.sh, layer.dh, layer.padTop);
-        bool first = tile < 2, last = tile + 2 >= tiles;
-        uint32_t weightSlot = weightSlots[tile % 2], inputSlot = inputSlots[tile % 2],
-                 outputSlot = outputSlots[tile % 2];
-        // The planes' rows of taps, C bytes apart in DRAM, one LOAD.
-        out.push_back({Opcode::Load, tokens(false, !first, false, false),
-                       dma(Weights, uint64_t(c0), weightSlot, uint32_t(planes.count * taps), Cc,
-                           uint32_t(layer.C), Cc)});
-        out.push_back({Opcode::Load, tokens(false, false, false, true),
-                       channelRows(Input, uint64_t(span.first) * layer.W,
-                                   uint64_t(span.count) * layer.W, c0, Cc, inputSlot)});
-        for (int64_t plane = 0; plane < planes.count; ++plane) {
-          encoding::DwConv conv;
-          conv.accumulate = plane > 0;
-          conv.inputUnsigned = layer.input.isUnsigned;
-          conv.weightUnsigned = planes.isUnsigned;
-          conv.input = inputSlot;
-          conv.weights = weightSlot + uint32_t(plane * taps * Cc);
-          conv.acc = 0;
-          conv.Hi = uint32_t(span.count);
-          conv.Wi = uint32_t(layer.W);
-          conv.C = Cc;
-          conv.padValue = uint8_t(layer.input.zeroPoint);
-          conv.Ho = uint32_t(oy1 - oy0);
-          conv.Wo = uint32_t(layer.Wo);
-          conv.window = {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh),
-                         uint8_t(layer.sw), uint8_t(layer.dh), uint8_t(layer.dw),
-                         uint8_t(span.padTop), uint8_t(layer.padLeft)};
-          out.push_back({Opcode::DwConv, tokens(plane == 0, false, false, false), conv});
-        }
-        uint64_t pixels = uint64_t(oy1 - oy0) * layer.Wo;
-        encoding::Post post;
-        post.outputUnsigned = layer.output.isUnsigned;
-        post.output = outputSlot;
-        post.acc = 0;
-        post.T = uint32_t(pixels);
-        post.N = Cc;
-        post.outputStride = Cc;
-        post.param = uint32_t(c0);
-        setClamp(post, layer.output, layer.epilogue);
-        out.push_back({Opcode::Post, tokens(false, !first, !last, true), post});
-        out.push_back({Opcode::Store, tokens(true, false, !last, false),
-                       channelRows(Output, uint64_t(oy0) * layer.Wo, pixels, c0, Cc,
-                                   outputSlot)});
-      }
+    for (int64_t b = 0; b < layer.batch; ++b)
+      for (int64_t c0 = 0; c0 < layer.C; c0 += channels)
+        for (int64_t oy0 = 0; oy0 < layer.Ho; oy0 += rows, ++tile)
+          emitTile(program.instructions, slots, b, c0, oy0, tile, tiles);
+  }
+
+  /// Tile `tile` of `tiles`: output rows [oy0, oy0 + rows) of image b,
+  /// channels from c0.
+  void emitTile(std::vector<Instruction> &out, const Slots &slots, int64_t b, int64_t c0,
+                int64_t oy0, int64_t tile, int64_t tiles) const {
+    uint32_t Cc = uint32_t(std::min<int64_t>(channels, layer.C - c0));
+    int64_t oy1 = std::min(layer.Ho, oy0 + rows);
+    RowSpan span = inputRows(oy0, oy1, layer.H, layer.kh, layer.sh, layer.dh, layer.padTop);
+    bool first = tile < 2, last = tile + 2 >= tiles;
+    uint32_t weightSlot = slots.weights[tile % 2], inputSlot = slots.input[tile % 2],
+             outputSlot = slots.output[tile % 2];
+    // The planes' rows of taps, C bytes apart in DRAM, one LOAD.
+    out.push_back({Opcode::Load, tokens(false, !first, false, false),
+                   dma(Weights, uint64_t(c0), weightSlot, uint32_t(planes.count * taps), Cc,
+                       uint32_t(layer.C), Cc)});
+    out.push_back({Opcode::Load, tokens(false, false, false, true),
+                   channelRows(Input, uint64_t(b * layer.H + span.first) * layer.W,
+                               uint64_t(span.count) * layer.W, c0, Cc, inputSlot)});
+    for (int64_t plane = 0; plane < planes.count; ++plane) {
+      encoding::DwConv conv;
+      conv.accumulate = plane > 0;
+      conv.inputUnsigned = layer.input.isUnsigned;
+      conv.weightUnsigned = planes.isUnsigned;
+      conv.input = inputSlot;
+      conv.weights = weightSlot + uint32_t(plane * taps * Cc);
+      conv.acc = 0;
+      conv.Hi = uint32_t(span.count);
+      conv.Wi = uint32_t(layer.W);
+      conv.C = Cc;
+      conv.padValue = uint8_t(layer.input.zeroPoint);
+      conv.Ho = uint32_t(oy1 - oy0);
+      conv.Wo = uint32_t(layer.Wo);
+      conv.window = {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh),
+                     uint8_t(layer.sw), uint8_t(layer.dh), uint8_t(layer.dw),
+                     uint8_t(span.padTop), uint8_t(layer.padLeft)};
+      out.push_back({Opcode::DwConv, tokens(plane == 0, false, false, false), conv});
     }
+    uint64_t pixels = uint64_t(oy1 - oy0) * layer.Wo;
+    encoding::Post post;
+    post.outputUnsigned = layer.output.isUnsigned;
+    post.output = outputSlot;
+    post.acc = 0;
+    post.T = uint32_t(pixels);
+    post.N = Cc;
+    post.outputStride = Cc;
+    post.param = uint32_t(c0);
+    setClamp(post, layer.output, layer.epilogue);
+    out.push_back({Opcode::Post, tokens(false, !first, !last, true), post});
+    out.push_back({Opcode::Store, tokens(true, false, !last, false),
+                   channelRows(Output, uint64_t(b * layer.Ho + oy0) * layer.Wo, pixels, c0, Cc,
+                               outputSlot)});
   }
 
   /// The DMA of channels [c0, c0 + Cc) of `pixels` HWC pixels from pixel
@@ -577,18 +587,19 @@ std::variant<LayerProgram, std::string> lowerPool(const PoolLayer &layer,
   if (rows == 0)
     return std::string("no tile of its rows fits the scratchpad");
   LayerProgram program;
-  int64_t tiles = ceilDiv(layer.Ho, rows);
+  int64_t tilesPerImage = ceilDiv(layer.Ho, rows), tiles = layer.batch * tilesPerImage;
   program.tile = {rows, tiles, 0};
   uint32_t inputSlots[2] = {0, uint32_t(aligned(inputSlot))};
   uint32_t outputSlots[2] = {uint32_t(2 * aligned(inputSlot)),
                              uint32_t(2 * aligned(inputSlot) + aligned(outputSlot))};
   for (int64_t t = 0; t < tiles; ++t) {
-    int64_t oy0 = t * rows, oy1 = std::min(layer.Ho, oy0 + rows);
+    int64_t b = t / tilesPerImage;
+    int64_t oy0 = t % tilesPerImage * rows, oy1 = std::min(layer.Ho, oy0 + rows);
     RowSpan span = inputRows(oy0, oy1, layer.H, layer.kh, layer.sh, layer.dh, layer.padTop);
     uint64_t rowBytes = uint64_t(layer.W) * layer.C;
     program.instructions.push_back(
         {Opcode::Load, tokens(false, t >= 2, false, true),
-         dma(0, uint64_t(span.first) * rowBytes, inputSlots[t % 2], 1,
+         dma(0, uint64_t(b * layer.H + span.first) * rowBytes, inputSlots[t % 2], 1,
              uint32_t(uint64_t(span.count) * rowBytes))});
     encoding::Pool pool;
     pool.isUnsigned = layer.isUnsigned;
@@ -607,7 +618,7 @@ std::variant<LayerProgram, std::string> lowerPool(const PoolLayer &layer,
     uint64_t outputRow = uint64_t(layer.Wo) * layer.C;
     program.instructions.push_back(
         {Opcode::Store, tokens(true, false, t + 2 < tiles, false),
-         dma(1, uint64_t(oy0) * outputRow, outputSlots[t % 2], 1,
+         dma(1, uint64_t(b * layer.Ho + oy0) * outputRow, outputSlots[t % 2], 1,
              uint32_t(uint64_t(oy1 - oy0) * outputRow))});
   }
   return program;

@@ -29,7 +29,7 @@ A per-channel (or per-column) scale comes with a zero point per channel
 (column), as quantizers write them, or with one zero point for all.
 
 With --space npu, every configuration is one the NPU target runs (2-D
-convolutions of batch 1 and one group or depthwise (one in four), 2-D
+convolutions of batch 1 or 2 and one group or depthwise (one in four), 2-D
 products and 3-D ones of 2-D or batched weights, with weights of any
 8-bit type and zero points; padding shorter than the dilated kernel), larger
 so that the
@@ -213,7 +213,7 @@ def conv_config(rng, index, npu=False):
     """A random QLinearConv: 2-D mostly, some 1-D and a few small 3-D; with
     `npu`, one the NPU runs."""
     if npu:
-        rank, batch, channels = 2, 1, int(rng.integers(1, 49))
+        rank, batch, channels = 2, int(rng.integers(1, 3)), int(rng.integers(1, 49))
         group, filters = 1, int(rng.integers(1, 71))
         if channels > 1 and rng.random() < 0.25:  # depthwise
             group = filters = channels
