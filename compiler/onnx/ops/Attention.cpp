@@ -1,10 +1,15 @@
-//===- Attention.cpp - ONNX Attention (opset 23) --------------------------===//
+//===- Attention.cpp - ONNX Attention and RotaryEmbedding (opset 23) ------===//
 //
-// softmax(softcap(Q K^T * scale) + bias) V over [batch, heads, sequence,
-// head size], with 3-D inputs split into heads, past keys and values
-// prepended, grouped-query heads repeated, and the mask, causal mask and
-// key padding folded into one additive bias. The steps follow ONNX's
+// Attention: softmax(softcap(Q K^T * scale) + bias) V over [batch, heads,
+// sequence, head size], with 3-D inputs split into heads, past keys and
+// values prepended, grouped-query heads repeated, and the mask, causal mask
+// and key padding folded into one additive bias. The steps follow ONNX's
 // reference implementation, so the optional outputs match it too.
+//
+// RotaryEmbedding: each pair (x1, x2) of a head's first rotary dimensions
+// (its two halves, or its even and odd entries when interleaved) turns by
+// its position's angle, (x1 cos - x2 sin, x1 sin + x2 cos), the cosines and
+// sines gathered from the caches by position id.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,6 +115,92 @@ public:
   Type elementType;
   static constexpr double infinity = std::numeric_limits<double>::infinity();
 };
+
+/// RotaryEmbedding on [B, H, S, D] or [B, S, H * D] (num_heads), the
+/// rotation applied where it broadcasts: the caches' [B, S, D' / 2] become
+/// [B, 1, S, D' / 2] or [B, S, 1, D' / 2].
+LogicalResult importRotaryEmbedding(NodeImporter &node) {
+  AttentionBuilder a(node);
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  if ((rank != 3 && rank != 4) || !type.hasStaticShape())
+    return node.unsupported("the input must be 3-D or 4-D, of a static shape");
+  if (!isa<FloatType>(type.getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  a.elementType = type.getElementType();
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t batch = shape[0], sequence = rank == 4 ? shape[2] : shape[1];
+  Value x = node.input(0);
+  if (rank == 3) {
+    int64_t heads = node.intAttr("num_heads").value_or(0);
+    if (heads <= 0 || shape[2] % heads != 0)
+      return node.unsupported("a 3-D input needs num_heads dividing its hidden size");
+    x = a.reshape(x, {batch, sequence, heads, shape[2] / heads});
+  } else {
+    node.ignoreAttr("num_heads");
+  }
+  SmallVector<int64_t> split(a.typeOf(x).getShape());
+  int64_t headSize = split[3];
+  int64_t rotary = node.intAttr("rotary_embedding_dim").value_or(0);
+  if (rotary == 0)
+    rotary = headSize;
+  if (rotary < 0 || rotary > headSize || rotary % 2 != 0)
+    return node.unsupported("rotary_embedding_dim " + Twine(rotary) +
+                            " is not an even size within the head's " + Twine(headSize));
+  int64_t half = rotary / 2;
+
+  Value cos = node.input(1), sin = node.input(2);
+  if (node.input(3)) {
+    cos = node.createInferred<GatherOp>(cos, node.input(3), a.b.getI64IntegerAttr(0));
+    sin = node.createInferred<GatherOp>(sin, node.input(3), a.b.getI64IntegerAttr(0));
+    if (!cos || !sin)
+      return failure();
+  }
+  for (Value cache : {cos, sin})
+    if (a.typeOf(cache).getShape() != ArrayRef<int64_t>{batch, sequence, half})
+      return node.unsupported("the caches must give [batch, sequence, rotary dimensions / 2]");
+  SmallVector<int64_t> cacheShape = rank == 4 ? SmallVector<int64_t>{batch, 1, sequence, half}
+                                              : SmallVector<int64_t>{batch, sequence, 1, half};
+  cos = a.reshape(cos, cacheShape);
+  sin = a.reshape(sin, cacheShape);
+
+  // The last axis of x from `start`, `count` entries `step` apart.
+  auto lastAxis = [&](Value value, int64_t start, int64_t step, int64_t count) -> Value {
+    SmallVector<int64_t> part(split);
+    part[3] = count;
+    return SliceOp::create(a.b, a.loc, a.typeOf(value).clone(part), value,
+                           a.b.getDenseI64ArrayAttr({0, 0, 0, start}),
+                           a.b.getDenseI64ArrayAttr({1, 1, 1, step}));
+  };
+  bool interleaved = node.intAttr("interleaved").value_or(0) != 0;
+  Value x1 = interleaved ? lastAxis(x, 0, 2, half) : lastAxis(x, 0, 1, half);
+  Value x2 = interleaved ? lastAxis(x, 1, 2, half) : lastAxis(x, half, 1, half);
+  Value real = node.createInferred<SubOp>(a.mul(cos, x1), a.mul(sin, x2));
+  Value imaginary = a.add(a.mul(sin, x1), a.mul(cos, x2));
+  if (!real || !imaginary)
+    return failure();
+  Value rotated;
+  if (interleaved) {
+    SmallVector<int64_t> pairs(split);
+    pairs[3] = half;
+    pairs.push_back(1);
+    Value both = node.createInferred<ConcatOp>(
+        ValueRange{a.reshape(real, pairs), a.reshape(imaginary, pairs)},
+        a.b.getI64IntegerAttr(4));
+    SmallVector<int64_t> joined(split);
+    joined[3] = rotary;
+    rotated = both ? a.reshape(both, joined) : Value();
+  } else {
+    rotated = node.createInferred<ConcatOp>(ValueRange{real, imaginary}, a.b.getI64IntegerAttr(3));
+  }
+  if (rotated && rotary < headSize)
+    rotated = node.createInferred<ConcatOp>(
+        ValueRange{rotated, lastAxis(x, rotary, 1, headSize - rotary)}, a.b.getI64IntegerAttr(3));
+  if (!rotated)
+    return failure();
+  node.setOutput(0, rank == 3 ? a.reshape(rotated, shape) : rotated);
+  return success();
+}
 
 LogicalResult importAttention(NodeImporter &node) {
   AttentionBuilder a(node);
@@ -217,6 +308,7 @@ LogicalResult importAttention(NodeImporter &node) {
 
 void registerAttentionHandlers(OpRegistry &registry) {
   registry.on("Attention", 23, importAttention);
+  registry.on("RotaryEmbedding", 23, importRotaryEmbedding);
 }
 
 } // namespace tessel::onnx_import

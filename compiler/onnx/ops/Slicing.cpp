@@ -225,6 +225,46 @@ LogicalResult importPad(NodeImporter &node) {
                                     node.builder().getStringAttr(mode)));
 }
 
+/// Crops or pads each of `axes` (all, by default) to the constant `shape`,
+/// centred: the larger half of the difference goes after (ONNX's
+/// reference), which a pad of zeros with negative pads for the crops is.
+LogicalResult importCenterCropPad(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  std::optional<SmallVector<int64_t>> shape = node.constantInts(1, "shape");
+  if (!shape)
+    return failure();
+  SmallVector<int64_t> axes;
+  if (std::optional<std::vector<int64_t>> given = node.intsAttr("axes")) {
+    axes.assign(given->begin(), given->end());
+    if (!normalizeAxes(node, axes, rank))
+      return failure();
+  } else {
+    for (int64_t axis = 0; axis < rank; ++axis)
+      axes.push_back(axis);
+  }
+  if (shape->size() != axes.size())
+    return node.unsupported("shape has " + Twine(shape->size()) + " entries for " +
+                            Twine(axes.size()) + " axes");
+  SmallVector<int64_t> pads(2 * rank, 0);
+  for (auto [target, axis] : llvm::zip(*shape, axes)) {
+    int64_t size = type.getDimSize(axis);
+    if (ShapedType::isDynamic(size))
+      return node.unsupported("axis " + Twine(axis) + " has no static size");
+    if (target < 0)
+      return node.unsupported("shape holds a negative size");
+    int64_t difference = target - size;
+    // Padding puts the smaller half before; cropping takes the larger half
+    // after (the crop starts at (size - target) / 2).
+    pads[axis] = difference >= 0 ? difference / 2 : -((-difference) / 2);
+    pads[rank + axis] = difference - pads[axis];
+  }
+  return node.setInferredOutput(
+      0, node.createInferred<PadOp>(node.input(0), node.splatConstant(type.getElementType(), 0.0),
+                                    node.builder().getDenseI64ArrayAttr(pads),
+                                    node.builder().getStringAttr("constant")));
+}
+
 /// Trilu keeps the upper (or lower) triangle of the last two axes from
 /// diagonal k on: a select with a constant mask.
 LogicalResult importTrilu(NodeImporter &node) {
@@ -322,6 +362,7 @@ void registerSlicingHandlers(OpRegistry &registry) {
   registry.on("Expand", 8, importExpand);
   registry.on("Tile", 6, importTile);
   registry.on("Pad", 2, importPad);
+  registry.on("CenterCropPad", 18, importCenterCropPad);
   registry.on("Trilu", 14, importTrilu);
   registry.on("DepthToSpace", 1, importDepthToSpace);
   registry.on("SpaceToDepth", 1, importSpaceToDepth);
