@@ -1,4 +1,4 @@
-//===- Resize.cpp - Resize and Upsample -----------------------------------===//
+//===- Resize.cpp - Resize, Upsample and AffineGrid -----------------------===//
 //
 // Resizing is separable: each resized axis is a weighted sum of a few
 // source elements per output position. With static shapes the positions
@@ -6,6 +6,9 @@
 // implementation computes them, so the axis becomes a tessel.gather of the
 // neighbours, a multiply by the weights and a sum over the taps (nearest
 // mode: the gather alone).
+//
+// AffineGrid maps a constant grid of normalized coordinates (x, y[, z], 1)
+// through each batch's affine matrix: one matrix product.
 //
 //===----------------------------------------------------------------------===//
 
@@ -338,9 +341,77 @@ LogicalResult importScalesOnly(NodeImporter &node, size_t scalesInput) {
   return resize(node, m, scales, {}, {}, {});
 }
 
+/// The normalized coordinates of `size` points along an axis: the corners'
+/// centres at -1 and 1 (align_corners), else the pixels' centres.
+SmallVector<double> normalizedCoordinates(int64_t size, bool alignCorners) {
+  SmallVector<double> coordinates;
+  for (int64_t i = 0; i < size; ++i)
+    coordinates.push_back(alignCorners ? (size == 1 ? -1.0 : -1.0 + 2.0 * i / (size - 1))
+                                       : -1.0 + (2.0 * i + 1.0) / size);
+  return coordinates;
+}
+
+/// AffineGrid(theta [N, d, d + 1], size [N, C, (D,) H, W]): [N, (D,) H, W, d]
+/// = the grid of homogeneous points (x, y[, z], 1) times theta's transpose.
+LogicalResult importAffineGrid(NodeImporter &node) {
+  RankedTensorType theta = node.inputType(0);
+  std::optional<SmallVector<int64_t>> size = node.constantInts(1, "size");
+  if (!size)
+    return failure();
+  int64_t dimensions = int64_t(size->size()) - 2;
+  if ((dimensions != 2 && dimensions != 3) || !theta.hasStaticShape() || theta.getRank() != 3 ||
+      theta.getDimSize(1) != dimensions || theta.getDimSize(2) != dimensions + 1 ||
+      theta.getDimSize(0) != (*size)[0])
+    return node.unsupported("theta must be [N, 2, 3] or [N, 3, 4] for a size of [N, C, H, W] "
+                            "or [N, C, D, H, W]");
+  if (!isa<FloatType>(theta.getElementType()))
+    return node.unsupported("theta must be floating-point");
+  ArrayRef<int64_t> spatial = ArrayRef<int64_t>(*size).drop_front(2);
+  int64_t points = 1;
+  for (int64_t extent : spatial) {
+    if (extent <= 0)
+      return node.unsupported("size holds an empty extent");
+    points *= extent;
+  }
+  if (failed(checkComputeBudget(node, double(points) * (dimensions + 1), "grid points")))
+    return failure();
+  bool alignCorners = node.intAttr("align_corners").value_or(0) != 0;
+  // Row p of the grid: the point's coordinates, x (the last axis) first.
+  SmallVector<SmallVector<double>> axes;
+  for (int64_t extent : spatial)
+    axes.push_back(normalizedCoordinates(extent, alignCorners));
+  OpBuilder &b = node.builder();
+  Type element = theta.getElementType();
+  SmallVector<Attribute> grid;
+  for (int64_t p = 0; p < points; ++p) {
+    SmallVector<int64_t> index(dimensions);
+    for (int64_t axis = dimensions - 1, rest = p; axis >= 0; --axis) {
+      index[axis] = rest % spatial[axis];
+      rest /= spatial[axis];
+    }
+    for (int64_t axis = dimensions - 1; axis >= 0; --axis)
+      grid.push_back(b.getFloatAttr(element, axes[axis][index[axis]]));
+    grid.push_back(b.getFloatAttr(element, 1.0));
+  }
+  Value homogeneous = ConstantOp::create(
+      b, node.loc(),
+      DenseElementsAttr::get(RankedTensorType::get({points, dimensions + 1}, element), grid));
+  Value transposed = node.createInferred<TransposeOp>(node.input(0),
+                                                      b.getDenseI64ArrayAttr({0, 2, 1}));
+  Value mapped = transposed ? node.createInferred<MatMulOp>(homogeneous, transposed) : Value();
+  if (!mapped)
+    return failure();
+  SmallVector<int64_t> shape{theta.getDimSize(0)};
+  shape.append(spatial.begin(), spatial.end());
+  shape.push_back(dimensions);
+  node.setOutput(0, ReshapeOp::create(b, node.loc(), theta.clone(shape), mapped));
+  return success();
+}
+
 } // namespace
 
 void registerResizeHandlers(OpRegistry &registry) {
+  registry.on("AffineGrid", 20, importAffineGrid);
   registry.on("Resize", 10, [](NodeImporter &node) { return importScalesOnly(node, 1); });
   registry.on("Resize", 11, importResize);
   registry.on("Upsample", 7, [](NodeImporter &node) { return importScalesOnly(node, 1); });
