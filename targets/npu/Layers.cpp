@@ -195,7 +195,7 @@ std::variant<Layer, Reason> recognizeMaxPool(MaxPoolOp pool) {
                         layer.padTop, layer.padLeft})
     if (field > kMaxWindowField)
       return Reason("its window exceeds the NPU's 4-bit fields");
-  for (int64_t extent : {layer.H, layer.W, layer.C, layer.Wo})
+  for (int64_t extent : {layer.H, layer.W, layer.C, layer.Ho, layer.Wo})
     if (extent > 4095)
       return Reason("its extents exceed the NPU's 12-bit tile fields");
   if (std::optional<Reason> reason = rowsOnlyPadding(layer.kh, layer.dh, layer.padTop, pads[2]))
