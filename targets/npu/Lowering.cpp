@@ -196,6 +196,36 @@ int64_t tallestInputTile(int64_t rows, int64_t Ho, int64_t H, int64_t kh, int64_
   return tallest;
 }
 
+/// Places a pair of slots of `bytes` each at scratchpad address `at`, which
+/// moves past them: what one stream double-buffers.
+void placeSlots(uint32_t (&slots)[2], uint64_t bytes, uint64_t &at) {
+  for (uint32_t &slot : slots) {
+    slot = uint32_t(at);
+    at += aligned(bytes);
+  }
+}
+
+/// A weighted layer's scratchpad: a pair of slots for its weights, its
+/// input and its output, in that order, and the address past them.
+struct WeightedSlots {
+  uint32_t weights[2], input[2], output[2];
+  uint64_t end = 0;
+
+  WeightedSlots(uint64_t weightBytes, uint64_t inputBytes, uint64_t outputBytes) {
+    placeSlots(weights, weightBytes, end);
+    placeSlots(input, inputBytes, end);
+    placeSlots(output, outputBytes, end);
+  }
+};
+
+/// The window of a tile of `layer` (a convolution or pooling) whose first
+/// input row is preceded by `padTop` rows of padding.
+template <typename WindowedLayer>
+encoding::Window tileWindow(const WindowedLayer &layer, int64_t padTop) {
+  return {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh), uint8_t(layer.sw),
+          uint8_t(layer.dh), uint8_t(layer.dw), uint8_t(padTop),   uint8_t(layer.padLeft)};
+}
+
 //===----------------------------------------------------------------------===//
 // Products: convolutions and matrix products
 //===----------------------------------------------------------------------===//
@@ -251,25 +281,8 @@ private:
            layer.W * layer.C;
   }
 
-  struct Layout {
-    uint32_t weightSlots[2], inputSlots[2], outputSlots[2];
-    uint64_t end;
-  };
-
-  Layout layout(int64_t rows) const {
-    Layout result;
-    uint64_t at = 0;
-    auto place = [&](uint32_t (&slots)[2], uint64_t bytes) {
-      for (uint32_t &slot : slots) {
-        slot = uint32_t(at);
-        at += aligned(bytes);
-      }
-    };
-    place(result.weightSlots, uint64_t(slice) * C);
-    place(result.inputSlots, inputSlotBytes(rows));
-    place(result.outputSlots, uint64_t(pixels(rows)) * layer.F);
-    result.end = at;
-    return result;
+  WeightedSlots layout(int64_t rows) const {
+    return {uint64_t(slice) * C, inputSlotBytes(rows), uint64_t(pixels(rows)) * layer.F};
   }
 
   bool fits(int64_t rows) const {
@@ -309,7 +322,7 @@ private:
   }
 
   void emit(LayerProgram &program, int64_t rows) {
-    Layout slots = layout(rows);
+    WeightedSlots slots = layout(rows);
     std::vector<Instruction> &out = program.instructions;
     int64_t tiles = tilesOf(rows), tilesPerProduct = tiles / layer.batch;
     int64_t total = tiles * chunks * folds;
@@ -327,7 +340,7 @@ private:
         inputBytes = uint64_t(span.count) * layer.W * layer.C;
         inputAt = uint64_t(b * layer.H + span.first) * layer.W * layer.C;
       }
-      uint32_t inputSlot = slots.inputSlots[t % 2], outputSlot = slots.outputSlots[t % 2];
+      uint32_t inputSlot = slots.input[t % 2], outputSlot = slots.output[t % 2];
       for (int64_t j = 0; j < chunks; ++j) {
         int64_t n0 = j * C, N = std::min<int64_t>(C, layer.F - n0);
         for (int64_t kk = 0; kk < folds; ++kk, ++g) {
@@ -336,11 +349,10 @@ private:
                              uint64_t(weightSet) * K * layer.F;
           bool firstOfTile = j == 0 && kk == 0;
           bool lastOfTile = j == chunks - 1 && kk == folds - 1;
-          uint32_t weightSlot = slots.weightSlots[g % 2];
+          uint32_t weightSlot = slots.weights[g % 2];
           out.push_back({Opcode::Load, tokens(false, g >= 2, false, !firstOfTile),
                          dma(Weights, planeAt + uint64_t(k0) * layer.F + n0, weightSlot,
-                             uint32_t(Kf),
-                             uint32_t(N), uint32_t(layer.F), uint32_t(N))});
+                             uint32_t(Kf), uint32_t(N), uint32_t(layer.F), uint32_t(N))});
           if (firstOfTile)
             out.push_back({Opcode::Load, tokens(false, false, false, true),
                            dma(Input, inputAt, inputSlot, 1, uint32_t(inputBytes))});
@@ -365,9 +377,7 @@ private:
             gemm.Ci = uint32_t(layer.C);
             gemm.Wo = uint32_t(layer.Wo);
             gemm.padValue = uint8_t(layer.input.zeroPoint);
-            gemm.window = {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh),
-                           uint8_t(layer.sw), uint8_t(layer.dh), uint8_t(layer.dw),
-                           uint8_t(span.padTop), uint8_t(layer.padLeft)};
+            gemm.window = tileWindow(layer, span.padTop);
           }
           out.push_back({Opcode::Gemm, tokens(true, false, !lastOfTile && g + 2 < total, false),
                          gemm});
@@ -460,29 +470,18 @@ private:
   }
 
   bool fits(int64_t tileRows) const {
-    uint64_t pixels = uint64_t(tileRows) * layer.Wo;
-    uint64_t inputPixels = inputSlotBytes(tileRows) / channels;
+    uint64_t pixels = uint64_t(tileRows) * layer.Wo, input = inputSlotBytes(tileRows);
+    // A chunk of the channels moves a pixel per DMA row (16 bits).
     bool strided = channels < layer.C;
-    return 2 * (aligned(weightSlotBytes()) + aligned(inputSlotBytes(tileRows)) +
-                aligned(outputSlotBytes(tileRows))) <=
+    return WeightedSlots(weightSlotBytes(), input, outputSlotBytes(tileRows)).end <=
                config.scratchpadBytes &&
            pixels * channels <= config.accumulatorEntries() && pixels < (uint64_t(1) << 20) &&
-           inputSlotBytes(tileRows) < (uint64_t(1) << 24) &&
-           (!strided || (inputPixels < (uint64_t(1) << 16) && pixels < (uint64_t(1) << 16)));
+           input < (uint64_t(1) << 24) &&
+           (!strided || (input / channels < (uint64_t(1) << 16) && pixels < (uint64_t(1) << 16)));
   }
 
-  struct Slots {
-    uint32_t weights[2], input[2], output[2];
-  };
-
   void emit(LayerProgram &program, int64_t tiles) {
-    Slots slots;
-    uint64_t at = 0;
-    for (auto [pair, bytes] : {std::pair{slots.weights, weightSlotBytes()},
-                               {slots.input, inputSlotBytes(rows)},
-                               {slots.output, outputSlotBytes(rows)}})
-      for (int i = 0; i < 2; ++i, at += aligned(bytes))
-        pair[i] = uint32_t(at);
+    WeightedSlots slots(weightSlotBytes(), inputSlotBytes(rows), outputSlotBytes(rows));
     int64_t tile = 0;
     for (int64_t b = 0; b < layer.batch; ++b)
       for (int64_t c0 = 0; c0 < layer.C; c0 += channels)
@@ -492,7 +491,7 @@ private:
 
   /// Tile `tile` of `tiles`: output rows [oy0, oy0 + rows) of image b,
   /// channels from c0.
-  void emitTile(std::vector<Instruction> &out, const Slots &slots, int64_t b, int64_t c0,
+  void emitTile(std::vector<Instruction> &out, const WeightedSlots &slots, int64_t b, int64_t c0,
                 int64_t oy0, int64_t tile, int64_t tiles) const {
     uint32_t Cc = uint32_t(std::min<int64_t>(channels, layer.C - c0));
     int64_t oy1 = std::min(layer.Ho, oy0 + rows);
@@ -521,9 +520,7 @@ private:
       conv.padValue = uint8_t(layer.input.zeroPoint);
       conv.Ho = uint32_t(oy1 - oy0);
       conv.Wo = uint32_t(layer.Wo);
-      conv.window = {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh),
-                     uint8_t(layer.sw), uint8_t(layer.dh), uint8_t(layer.dw),
-                     uint8_t(span.padTop), uint8_t(layer.padLeft)};
+      conv.window = tileWindow(layer, span.padTop);
       out.push_back({Opcode::DwConv, tokens(plane == 0, false, false, false), conv});
     }
     uint64_t pixels = uint64_t(oy1 - oy0) * layer.Wo;
@@ -589,9 +586,10 @@ std::variant<LayerProgram, std::string> lowerPool(const PoolLayer &layer,
   LayerProgram program;
   int64_t tilesPerImage = ceilDiv(layer.Ho, rows), tiles = layer.batch * tilesPerImage;
   program.tile = {rows, tiles, 0};
-  uint32_t inputSlots[2] = {0, uint32_t(aligned(inputSlot))};
-  uint32_t outputSlots[2] = {uint32_t(2 * aligned(inputSlot)),
-                             uint32_t(2 * aligned(inputSlot) + aligned(outputSlot))};
+  uint32_t inputSlots[2], outputSlots[2];
+  uint64_t at = 0;
+  placeSlots(inputSlots, inputSlot, at);
+  placeSlots(outputSlots, outputSlot, at);
   for (int64_t t = 0; t < tiles; ++t) {
     int64_t b = t / tilesPerImage;
     int64_t oy0 = t % tilesPerImage * rows, oy1 = std::min(layer.Ho, oy0 + rows);
@@ -610,9 +608,7 @@ std::variant<LayerProgram, std::string> lowerPool(const PoolLayer &layer,
     pool.C = uint32_t(layer.C);
     pool.Ho = uint32_t(oy1 - oy0);
     pool.Wo = uint32_t(layer.Wo);
-    pool.window = {uint8_t(layer.kh), uint8_t(layer.kw), uint8_t(layer.sh), uint8_t(layer.sw),
-                   uint8_t(layer.dh), uint8_t(layer.dw), uint8_t(span.padTop),
-                   uint8_t(layer.padLeft)};
+    pool.window = tileWindow(layer, span.padTop);
     program.instructions.push_back(
         {Opcode::Pool, tokens(true, t >= 2, t + 2 < tiles, true), pool});
     uint64_t outputRow = uint64_t(layer.Wo) * layer.C;

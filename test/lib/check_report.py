@@ -102,14 +102,21 @@ def table_rows(table):
     return rows
 
 
-def check_npu(document, node_names):
-    """The NPU section's table and chart; returns its row count."""
-    table = document.find("table", **{"class": "npu"})
+def required_rows(document, css_class, what):
+    """The rows of the page's table of `css_class`, which must exist and have
+    rows; `what` names it in the failure."""
+    table = document.find("table", **{"class": css_class})
     if table is None:
-        fail("no NPU table")
+        fail(f"no {what} table")
     rows = table_rows(table)
     if not rows:
-        fail("the NPU table is empty")
+        fail(f"the {what} table is empty")
+    return rows
+
+
+def check_npu(document, node_names):
+    """The NPU section's table and chart; returns its row count."""
+    rows = required_rows(document, "npu", "NPU")
     for row in rows:
         for name in row["ONNX nodes"].split(", "):
             if name not in node_names:
@@ -127,12 +134,7 @@ def check_page(document, model, quantized, npu):
     """The page's content; returns what the screenshot should show."""
     node_names = {node.name for node in model.graph.node}
     initializers = {tensor.name for tensor in model.graph.initializer}
-    table = document.find("table", **{"class": "kernels"})
-    if table is None:
-        fail("no kernel table")
-    rows = table_rows(table)
-    if not rows:
-        fail("the kernel table is empty")
+    rows = required_rows(document, "kernels", "kernel")
     shown = set()
     for row in rows:
         for name in filter(None, row["ONNX nodes"].split(", ")):
