@@ -169,6 +169,8 @@ TargetOptions targetOptions(const CompileOptions &options) {
   targetOptions.optLevel = options.optLevel;
   targetOptions.cpu = options.cpu;
   targetOptions.npuConfigFile = options.npuConfigFile;
+  if (!options.cudaArchitectures.empty())
+    targetOptions.cudaArchitectures = options.cudaArchitectures;
   return targetOptions;
 }
 
@@ -230,7 +232,7 @@ public:
 
 private:
   llvm::Error optimizeGraph(ModuleOp module);
-  FailureOr<Executable> compileKernels(ModuleOp module, Target &target,
+  FailureOr<std::vector<Executable>> compileKernels(ModuleOp module, Target &target,
                                        const llvm::StringSet<> &placed,
                                        TargetOptions &targetOptions,
                                        llvm::StringMap<KernelStatistics> &statistics,
@@ -262,7 +264,7 @@ llvm::Error ModuleCompiler::optimizeGraph(ModuleOp module) {
 
 /// Compiles the kernels of `module` placed on `target` (`placed`, by name)
 /// into its executable; their statistics join `statistics`.
-FailureOr<Executable> ModuleCompiler::compileKernels(
+FailureOr<std::vector<Executable>> ModuleCompiler::compileKernels(
     ModuleOp module, Target &target, const llvm::StringSet<> &placed,
     TargetOptions &targetOptions, llvm::StringMap<KernelStatistics> &statistics,
     const std::function<void(const llvm::Twine &)> &progress) {
@@ -283,7 +285,7 @@ FailureOr<Executable> ModuleCompiler::compileKernels(
     for (auto &[name, counted] : collectKernelStatistics(*kernels))
       statistics[name] = counted;
   progress("generating " + target.name() + " code for " + Twine(placed.size()) + " kernels");
-  return target.compile(*kernels, targetOptions);
+  return target.compileAll(*kernels, targetOptions);
 }
 
 llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,
@@ -368,16 +370,25 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
     targetOptions.llvmIR = &textStream;
   if (emit == EmitKind::Assembly)
     targetOptions.assembly = &textStream;
+  if (emit == EmitKind::Ptx)
+    targetOptions.ptx = &textStream;
   std::vector<Executable> executables;
   for (auto [index, target] : llvm::enumerate(targets)) {
-    if (placed[index].empty())
+    const llvm::StringSet<> &kernels =
+        target->replacesFallback() ? placed.back() : placed[index];
+    if (kernels.empty())
       continue;
-    FailureOr<Executable> executable =
-        compileKernels(module, *target, placed[index], targetOptions, statistics, progress);
-    if (failed(executable))
+    FailureOr<std::vector<Executable>> compiled =
+        compileKernels(module, *target, kernels, targetOptions, statistics, progress);
+    if (failed(compiled))
       return diagnostics.error("code generation for " + target->name() + " failed:");
-    executables.push_back(std::move(*executable));
+    for (Executable &executable : *compiled)
+      executables.push_back(std::move(executable));
   }
+  if (emit == EmitKind::Ptx && llvm::none_of(targets, [](Target *target) {
+        return target->device() == DeviceKind::Cuda;
+      }))
+    return compileError("--emit ptx needs a CUDA target (--target cuda)");
   if (emit != EmitKind::Artifact) {
     out << text;
     return llvm::Error::success();
@@ -468,7 +479,7 @@ static constexpr std::pair<const char *, EmitKind> kEmitKinds[] = {
     {"tessel", EmitKind::Tessel},     {"linalg", EmitKind::Linalg},
     {"llvm", EmitKind::LLVMIR},       {"asm", EmitKind::Assembly},
     {"artifact", EmitKind::Artifact}, {"qdq-onnx", EmitKind::QdqOnnx},
-    {"npu", EmitKind::Npu}};
+    {"npu", EmitKind::Npu},           {"ptx", EmitKind::Ptx}};
 
 std::vector<std::string> emitKindNames() {
   std::vector<std::string> names;

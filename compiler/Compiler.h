@@ -30,9 +30,10 @@ enum class EmitKind {
   Artifact, // the .tsl file
   QdqOnnx,  // the graph as Tessel quantized it, as a QDQ ONNX model
   Npu,      // the NPU programs of the kernels placed on the NPU
+  Ptx,      // the PTX of the CUDA kernels, one module per architecture
 };
 
-/// "tessel", "linalg", "llvm", "asm", "artifact", "qdq-onnx", "npu": the
+/// "tessel", "linalg", "llvm", "asm", "artifact", "qdq-onnx", "npu", "ptx": the
 /// spellings of --emit, in that order.
 std::vector<std::string> emitKindNames();
 /// The EmitKind spelled `name`; std::nullopt for none.
@@ -49,6 +50,9 @@ struct CompileOptions {
   int optLevel = 3;
   /// CPU to generate code for; empty means the host.
   std::string cpu;
+  /// GPU architectures of the CUDA target (--cuda-arch); empty means the
+  /// target's default, sm_80 and sm_90.
+  std::vector<std::string> cudaArchitectures;
   ImportOptions import;
   /// Called at the start of each stage with a one-line description.
   std::function<void(llvm::StringRef)> progress;

@@ -28,6 +28,9 @@ std::vector<KernelPlacement> placeKernels(ModuleOp module, llvm::ArrayRef<Target
       if (!llvm::is_contained(placed.nodes, name))
         placed.nodes.push_back(std::move(name));
     for (size_t t = 0; t < targets.size(); ++t) {
+      // A GPU beside the CPU takes no kernels from it: it compiles them all.
+      if (targets[t]->replacesFallback())
+        continue;
       std::optional<std::string> reason =
           t + 1 == targets.size() ? std::nullopt : targets[t]->unsupportedReason(module, kernel);
       if (!reason) {
@@ -49,8 +52,16 @@ std::string formatPlacement(const std::vector<KernelPlacement> &placement,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "placement: " << placement.size() << (placement.size() == 1 ? " kernel:" : " kernels:");
+  const char *separator = "";
   for (size_t t = 0; t < targets.size(); ++t)
-    os << (t ? "," : "") << " " << counts[t] << " on " << targets[t]->name();
+    if (!targets[t]->replacesFallback()) {
+      os << separator << " " << counts[t] << " on " << targets[t]->name();
+      separator = ",";
+    }
+  for (Target *target : targets)
+    if (target->replacesFallback())
+      os << "; " << target->name() << " runs the " << targets.back()->name()
+         << " kernels where its device is present";
   os << "\n";
   for (const KernelPlacement &placed : placement) {
     os << llvm::formatv("  {0,-28} {1,-4} {2}", placed.kernel, targets[placed.target]->name(),

@@ -56,3 +56,14 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check "${python_packages[@]}"
   echo "$wanted" > "$stamp"
 fi
+
+# The CUDA target needs no toolkit to compile (LLVM's NVPTX backend writes
+# the PTX); the toolkit's ptxas checks that PTX in the tests and its
+# libdevice provides the math that has no PTX instruction. Neither comes
+# from Debian or PyPI: the machines' image has it in /usr/local/cuda.
+cuda=${CUDA_HOME:-/usr/local/cuda}
+if [[ ! -x "$cuda/bin/ptxas" || ! -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]]; then
+  echo "setup: note: no CUDA toolkit in $cuda (bin/ptxas, nvvm/libdevice): the ptxas tests" \
+    "are reported unsupported, and models whose kernels need libdevice (f64 exp/log," \
+    "fmod) do not compile for --target cuda; set CUDA_HOME to where it is"
+fi

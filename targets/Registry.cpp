@@ -2,6 +2,7 @@
 
 #include "targets/Registry.h"
 
+#include "targets/cuda/CudaTarget.h"
 #include "targets/npu/NpuTarget.h"
 #include "targets/x86/X86Target.h"
 
@@ -20,7 +21,8 @@ llvm::Expected<std::unique_ptr<Target>> createX86(const TargetOptions &) {
   return createX86Target();
 }
 
-const Registration kTargets[] = {{"x86", createX86}, {"npu", createNpuTarget}};
+const Registration kTargets[] = {
+    {"x86", createX86}, {"npu", createNpuTarget}, {"cuda", createCudaTarget}};
 
 } // namespace
 

@@ -38,6 +38,23 @@ enum class ExecutableFormat : uint8_t {
   NpuCommandStream = 3,
 };
 
+/// A kernel parameter of a CUDA launch: a bare device pointer into one of
+/// the entry's bindings, or into the entry's scratch (temporaries).
+struct CudaArgument {
+  static constexpr uint32_t kScratch = UINT32_MAX;
+  uint32_t binding = kScratch; // binding index, or kScratch
+  uint64_t offset = 0;         // bytes from the binding's or scratch's start
+};
+
+/// One kernel launch of a CUDA entry.
+struct CudaLaunch {
+  std::string function; // the .entry in the PTX
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t dynamicSharedMemory = 0;
+  std::vector<CudaArgument> arguments;
+};
+
 /// One dispatchable entry of an executable: the kernel function of the same
 /// name in the host module is dispatched through it.
 struct KernelEntry {
@@ -50,6 +67,8 @@ struct KernelEntry {
   std::vector<uint64_t> bindingBytes;
   /// NPU: the entry's instructions in Executable::npu.
   uint32_t npuFirstInstruction = 0, npuInstructionCount = 0;
+  /// CUDA: the launches that compute the entry, in order, on one stream.
+  std::vector<CudaLaunch> cudaLaunches;
   /// What the entry computes, when the target knows it better than the
   /// shared count on linalg (a target that does not lower through it).
   std::vector<std::string> sourceNodes;
@@ -75,6 +94,10 @@ struct Executable {
   std::vector<std::string> cpuFeatures;
   /// NPU only: the command stream.
   std::optional<NpuCode> npu;
+  /// An executable of another device that computes the same entries, in
+  /// the same order, as the fallback target's executable (CUDA beside x86):
+  /// a session on this device dispatches it instead.
+  bool replacesFallback = false;
 };
 
 struct TargetOptions {
@@ -87,6 +110,10 @@ struct TargetOptions {
   /// The NPU's configuration (--npu-config): a JSON file, or the defaults
   /// when empty.
   std::string npuConfigFile;
+  /// CUDA: the GPU architectures to generate PTX for (--cuda-arch).
+  std::vector<std::string> cudaArchitectures = {"sm_80", "sm_90"};
+  /// CUDA: when set, the target prints the PTX of every architecture here.
+  llvm::raw_ostream *ptx = nullptr;
 };
 
 class Target {
@@ -109,6 +136,13 @@ public:
   /// its producer's: a target that computes in integers alone can then run
   /// the quantized product before it.
   virtual bool wantsDequantizeApart() const { return false; }
+
+  /// Whether the target's executables replace the fallback's whole at load
+  /// time (a GPU beside the CPU: `--target cuda,x86`) rather than taking
+  /// kernels from it: such a target compiles every kernel placed on the
+  /// fallback, into executables of its own (one per GPU architecture), and
+  /// the runtime picks a device when the session starts.
+  virtual bool replacesFallback() const { return false; }
 
   /// Why the target cannot run `kernel`, a kernel function of `module` in
   /// the tessel form; nullopt when it can. Placement asks the targets in
@@ -158,6 +192,18 @@ public:
   /// (lowered in place). Diagnostics are emitted on the module's context.
   virtual mlir::FailureOr<Executable> compile(mlir::ModuleOp kernels,
                                               const TargetOptions &options) = 0;
+
+  /// Like compile, for a target that makes several executables (one per
+  /// GPU architecture); the others make one.
+  virtual mlir::FailureOr<std::vector<Executable>> compileAll(mlir::ModuleOp kernels,
+                                                              const TargetOptions &options) {
+    mlir::FailureOr<Executable> executable = compile(kernels, options);
+    if (mlir::failed(executable))
+      return mlir::failure();
+    std::vector<Executable> executables;
+    executables.push_back(std::move(*executable));
+    return executables;
+  }
 };
 
 } // namespace tessel

@@ -68,5 +68,14 @@ try:
                 break
 except OSError:
     pass
+# A GPU the CUDA device can run on (tests that need one are reported
+# unsupported elsewhere).
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
-    config.available_features.add("cuda-gpu")
+    config.available_features.add("cuda-device")
+# The CUDA toolkit's PTX assembler, which checks the PTX the CUDA target
+# emits (scripts/setup.sh says where it looks).
+ptxas = shutil.which("ptxas") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
+                                              "bin", "ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

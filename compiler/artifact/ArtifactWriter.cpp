@@ -111,6 +111,23 @@ llvm::Error checkRuntimeLimits(const ArtifactContents &contents) {
   return llvm::Error::success();
 }
 
+/// The schema's launches of a CUDA entry.
+fb::Offset<fb::Vector<fb::Offset<sc::CudaLaunch>>>
+cudaLaunchTable(fb::FlatBufferBuilder &builder, const std::vector<CudaLaunch> &launches) {
+  std::vector<fb::Offset<sc::CudaLaunch>> table;
+  for (const CudaLaunch &launch : launches) {
+    std::vector<sc::CudaArgument> arguments;
+    for (const CudaArgument &argument : launch.arguments)
+      arguments.emplace_back(argument.binding, argument.offset);
+    sc::Dim3 grid(launch.grid[0], launch.grid[1], launch.grid[2]);
+    sc::Dim3 block(launch.block[0], launch.block[1], launch.block[2]);
+    table.push_back(sc::CreateCudaLaunchDirect(builder, &grid, &block,
+                                               launch.dynamicSharedMemory,
+                                               launch.function.c_str(), &arguments));
+  }
+  return builder.CreateVector(table);
+}
+
 /// The schema's entry for `entry`, with what `statistics` knows of its
 /// kernel (the nodes and arithmetic a profile report shows).
 fb::Offset<sc::KernelEntry> kernelEntry(fb::FlatBufferBuilder &builder, const KernelEntry &entry,
@@ -130,12 +147,16 @@ fb::Offset<sc::KernelEntry> kernelEntry(fb::FlatBufferBuilder &builder, const Ke
   fb::Offset<fb::Vector<fb::Offset<fb::String>>> sourceNodes;
   if (!nodes.empty())
     sourceNodes = builder.CreateVectorOfStrings(nodes);
+  fb::Offset<fb::Vector<fb::Offset<sc::CudaLaunch>>> cudaLaunches;
+  if (!entry.cudaLaunches.empty())
+    cudaLaunches = cudaLaunchTable(builder, entry.cudaLaunches);
   return sc::CreateKernelEntry(builder, builder.CreateString(entry.symbol), entry.workgroupCount,
                                static_cast<uint32_t>(entry.bindingBytes.size()),
-                               entry.scratchBytes, /*cuda_launch=*/0,
-                               builder.CreateVector(entry.bindingBytes), sourceNodes,
+                               entry.scratchBytes, builder.CreateVector(entry.bindingBytes),
+                               sourceNodes,
                                found ? found->floatOperations : 0, integerOperations,
-                               entry.npuFirstInstruction, entry.npuInstructionCount);
+                               entry.npuFirstInstruction, entry.npuInstructionCount,
+                               cudaLaunches);
 }
 
 /// The NPU program of an executable: its configuration and instructions.
@@ -173,6 +194,29 @@ fb::Offset<sc::QuantizationSummary> quantizationSummary(fb::FlatBufferBuilder &b
                                              report.integerOps, &islands);
 }
 
+/// The entries of `replacing` in the order of `fallback`'s, which must hold
+/// the same kernels.
+llvm::Expected<std::vector<const KernelEntry *>>
+entriesInOrderOf(const Executable &replacing, const Executable &fallback) {
+  llvm::StringMap<const KernelEntry *> byKernel;
+  for (const KernelEntry &entry : replacing.entries)
+    byKernel[entry.kernel] = &entry;
+  std::vector<const KernelEntry *> ordered;
+  for (const KernelEntry &entry : fallback.entries) {
+    const KernelEntry *found = byKernel.lookup(entry.kernel);
+    if (!found || found->bindingBytes != entry.bindingBytes)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the %s executable has no entry matching kernel %s",
+                                     replacing.architecture.c_str(), entry.kernel.c_str());
+    ordered.push_back(found);
+  }
+  if (ordered.size() != replacing.entries.size())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the %s executable has kernels the CPU's has not",
+                                   replacing.architecture.c_str());
+  return ordered;
+}
+
 } // namespace
 
 llvm::Expected<std::vector<uint8_t>>
@@ -182,14 +226,32 @@ serializeArtifact(const ArtifactContents &contents) {
   const HostPlan &plan = *contents.plan;
   fb::FlatBufferBuilder builder(1 << 20);
 
-  // Where each kernel's entry lives.
+  // Where each kernel's entry lives. An executable that replaces the
+  // fallback's (the last of the others) lists its entries in that one's
+  // order, which is how the runtime finds them.
   llvm::StringMap<std::pair<uint32_t, uint32_t>> entryOf;
+  int32_t fallback = -1;
+  for (auto [e, executable] : llvm::enumerate(contents.executables))
+    if (!executable.replacesFallback)
+      fallback = static_cast<int32_t>(e);
   std::vector<fb::Offset<sc::Executable>> executables;
   for (auto [e, executable] : llvm::enumerate(contents.executables)) {
+    std::vector<const KernelEntry *> ordered;
+    if (executable.replacesFallback) {
+      llvm::Expected<std::vector<const KernelEntry *>> matched =
+          entriesInOrderOf(executable, contents.executables[fallback]);
+      if (!matched)
+        return matched.takeError();
+      ordered = std::move(*matched);
+    } else {
+      for (const KernelEntry &entry : executable.entries)
+        ordered.push_back(&entry);
+    }
     std::vector<fb::Offset<sc::KernelEntry>> entries;
-    for (auto [i, entry] : llvm::enumerate(executable.entries)) {
-      entryOf[entry.kernel] = {static_cast<uint32_t>(e), static_cast<uint32_t>(i)};
-      entries.push_back(kernelEntry(builder, entry, contents.kernelStatistics));
+    for (auto [i, entry] : llvm::enumerate(ordered)) {
+      if (!executable.replacesFallback)
+        entryOf[entry->kernel] = {static_cast<uint32_t>(e), static_cast<uint32_t>(i)};
+      entries.push_back(kernelEntry(builder, *entry, contents.kernelStatistics));
     }
     fb::Offset<fb::Vector<uint8_t>> binary;
     if (!executable.binary.empty())
@@ -203,7 +265,8 @@ serializeArtifact(const ArtifactContents &contents) {
     executables.push_back(sc::CreateExecutable(
         builder, static_cast<sc::DeviceKind>(executable.device),
         static_cast<sc::ExecutableFormat>(executable.format), binary,
-        entryVector, architecture, npu, cpuFeatures));
+        entryVector, architecture, npu, cpuFeatures,
+        executable.replacesFallback ? fallback : -1));
   }
 
   std::vector<fb::Offset<sc::ScheduleStep>> steps;

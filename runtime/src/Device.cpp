@@ -3,6 +3,7 @@
 #include "Device.h"
 
 #include <cstring>
+#include <string>
 
 namespace tessel::runtime {
 
@@ -11,13 +12,14 @@ Stream::~Stream() = default;
 Device::~Device() = default;
 
 Device *findDevice(schema::DeviceKind kind) {
-  // The CUDA device comes later; until then a file that needs it is still
-  // verified and loaded, and only running it is refused.
+  std::string why;
   switch (kind) {
   case schema::DeviceKind_cpu:
     return &getCpuDevice();
   case schema::DeviceKind_npu:
     return &getNpuDevice();
+  case schema::DeviceKind_cuda:
+    return findCudaDevice(why);
   default:
     return nullptr;
   }
@@ -25,10 +27,15 @@ Device *findDevice(schema::DeviceKind kind) {
 
 tsl_status getDevice(schema::DeviceKind kind, Device *&device) {
   device = findDevice(kind);
-  if (!device)
-    return makeError(TSL_UNAVAILABLE, "this runtime has no %s device yet",
-                     schema::EnumNameDeviceKind(kind));
-  return nullptr;
+  if (device)
+    return nullptr;
+  if (kind == schema::DeviceKind_cuda) {
+    std::string why;
+    findCudaDevice(why);
+    return makeError(TSL_UNAVAILABLE, "the cuda device is not available: %s", why.c_str());
+  }
+  return makeError(TSL_UNAVAILABLE, "this runtime has no %s device",
+                   schema::EnumNameDeviceKind(kind));
 }
 
 tsl_status getDevice(const char *name, Device *&device) {
@@ -42,6 +49,21 @@ tsl_status getDevice(const char *name, Device *&device) {
 }
 
 } // namespace tessel::runtime
+
+extern "C" const char *tsl_device_description(const char *device) {
+  using namespace tessel::runtime;
+  if (!device)
+    return "";
+  // Computed once: the devices of a process do not change.
+  static const std::string cuda = describeCudaDevice();
+  if (std::strcmp(device, "cuda") == 0)
+    return cuda.c_str();
+  if (std::strcmp(device, "cpu") == 0)
+    return "the host CPU";
+  if (std::strcmp(device, "npu") == 0)
+    return "the NPU simulator";
+  return "";
+}
 
 extern "C" tsl_status tsl_device_check(const char *device) {
   using namespace tessel::runtime;

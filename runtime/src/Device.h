@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -123,6 +124,14 @@ Device &getCpuDevice();
 
 /// The process-wide NPU device, a simulator (NpuDevice.cpp).
 Device &getNpuDevice();
+
+/// The process's first NVIDIA GPU (CudaDevice.cpp), or null with `why`
+/// saying so ("no CUDA driver found (...)", "no CUDA device").
+Device *findCudaDevice(std::string &why);
+
+/// The GPU's name and architecture ("NVIDIA H200, sm_90"), or why there is
+/// none.
+std::string describeCudaDevice();
 
 /// A device buffer freed when this goes away.
 class DeviceBuffer {

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cstdlib>
+#include <cstring>
 
 using namespace tessel::runtime;
 namespace sc = tessel::schema;
@@ -81,7 +83,11 @@ struct tsl_session_t {
   ModuleReference module;
   std::atomic<size_t> references{1};
   Device *device = nullptr;
+  sc::DeviceKind deviceKind = sc::DeviceKind_cpu;
   DeviceBuffer arena;
+  /// The weights in the session device's memory, when it cannot read the
+  /// module's.
+  DeviceBuffer weights;
   std::unique_ptr<Stream> stream;
   /// Streams of the other devices the artifact's executables run on, which
   /// reach the session device's buffers (host-accessible ones).
@@ -116,12 +122,14 @@ const sc::Artifact &artifactOf(const tsl_session &session) {
 
 /// Refuses a schedule step whose device this process does not have.
 tsl_status checkStepDevice(uint32_t step, sc::DeviceKind kind) {
-  if (findDevice(kind))
+  Device *device;
+  tsl_status absent = getDevice(kind, device);
+  if (!absent)
     return nullptr;
-  return makeError(TSL_UNAVAILABLE,
-                   "schedule step %u needs the %s device, which this runtime "
-                   "does not have yet",
-                   step, sc::EnumNameDeviceKind(kind));
+  tsl_status status = makeError(TSL_UNAVAILABLE, "schedule step %u needs the %s device: %s", step,
+                                sc::EnumNameDeviceKind(kind), tsl_status_get_message(absent));
+  tsl_status_free(absent);
+  return status;
 }
 
 /// The name a profile gives a schedule step.
@@ -164,6 +172,59 @@ tsl_status streamFor(tsl_session &session, uint32_t step, Device &device, Stream
   return nullptr;
 }
 
+/// The architecture number of a CUDA executable ("sm_90": 90), 0 if none.
+int cudaArchitecture(const sc::Executable &executable) {
+  const flatbuffers::String *name = executable.architecture();
+  if (!name || name->size() < 4 || std::strncmp(name->c_str(), "sm_", 3) != 0)
+    return 0;
+  return std::atoi(name->c_str() + 3);
+}
+
+/// The executable that runs `executable`'s entries on the session's
+/// device: one of that device that replaces it and that the device loaded
+/// (the newest architecture among them), else `executable` itself.
+uint32_t replacementOn(const tsl_session &session, uint32_t executable) {
+  const sc::Artifact &artifact = artifactOf(session);
+  const tsl_module &module = *session.module.module;
+  int64_t best = -1;
+  for (flatbuffers::uoffset_t e = 0; e < artifact.executables()->size(); ++e) {
+    const sc::Executable &candidate = *artifact.executables()->Get(e);
+    if (candidate.replaces() != int32_t(executable) || candidate.device() != session.deviceKind ||
+        !module.executables[e])
+      continue;
+    if (best < 0 ||
+        cudaArchitecture(candidate) > cudaArchitecture(*artifact.executables()->Get(best)))
+      best = e;
+  }
+  return best < 0 ? executable : uint32_t(best);
+}
+
+/// The device a session runs on when the caller names none: the one of
+/// the executables that replace the CPU's, where it is present and loaded
+/// one of them; else the CPU.
+const char *defaultDevice(const tsl_module &module) {
+  const sc::Artifact &artifact = *module.artifact;
+  for (flatbuffers::uoffset_t e = 0; e < artifact.executables()->size(); ++e) {
+    const sc::Executable &executable = *artifact.executables()->Get(e);
+    if (executable.replaces() >= 0 && module.executables[e])
+      return sc::EnumNameDeviceKind(executable.device());
+  }
+  return "cpu";
+}
+
+/// The scratch a stream of `kind` needs: the largest entry's of the
+/// executables of that device.
+size_t scratchBytesOn(const sc::Artifact &artifact, sc::DeviceKind kind) {
+  if (kind == sc::DeviceKind_cpu)
+    return cpuScratchBytes(artifact);
+  uint64_t bytes = 0;
+  for (const sc::Executable *executable : *artifact.executables())
+    if (executable->device() == kind)
+      for (const sc::KernelEntry *entry : *executable->entries())
+        bytes = std::max(bytes, entry->scratch_bytes());
+  return bytes;
+}
+
 /// Lays out every step's bindings and fills in what is known before a run.
 tsl_status planSteps(tsl_session &session) {
   const sc::Artifact &artifact = artifactOf(session);
@@ -171,6 +232,9 @@ tsl_status planSteps(tsl_session &session) {
   const auto &buffers = *artifact.buffers();
   const flatbuffers::Vector<uint8_t> *weights = artifact.weights();
   auto *arena = static_cast<uint8_t *>(session.arena.get());
+  uint8_t *weightBytes = session.weights.get()
+                             ? static_cast<uint8_t *>(session.weights.get())
+                             : (weights ? const_cast<uint8_t *>(weights->data()) : nullptr);
 
   auto addSlot = [&](uint32_t bufferIndex) {
     const sc::Buffer &buffer = *buffers.Get(bufferIndex);
@@ -185,8 +249,8 @@ tsl_status planSteps(tsl_session &session) {
     case sc::BufferKind_constant:
       // Kernels never write constants (a copy into one is refused by the
       // verifier); the bindings table is simply not const.
-      if (weights)
-        address = const_cast<uint8_t *>(weights->data()) + buffer.offset();
+      if (weightBytes)
+        address = weightBytes + buffer.offset();
       break;
     case sc::BufferKind_arena:
       address = arena + buffer.offset();
@@ -202,11 +266,11 @@ tsl_status planSteps(tsl_session &session) {
     const sc::ScheduleStep &step = *schedule.Get(i);
     StepPlan plan{nullptr, nullptr, 0, nullptr, session.slots.size(), 0, 0, i};
     if (const sc::DispatchStep *dispatch = step.step_as_DispatchStep()) {
-      sc::DeviceKind kind =
-          artifact.executables()->Get(dispatch->executable())->device();
+      uint32_t executable = replacementOn(session, dispatch->executable());
+      sc::DeviceKind kind = artifact.executables()->Get(executable)->device();
       TSL_RETURN_IF_ERROR(checkStepDevice(i, kind));
       TSL_RETURN_IF_ERROR(streamFor(session, i, *findDevice(kind), plan.stream));
-      plan.executable = module.executables[dispatch->executable()].get();
+      plan.executable = module.executables[executable].get();
       plan.entry = dispatch->entry();
       if (kind == sc::DeviceKind_npu) {
         plan.npuRecord = int32_t(session.npuStatistics.size());
@@ -248,19 +312,28 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
 
   auto session = std::make_unique<tsl_session_t>(module);
   session->traceNpu = options.npu_trace != 0;
-  TSL_RETURN_IF_ERROR(
-      getDevice(options.device ? options.device : "cpu", session->device));
+  const char *deviceName = options.device ? options.device : defaultDevice(*module);
+  TSL_RETURN_IF_ERROR(getDevice(deviceName, session->device));
+  for (sc::DeviceKind kind : sc::EnumValuesDeviceKind())
+    if (std::strcmp(deviceName, sc::EnumNameDeviceKind(kind)) == 0)
+      session->deviceKind = kind;
   Device &device = *session->device;
   const sc::Artifact &artifact = *module->artifact;
 
   const sc::MemoryPlan &memoryPlan = *artifact.memory_plan();
   TSL_RETURN_IF_ERROR(session->arena.allocate(device, memoryPlan.arena_size(),
                                               memoryPlan.arena_alignment()));
+  const flatbuffers::Vector<uint8_t> *weights = artifact.weights();
+  if (!device.capabilities().hostAccessible && weights && weights->size()) {
+    TSL_RETURN_IF_ERROR(session->weights.allocate(device, weights->size()));
+    TSL_RETURN_IF_ERROR(device.copy(session->weights.get(), weights->data(), weights->size(),
+                                    CopyDirection::HostToDevice));
+  }
   StreamOptions streamOptions;
   streamOptions.threadCount = options.thread_count
                                   ? options.thread_count
                                   : device.capabilities().computeUnits;
-  streamOptions.scratchBytes = cpuScratchBytes(artifact);
+  streamOptions.scratchBytes = scratchBytesOn(artifact, session->deviceKind);
   streamOptions.keepSpans = session->traceNpu;
   TSL_RETURN_IF_ERROR(device.createStream(streamOptions, session->stream));
 
@@ -530,6 +603,10 @@ tsl_status tsl_session_create(tsl_module *module,
                      "tsl_session_create: module and out_session must not be "
                      "NULL");
   return guard([&] { return createSession(module, options, *out_session); });
+}
+
+const char *tsl_session_device(const tsl_session *session) {
+  return session ? sc::EnumNameDeviceKind(session->deviceKind) : "";
 }
 
 void tsl_session_retain(tsl_session *session) {

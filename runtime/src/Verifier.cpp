@@ -298,7 +298,7 @@ private:
     TSL_RETURN_IF_ERROR(spend(executables.size()));
     for (fb::uoffset_t i = 0; i < executables.size(); ++i)
       TSL_RETURN_IF_ERROR(checkExecutable(i, *executables.Get(i)));
-    return nullptr;
+    return checkReplacements();
   }
 
   tsl_status checkExecutable(fb::uoffset_t index,
@@ -397,6 +397,8 @@ private:
         return invalid("artifact executable %" PRIu32 " entry %" PRIu32
                        " ('%s'): the binding sizes are not 8-byte aligned",
                        index, e, symbol.c_str());
+      if (const auto *launches = entry.cuda_launches())
+        TSL_RETURN_IF_ERROR(checkCudaLaunches(index, e, entry, *launches));
       if (const sc::NpuProgram *program = executable.npu()) {
         uint64_t instructions = program->instructions()->size() / 4;
         uint64_t end = uint64_t(entry.npu_first_instruction()) + entry.npu_instruction_count();
@@ -404,6 +406,84 @@ private:
           return invalid("artifact executable %" PRIu32 " entry %" PRIu32
                          " ('%s'): NPU instructions up to %" PRIu64 " of %" PRIu64,
                          index, e, symbol.c_str(), end, instructions);
+      }
+    }
+    return nullptr;
+  }
+
+  /// The launches of CUDA entry `e`: named kernels, grids and blocks the
+  /// driver takes, and every parameter inside a binding or the scratch.
+  tsl_status checkCudaLaunches(fb::uoffset_t index, fb::uoffset_t e, const sc::KernelEntry &entry,
+                               const fb::Vector<fb::Offset<sc::CudaLaunch>> &launches) {
+    TSL_RETURN_IF_ERROR(spend(launches.size()));
+    const char *symbol = entry.symbol()->c_str();
+    for (fb::uoffset_t l = 0; l < launches.size(); ++l) {
+      const sc::CudaLaunch &launch = *launches.Get(l);
+      if (!launch.function() || launch.function()->size() == 0 ||
+          hasNulByte(*launch.function()) || !launch.grid() || !launch.block())
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       " ('%s') launch %" PRIu32 ": no kernel name, grid or block",
+                       index, e, symbol, l);
+      const sc::Dim3 &grid = *launch.grid(), &block = *launch.block();
+      uint64_t threads = uint64_t(block.x()) * block.y() * block.z();
+      if (!grid.x() || !grid.y() || !grid.z() || grid.x() > INT32_MAX || grid.y() > 65535 ||
+          grid.z() > 65535 || threads == 0 || threads > 1024)
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       " ('%s') launch %" PRIu32 ": grid %" PRIu32 "x%" PRIu32 "x%" PRIu32
+                       " or block of %" PRIu64 " threads is outside CUDA's limits",
+                       index, e, symbol, l, grid.x(), grid.y(), grid.z(), threads);
+      if (!launch.arguments())
+        continue;
+      TSL_RETURN_IF_ERROR(spend(launch.arguments()->size()));
+      for (const sc::CudaArgument *argument : *launch.arguments()) {
+        bool scratch = argument->binding() == UINT32_MAX;
+        uint64_t limit = scratch ? entry.scratch_bytes()
+                         : argument->binding() < entry.binding_count()
+                             ? entry.binding_sizes()->Get(argument->binding())
+                             : 0;
+        if ((!scratch && argument->binding() >= entry.binding_count()) ||
+            (argument->offset() >= limit && !(argument->offset() == 0 && limit == 0)))
+          return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                         " ('%s') launch %" PRIu32
+                         ": a parameter points outside its binding or the scratch",
+                         index, e, symbol, l);
+      }
+    }
+    return nullptr;
+  }
+
+  /// An executable that replaces another computes the same entries, for
+  /// buffers of the same sizes, on another device.
+  tsl_status checkReplacements() {
+    const auto &executables = *artifact.executables();
+    for (fb::uoffset_t i = 0; i < executables.size(); ++i) {
+      const sc::Executable &executable = *executables.Get(i);
+      int32_t replaced = executable.replaces();
+      if (replaced == -1)
+        continue;
+      if (replaced < 0 || uint32_t(replaced) >= executables.size())
+        return invalid("artifact executable %" PRIu32 ": replaces executable %" PRId32
+                       ", which does not exist",
+                       i, replaced);
+      const sc::Executable &original = *executables.Get(replaced);
+      if (original.replaces() != -1 || original.device() == executable.device())
+        return invalid("artifact executable %" PRIu32 ": replaces executable %" PRId32
+                       ", which is on the same device or itself a replacement",
+                       i, replaced);
+      const auto &entries = *executable.entries(), &originals = *original.entries();
+      if (entries.size() != originals.size())
+        return invalid("artifact executable %" PRIu32 ": %" PRIu32
+                       " entries replace executable %" PRId32 "'s %" PRIu32,
+                       i, entries.size(), replaced, originals.size());
+      for (fb::uoffset_t e = 0; e < entries.size(); ++e) {
+        const fb::Vector<uint64_t> *sizes = entries.Get(e)->binding_sizes();
+        const fb::Vector<uint64_t> *expected = originals.Get(e)->binding_sizes();
+        bool same = sizes && expected && sizes->size() == expected->size() &&
+                    std::equal(sizes->begin(), sizes->end(), expected->begin());
+        if (!same)
+          return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                         ": binds other buffers than the entry it replaces",
+                         i, e);
       }
     }
     return nullptr;

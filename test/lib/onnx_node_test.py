@@ -75,13 +75,15 @@ def _run(command, timeout):
 
 
 def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
-                  rtol=RTOL, atol=ATOL):
-    """Compiles model_dir/model.onnx into work_dir and runs every data set."""
+                  rtol=RTOL, atol=ATOL, compile_args=()):
+    """Compiles model_dir/model.onnx into work_dir (with compile_args added,
+    such as a --target) and runs every data set."""
     os.makedirs(work_dir, exist_ok=True)
     name = os.path.basename(os.path.normpath(model_dir))
     artifact = os.path.join(work_dir, name + ".tsl")
     compile_command = [os.path.join(tools_dir, "tessel-compile"),
-                       os.path.join(model_dir, "model.onnx"), "-o", artifact, "-q"]
+                       os.path.join(model_dir, "model.onnx"), "-o", artifact, "-q",
+                       *compile_args]
     data_sets = sorted(d for d in os.listdir(model_dir)
                        if d.startswith("test_data_set_"))
     code, output = _run(compile_command, timeout)

@@ -150,6 +150,10 @@ int main(int argc, char **argv) {
   app.add_option("--target-cpu", cpu,
                  "CPU to generate code for (LLVM name, e.g. znver4, skylake-avx512); "
                  "default: this machine's");
+  std::string cudaArchitectures;
+  app.add_option("--cuda-arch", cudaArchitectures,
+                 "GPU architectures of the CUDA target, comma-separated (sm_80, sm_86, sm_89, "
+                 "sm_90); default: sm_80,sm_90");
   app.add_option("--emit", emit,
                  "What to produce: the artifact, an intermediate form, or (qdq-onnx) the "
                  "graph as Tessel quantized it, as a QDQ ONNX model")
@@ -216,6 +220,14 @@ int main(int argc, char **argv) {
   };
   options.optLevel = optLevel;
   options.cpu = cpu;
+  llvm::SmallVector<llvm::StringRef> architectures;
+  llvm::StringRef(cudaArchitectures).split(architectures, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef architecture : architectures)
+    options.cudaArchitectures.push_back(architecture.trim().str());
+  if (app.count("--cuda-arch") && options.cudaArchitectures.empty()) {
+    llvm::errs() << "tessel-compile: error: --cuda-arch names no architecture\n";
+    return 1;
+  }
   for (const std::string &shape : shapes) {
     auto [name, dims] = llvm::StringRef(shape).rsplit('=');
     std::optional<std::vector<int64_t>> parsed = parseDims(dims);

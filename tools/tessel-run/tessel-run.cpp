@@ -228,6 +228,10 @@ int main(int argc, char **argv) {
   app.add_option("--bench", bench, "Time this many runs and print the latency");
   app.add_option("--warmup", warmup, "Untimed runs before --bench");
   app.add_option("--threads", threads, "Threads per run (0: one per core)");
+  std::string device;
+  app.add_option("--device", device,
+                 "Device to run on: cpu, cuda or npu; fails when it is absent. Default: the "
+                 "GPU where the artifact has CUDA code and one is present, else the CPU");
   app.add_flag("--print", print, "Print the outputs");
   app.add_option("--profile", profile,
                  "Time every step and print this many kernels that took longest (10 when no "
@@ -310,9 +314,12 @@ int main(int argc, char **argv) {
           threads ? threads : std::max(1u, std::thread::hardware_concurrency()));
     tsl::SessionOptions options;
     options.threadCount = threads;
+    options.device = device;
     options.profile = profile > 0 || !report.empty();
     options.npuTrace = !npuTraceFile.empty();
     tsl::Session session(module, options);
+    std::printf("device: %s (%s)\n", session.device().c_str(),
+                tsl_device_description(session.device().c_str()));
     std::vector<tsl::Tensor> outputs = session.run(inputTensors);
 
     std::vector<HostTensor> results;

@@ -214,6 +214,11 @@ TSL_API size_t tsl_tensor_byte_size(const tsl_tensor *tensor);
  * On failure the status says why (e.g. no libcuda). Never aborts. */
 TSL_API tsl_status tsl_device_check(const char *device);
 
+/* What the device is, for messages: for "cuda" the GPU's name and
+ * architecture ("NVIDIA H200, sm_90") or why there is none. The string
+ * lives as long as the process. */
+TSL_API const char *tsl_device_description(const char *device);
+
 /*===----------------------------------------------------------------------===*
  * Sessions: what one thread needs to run a module (intermediate memory,
  * worker threads). A session runs one call at a time; run a module from
@@ -226,7 +231,10 @@ typedef struct tsl_session_options {
   /* Threads that run kernels, the calling one included; 0 means one per
    * available core. */
   uint32_t thread_count;
-  /* The device to run on; NULL means "cpu". */
+  /* The device to run on ("cpu", "cuda", "npu"). NULL means the GPU when
+   * the artifact holds CUDA executables and this process has a GPU that
+   * can run one, else "cpu"; tsl_session_device says which. Naming a
+   * device that is absent fails with TSL_UNAVAILABLE saying why. */
   const char *device;
   /* Nonzero: time every schedule step of every run, for
    * tsl_session_get_step_timings. Costs two clock reads per step. */
@@ -245,6 +253,9 @@ TSL_API tsl_status tsl_session_create(tsl_module *module,
                                       const tsl_session_options *options,
                                       tsl_session **out_session);
 TSL_API void tsl_session_retain(tsl_session *session);
+
+/* The device the session runs on: "cpu", "cuda" or "npu". */
+TSL_API const char *tsl_session_device(const tsl_session *session);
 TSL_API void tsl_session_release(tsl_session *session);
 
 /* Runs the model once.

@@ -298,7 +298,9 @@ struct SessionOptions {
   /// Threads that run kernels, the calling one included; 0 means one per
   /// available core.
   uint32_t threadCount = 0;
-  std::string device = "cpu";
+  /// "cpu", "cuda" or "npu"; empty: the GPU where the artifact has CUDA
+  /// executables and one is present, else the CPU (Session::device()).
+  std::string device;
   /// Time every schedule step of every run (see stepTimings()).
   bool profile = false;
   /// Keep when each NPU instruction of the last run ran (see
@@ -315,7 +317,7 @@ public:
     tsl_session_options cOptions;
     tsl_session_options_init(&cOptions);
     cOptions.thread_count = options.threadCount;
-    cOptions.device = options.device.c_str();
+    cOptions.device = options.device.empty() ? nullptr : options.device.c_str();
     cOptions.profile = options.profile;
     cOptions.npu_trace = options.npuTrace;
     tsl_session *session;
@@ -368,6 +370,9 @@ public:
     detail::check(tsl_session_get_npu_statistics(get(), &statistics, &count));
     return std::vector<tsl_npu_step_statistics>(statistics, statistics + count);
   }
+
+  /// The device the session runs on: "cpu", "cuda" or "npu".
+  std::string device() const { return tsl_session_device(get()); }
 
   tsl_session *get() const noexcept { return handle.get(); }
   explicit operator bool() const noexcept { return bool(handle); }

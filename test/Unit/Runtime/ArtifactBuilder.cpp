@@ -60,7 +60,7 @@ fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
         dispatchedSizes(artifact, index, e, entry.bindingCount));
     entries.push_back(sc::CreateKernelEntry(
         builder, builder.CreateString(entry.symbol), entry.workgroupCount,
-        entry.bindingCount, entry.scratchBytes, /*cuda_launch=*/0,
+        entry.bindingCount, entry.scratchBytes,
         builder.CreateVector(sizes), /*source_nodes=*/0, /*float_operations=*/0,
         /*integer_operations=*/0, entry.npuFirstInstruction, entry.npuInstructionCount));
   }

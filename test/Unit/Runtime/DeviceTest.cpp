@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <dirent.h>
 
 namespace tessel::test {
@@ -14,7 +15,13 @@ namespace {
 using ::testing::HasSubstr;
 namespace sc = tessel::schema;
 
-/// The add model compiled for CUDA: PTX the runtime cannot run yet.
+/// These tests are about a process without a GPU: the driver the runtime
+/// loads is one that does not exist, whatever the machine has. (Set before
+/// main, so before the runtime first looks for the driver.)
+[[maybe_unused]] const int kNoCudaDriver =
+    setenv("TESSEL_CUDA_DRIVER", "/nonexistent/libcuda.so.1", /*overwrite=*/1);
+
+/// The add model compiled for CUDA alone.
 ArtifactSpec cudaAddModel() {
   ArtifactSpec spec = addModel();
   ExecutableSpec &executable = spec.executables[0];
@@ -29,10 +36,13 @@ TEST(DeviceTest, CpuIsAvailable) {
   EXPECT_EQ(tsl_device_check("cpu"), nullptr);
 }
 
-TEST(DeviceTest, CudaIsNotAvailableYet) {
+TEST(DeviceTest, CudaWithoutADriverIsUnavailable) {
   StatusResult status = take(tsl_device_check("cuda"));
   EXPECT_EQ(status.code, TSL_UNAVAILABLE);
-  EXPECT_EQ(status.message, "this runtime has no cuda device yet");
+  EXPECT_EQ(status.message, "the cuda device is not available: no CUDA driver found "
+                            "(/nonexistent/libcuda.so.1: cannot open shared object file: No "
+                            "such file or directory)");
+  EXPECT_THAT(tsl_device_description("cuda"), HasSubstr("no CUDA driver found"));
 }
 
 TEST(DeviceTest, UnknownDeviceIsNotFound) {
@@ -49,8 +59,8 @@ TEST(DeviceTest, CudaOnlyScheduleLoadsButCannotRunOnTheCpu) {
   StatusResult status =
       take(tsl_session_create(module.get(), nullptr, &session));
   EXPECT_EQ(status.code, TSL_UNAVAILABLE);
-  EXPECT_EQ(status.message, "schedule step 0 needs the cuda device, which this "
-                            "runtime does not have yet");
+  EXPECT_THAT(status.message, HasSubstr("schedule step 0 needs the cuda device: the cuda "
+                                       "device is not available: no CUDA driver found"));
   EXPECT_EQ(session, nullptr);
 }
 

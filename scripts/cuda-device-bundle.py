@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Prepares the GPU checks of the CUDA target as one folder to run on a
+machine with an NVIDIA GPU (and no compiler: it needs only the runtime).
+
+Here, where the compiler is: every ONNX node test of an expected-to-pass
+list and every given real model is compiled with --target cuda (PTX for
+sm_80 and sm_90 beside the x86 code). The node tests' artifacts are kept
+only when they pass on this machine's CPU (the x86 half of the same file),
+so that a failure on the GPU is the GPU's. The folder then holds the
+artifacts, their test data, tessel-run with the libraries it needs, and
+gpu-checks.sh, which runs everything with `tessel-run --device cuda` and
+ends with a summary line `N passed, N failed`.
+
+  scripts/cuda-device-bundle.py --build build --out .gpu \\
+      --node-list test/EndToEnd/OnnxNode/onnx-1.22/expected-pass.txt \\
+      --model squeezenet=path/model.onnx:path/data ...
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "lib"))
+import onnx_node_test  # noqa: E402
+
+CUDA = ["--target", "cuda", "--cuda-arch", "sm_80,sm_90"]
+
+
+def node_test_root(python):
+    code = "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), " \
+           "'backend', 'test', 'data', 'node'))"
+    return subprocess.check_output([python, "-c", code], text=True).strip()
+
+
+def bundle_node_tests(args, tools, out):
+    root = node_test_root(args.python)
+    with open(args.node_list) as stream:
+        names = [line.strip() for line in stream if line.strip() and not line.startswith("#")]
+    if args.limit:
+        names = names[:args.limit]
+    kept = failed = 0
+    for i, name in enumerate(names):
+        work = os.path.join(out, "node", name)
+        outcome = onnx_node_test.run_node_test(tools, os.path.join(root, name), work,
+                                               compile_args=CUDA)
+        if outcome.status != onnx_node_test.PASS:
+            failed += 1
+            print("%s: %s on the CPU: %s" % (name, outcome.status, outcome.detail))
+            shutil.rmtree(work, ignore_errors=True)
+            continue
+        for entry in os.listdir(os.path.join(root, name)):
+            if entry.startswith("test_data_set_"):
+                shutil.copytree(os.path.join(root, name, entry), os.path.join(work, entry))
+        kept += 1
+        if (i + 1) % 100 == 0:
+            print("node tests: %d of %d compiled" % (i + 1, len(names)), flush=True)
+    print("node tests: %d bundled, %d not (they fail with --target cuda on the CPU)"
+          % (kept, failed))
+
+
+def bundle_models(args, tools, out):
+    for spec in args.model:
+        name, paths = spec.split("=", 1)
+        model, data = paths.split(":", 1)
+        folder = os.path.join(out, "models", name)
+        os.makedirs(folder, exist_ok=True)
+        subprocess.check_call([os.path.join(tools, "tessel-compile"), model, "-q", "-o",
+                               os.path.join(folder, "model.tsl"), *CUDA],
+                              stdout=subprocess.DEVNULL)
+        shutil.copytree(data, os.path.join(folder, "data"), dirs_exist_ok=True)
+        print("model %s: compiled" % name, flush=True)
+
+
+def copy_runtime(args, out):
+    """tessel-run and every library it loads that a CUDA machine may lack."""
+    os.makedirs(os.path.join(out, "bin"), exist_ok=True)
+    os.makedirs(os.path.join(out, "lib"), exist_ok=True)
+    tool = os.path.join(args.build, "bin", "tessel-run")
+    shutil.copy(tool, os.path.join(out, "bin"))
+    listing = subprocess.check_output(["ldd", tool], text=True)
+    for line in listing.splitlines():
+        parts = line.split("=>")
+        if len(parts) != 2 or not parts[1].strip().startswith("/"):
+            continue
+        library = parts[1].split()[0]
+        if any(key in library for key in ("tessel_runtime", "onnx", "protobuf", "abseil")):
+            shutil.copy(os.path.realpath(library),
+                        os.path.join(out, "lib", os.path.basename(parts[0].strip())))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--node-list")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--model", action="append", default=[],
+                        help="NAME=MODEL.onnx:DATA_DIR (input_N.pb and output_N.pb)")
+    args = parser.parse_args()
+    tools = os.path.join(args.build, "bin")
+    os.makedirs(args.out, exist_ok=True)
+    copy_runtime(args, args.out)
+    shutil.copy(os.path.join(os.path.dirname(__file__), "gpu-checks.sh"), args.out)
+    if args.model:
+        bundle_models(args, tools, args.out)
+    if args.node_list:
+        bundle_node_tests(args, tools, args.out)
+
+
+if __name__ == "__main__":
+    main()
