@@ -25,6 +25,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace nb = nanobind;
@@ -245,11 +246,13 @@ using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 /// a second thread calling run waits for the first.
 class Session {
 public:
-  Session(const Module &module, uint32_t threads, bool profile) : module(module) {
+  Session(const Module &module, uint32_t threads, bool profile, const std::optional<std::string> &device)
+      : module(module) {
     tsl_session_options options;
     tsl_session_options_init(&options);
     options.thread_count = threads;
     options.profile = profile;
+    options.device = device ? device->c_str() : nullptr;
     check(tsl_session_create(module.get(), &options, &session));
   }
   Session(const Session &) = delete;
@@ -293,6 +296,8 @@ public:
     }
     return listForm ? selectOutputs(results, first) : namedOutputs(results);
   }
+
+  std::string device() const { return tsl_session_device(session); }
 
   /// [(kernel, runs, total nanoseconds)] per schedule step.
   std::vector<std::tuple<std::string, uint64_t, uint64_t>> stepTimings() const {
@@ -463,11 +468,14 @@ NB_MODULE(_tessel, m) {
       .def_prop_ro("memory", &Module::memory)
       .def(
           "session",
-          [](const Module &module, uint32_t threads, bool profile) {
-            return new Session(module, threads, profile);
+          [](const Module &module, uint32_t threads, bool profile,
+             const std::optional<std::string> &device) {
+            return new Session(module, threads, profile, device);
           },
-          nb::arg("threads") = 0, nb::arg("profile") = false,
-          "A session for one thread's runs; threads=0 uses one per core")
+          nb::arg("threads") = 0, nb::arg("profile") = false, nb::arg("device").none() = nb::none(),
+          "A session for one thread's runs; threads=0 uses one per core. device: 'cpu', "
+          "'cuda' or 'npu'; None picks the GPU where the module has CUDA code and one is "
+          "present, else the CPU")
       .def("__repr__", [](const Module &module) {
         return "<tessel.Module " + std::string(tsl_module_provenance(module.get(), "model_name")) +
                ": " + std::to_string(module.inputInfos().size()) + " inputs, " +
@@ -479,6 +487,7 @@ NB_MODULE(_tessel, m) {
            nb::arg("feeds").none() = nb::none(),
            "run({name: array}) -> {name: array}; run(None or [names], {name: array}) -> "
            "[array], as onnxruntime's InferenceSession.run")
+      .def_prop_ro("device", &Session::device, "The device the session runs on")
       .def("step_timings", &Session::stepTimings,
            "[(kernel, runs, total nanoseconds)] per schedule step (profile=True)");
 

@@ -2,6 +2,9 @@
 
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 
@@ -192,3 +195,33 @@ def test_sessions_in_threads(lenet_artifact, lenet_data):
         thread.join()
     for result in results:
         assert_close(result, expected)
+
+
+def test_cuda_artifact_runs_on_the_cpu_without_a_gpu(lenet_path, lenet_data):
+    """--target cuda adds PTX beside the x86 code: with no driver (a library
+    that does not exist stands in for libcuda, in a process of its own) the
+    session runs on the CPU and says so; demanding the GPU fails naming why."""
+    image, expected = lenet_data
+    artifact = tessel.compile(lenet_path, target="cuda", progress=False)
+    script = (
+        "import sys, numpy as np, tessel\n"
+        "module = tessel.load(sys.stdin.buffer.read())\n"
+        "session = module.session(threads=1)\n"
+        "(scores,) = session.run(None, {'image': np.load(sys.argv[1])})\n"
+        "np.save(sys.argv[2], scores)\n"
+        "print(session.device)\n"
+        "try:\n"
+        "    module.session(device='cuda')\n"
+        "except tessel.TesselError as error:\n"
+        "    print(error)\n")
+    with tempfile.TemporaryDirectory() as work:
+        np.save(os.path.join(work, "image.npy"), image)
+        environment = dict(os.environ, TESSEL_CUDA_DRIVER=os.path.join(work, "libcuda.so.1"))
+        result = subprocess.run(
+            [sys.executable, "-c", script, os.path.join(work, "image.npy"),
+             os.path.join(work, "scores.npy")],
+            input=artifact, capture_output=True, env=environment, check=True)
+        lines = result.stdout.decode().splitlines()
+        assert lines[0] == "cpu"
+        assert "the cuda device is not available: no CUDA driver found" in lines[1]
+        assert_close(np.load(os.path.join(work, "scores.npy")), expected)
