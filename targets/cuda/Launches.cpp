@@ -190,23 +190,8 @@ void copyGlobals(gpu::GPUFuncOp function, ModuleOp from, gpu::GPUModuleOp gpuMod
 
 } // namespace
 
-FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp gpuModule,
-                                          unsigned threadsPerBlock) {
+LogicalResult formLaunches(func::FuncOp kernel, unsigned threadsPerBlock) {
   Block &body = kernel.getBody().front();
-  KernelLaunches result;
-  llvm::DenseMap<Value, uint64_t> scratch;
-  for (Operation &op : body) {
-    if (!isa<memref::AllocOp, memref::AllocaOp>(op))
-      continue;
-    auto type = cast<MemRefType>(op.getResult(0).getType());
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
-      return op.emitError("the CUDA target needs temporaries of static shape");
-    uint64_t bytes = type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    result.scratchBytes = llvm::alignTo(result.scratchBytes, kScratchAlignment);
-    scratch[op.getResult(0)] = result.scratchBytes;
-    result.scratchBytes += bytes;
-  }
-
   // Every nest that computes becomes a launch, in program order.
   SmallVector<Operation *> serial;
   SmallVector<Operation *> topLevel = llvm::map_to_vector(body, [](Operation &op) { return &op; });
@@ -229,12 +214,31 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
     serial.push_back(op);
   }
   flushSerial();
+  for (gpu::LaunchOp launch : body.getOps<gpu::LaunchOp>())
+    sinkAddressComputations(launch);
+  return success();
+}
+
+FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp gpuModule) {
+  Block &body = kernel.getBody().front();
+  KernelLaunches result;
+  llvm::DenseMap<Value, uint64_t> scratch;
+  for (Operation &op : body) {
+    if (!isa<memref::AllocOp, memref::AllocaOp>(op))
+      continue;
+    auto type = cast<MemRefType>(op.getResult(0).getType());
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return op.emitError("the CUDA target needs temporaries of static shape");
+    uint64_t bytes = type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    result.scratchBytes = llvm::alignTo(result.scratchBytes, kScratchAlignment);
+    scratch[op.getResult(0)] = result.scratchBytes;
+    result.scratchBytes += bytes;
+  }
 
   SymbolTable symbols(gpuModule);
   auto module = kernel->getParentOfType<ModuleOp>();
   SmallVector<gpu::LaunchOp> launches(body.getOps<gpu::LaunchOp>());
   for (gpu::LaunchOp launch : launches) {
-    sinkAddressComputations(launch);
     SmallVector<Value> operands;
     std::string name = (kernel.getSymName() + "_" + Twine(result.launches.size())).str();
     gpu::GPUFuncOp function = outlineKernelFunc(launch, name, operands);
@@ -276,6 +280,32 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
     launch.erase();
   }
   return result;
+}
+
+void runLaunchesOnHost(func::FuncOp kernel) {
+  SmallVector<gpu::LaunchOp> launches(kernel.getBody().front().getOps<gpu::LaunchOp>());
+  for (gpu::LaunchOp launch : launches) {
+    // Every launch is one-dimensional and has no barrier, so running its
+    // threads one after another is one of the schedules the GPU may pick.
+    OpBuilder builder(launch);
+    Location loc = launch.getLoc();
+    Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+    Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+    auto blocks = scf::ForOp::create(builder, loc, zero, launch.getGridSizeX(), one);
+    builder.setInsertionPointToStart(blocks.getBody());
+    auto threads = scf::ForOp::create(builder, loc, zero, launch.getBlockSizeX(), one);
+    Block &body = launch.getBody().front();
+    IRMapping mapping;
+    mapping.map(launch.getBlockIds().x, blocks.getInductionVar());
+    mapping.map(launch.getThreadIds().x, threads.getInductionVar());
+    for (Value unused : {launch.getBlockIds().y, launch.getBlockIds().z, launch.getThreadIds().y,
+                         launch.getThreadIds().z})
+      mapping.map(unused, zero);
+    builder.setInsertionPoint(threads.getBody()->getTerminator());
+    for (Operation &op : body.without_terminator())
+      builder.clone(op, mapping);
+    launch.erase();
+  }
 }
 
 } // namespace tessel::cuda

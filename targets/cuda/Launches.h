@@ -24,15 +24,25 @@ struct KernelLaunches {
   uint64_t scratchBytes = 0;
 };
 
-/// Outlines every top-level loop nest of `kernel` (bufferized, its linalg
-/// ops lowered to scf.parallel and scf.for) into a gpu.func of `gpuModule`.
-/// A parallel nest gets one thread per iteration, `threadsPerBlock` to a
-/// block; whatever else computes runs in a launch of one thread. Top-level
-/// allocations become offsets into the entry's scratch. Fails, with a
-/// diagnostic on `kernel`, on what a launch cannot take (dynamic shapes).
+/// Turns every top-level loop nest of `kernel` (bufferized, its linalg
+/// ops lowered to scf.parallel and scf.for) into a one-dimensional
+/// gpu.launch in place: a parallel nest gets one thread per iteration,
+/// `threadsPerBlock` to a block; whatever else computes runs in a launch of
+/// one thread. Views and constants are rebuilt inside the launches, which
+/// then use only whole buffers from outside. Fails, with a diagnostic on
+/// `kernel`, on what a launch cannot take (dynamic shapes).
+mlir::LogicalResult formLaunches(mlir::func::FuncOp kernel, unsigned threadsPerBlock);
+
+/// Outlines the launches formLaunches made into gpu.funcs of `gpuModule`;
+/// top-level allocations become offsets into the entry's scratch.
 mlir::FailureOr<KernelLaunches> outlineLaunches(mlir::func::FuncOp kernel,
-                                                mlir::gpu::GPUModuleOp gpuModule,
-                                                unsigned threadsPerBlock);
+                                                mlir::gpu::GPUModuleOp gpuModule);
+
+/// Replaces the launches formLaunches made by loops over their blocks and
+/// threads, so that the kernels' index arithmetic, tiles and launch
+/// boundaries run on the host (the emulator that checks them without a
+/// GPU).
+void runLaunchesOnHost(mlir::func::FuncOp kernel);
 
 } // namespace tessel::cuda
 

@@ -1,0 +1,29 @@
+//===- Loops.h - Tessel kernels as buffers and loop nests --------*- C++ -*-===//
+//
+// The first half of the CUDA target: kernels (linalg on tensors) become
+// functions on buffers whose top-level loop nests Launches.h turns into
+// GPU launches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TARGETS_CUDA_LOOPS_H
+#define TESSEL_TARGETS_CUDA_LOOPS_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace tessel::cuda {
+
+/// Bufferizes the kernels of `kernels`: results become output bindings
+/// (after the inputs), temporaries allocations, copies linalg copies, and
+/// the packs and unpacks of weights packed for the CPU transposes.
+mlir::LogicalResult bufferizeKernels(mlir::ModuleOp kernels);
+
+/// bufferizeKernels, then the linalg ops as loops: matrix products tiled
+/// so that each thread computes a small block of outputs, every op an
+/// scf.parallel over its parallel dimensions around scf.for over its
+/// reductions.
+mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels);
+
+} // namespace tessel::cuda
+
+#endif // TESSEL_TARGETS_CUDA_LOOPS_H
