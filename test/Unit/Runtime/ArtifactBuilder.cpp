@@ -58,11 +58,21 @@ fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
     const EntrySpec &entry = spec.entries[e];
     std::vector<uint64_t> sizes = entry.bindingSizes.value_or(
         dispatchedSizes(artifact, index, e, entry.bindingCount));
+    fb::Offset<fb::Vector<fb::Offset<sc::CudaLaunch>>> launches;
+    if (!entry.cudaLaunches.empty()) {
+      std::vector<fb::Offset<sc::CudaLaunch>> created;
+      for (const EntrySpec::Launch &launch : entry.cudaLaunches)
+        created.push_back(sc::CreateCudaLaunchDirect(builder, &launch.grid, &launch.block, 0,
+                                                     launch.function.c_str(),
+                                                     &launch.arguments));
+      launches = builder.CreateVector(created);
+    }
     entries.push_back(sc::CreateKernelEntry(
         builder, builder.CreateString(entry.symbol), entry.workgroupCount,
         entry.bindingCount, entry.scratchBytes,
         builder.CreateVector(sizes), /*source_nodes=*/0, /*float_operations=*/0,
-        /*integer_operations=*/0, entry.npuFirstInstruction, entry.npuInstructionCount));
+        /*integer_operations=*/0, entry.npuFirstInstruction, entry.npuInstructionCount,
+        launches));
   }
   fb::Offset<sc::NpuProgram> npu;
   if (spec.npu) {
@@ -74,7 +84,7 @@ fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
   auto architecture = builder.CreateString(spec.architecture);
   auto cpuFeatures = builder.CreateVectorOfStrings(spec.cpuFeatures);
   return sc::CreateExecutable(builder, spec.device, spec.format, binary,
-                              entryVector, architecture, npu, cpuFeatures);
+                              entryVector, architecture, npu, cpuFeatures, spec.replaces);
 }
 
 fb::Offset<sc::ScheduleStep> step(fb::FlatBufferBuilder &builder,

@@ -50,6 +50,13 @@ struct EntrySpec {
   std::optional<std::vector<uint64_t>> bindingSizes;
   /// NPU only: the entry's instructions in the executable's program.
   uint32_t npuFirstInstruction = 0, npuInstructionCount = 0;
+  /// CUDA only: the entry's launches.
+  struct Launch {
+    std::string function;
+    schema::Dim3 grid{1, 1, 1}, block{1, 1, 1};
+    std::vector<schema::CudaArgument> arguments;
+  };
+  std::vector<Launch> cudaLaunches;
 };
 
 /// An NPU executable's program: the schema's default configuration but for
@@ -67,6 +74,8 @@ struct ExecutableSpec {
   std::string architecture;
   std::vector<std::string> cpuFeatures;
   std::optional<NpuProgramSpec> npu;
+  /// The executable this one replaces on another device; -1 for none.
+  int32_t replaces = -1;
 };
 
 struct DispatchSpec {

@@ -209,3 +209,25 @@ TEST(DeviceTest, ReleasingModulesUnloadsTheirSharedObjects) {
 
 } // namespace
 } // namespace tessel::test
+
+namespace tessel::test {
+namespace {
+
+TEST(DeviceTest, CudaBesideCpuRunsOnTheCpuWithoutADriver) {
+  ModulePtr module = loadModule(buildArtifact(cudaBesideCpuModel()));
+  ASSERT_TRUE(module);
+  tsl_session *session = nullptr;
+  ASSERT_EQ(tsl_session_create(module.get(), nullptr, &session), nullptr);
+  EXPECT_STREQ(tsl_session_device(session), "cpu");
+  tsl_session_release(session);
+
+  tsl_session_options options;
+  tsl_session_options_init(&options);
+  options.device = "cuda";
+  StatusResult status = take(tsl_session_create(module.get(), &options, &session));
+  EXPECT_EQ(status.code, TSL_UNAVAILABLE);
+  EXPECT_THAT(status.message, HasSubstr("no CUDA driver found"));
+}
+
+} // namespace
+} // namespace tessel::test

@@ -60,6 +60,26 @@ ArtifactSpec addModel() {
   return spec;
 }
 
+/// The add model with PTX beside its CPU code: one launch of 32 threads
+/// over the entry's three bindings.
+ArtifactSpec cudaBesideCpuModel() {
+  ArtifactSpec spec = addModel();
+  ExecutableSpec cuda;
+  cuda.device = sc::DeviceKind_cuda;
+  cuda.format = sc::ExecutableFormat_cuda_ptx;
+  cuda.architecture = "sm_80";
+  std::string ptx = ".version 7.0\n.target sm_80\n.visible .entry add_0(\n";
+  cuda.binary.assign(ptx.begin(), ptx.end());
+  EntrySpec entry{"add", 1, 3, 0, std::vector<uint64_t>{kTensorBytes, kTensorBytes, kTensorBytes}};
+  entry.cudaLaunches.push_back(
+      {"add_0", sc::Dim3(1, 1, 1), sc::Dim3(32, 1, 1),
+       {sc::CudaArgument(0, 0), sc::CudaArgument(1, 0), sc::CudaArgument(2, 0)}});
+  cuda.entries = {entry};
+  cuda.replaces = 0;
+  spec.executables.push_back(cuda);
+  return spec;
+}
+
 std::vector<float> pipelineWeights() {
   std::vector<float> weights(kElements);
   for (int64_t i = 0; i < kElements; ++i)

@@ -30,6 +30,9 @@ ExecutableSpec kernelExecutable(std::vector<EntrySpec> entries);
 /// z = x + y: one dispatch of add_f32_entry, 4 workgroups, straight from the
 /// inputs into the output.
 ArtifactSpec addModel();
+/// addModel with PTX beside its CPU code (an sm_80 executable that
+/// replaces the CPU's): one launch of 32 threads over the three bindings.
+ArtifactSpec cudaBesideCpuModel();
 
 /// y = 2 * (x + w) and z = x + w: a constant w at a non-zero weight offset,
 /// an arena intermediate, an entry that uses scratch and a copy step.

@@ -336,3 +336,63 @@ TEST(VerifierTest, SharedTablesDescribingMoreThanTheFileHoldsAreRefused) {
 
 } // namespace
 } // namespace tessel::test
+
+namespace tessel::test {
+namespace {
+
+TEST(VerifierTest, CudaBesideCpuIsAccepted) {
+  EXPECT_TRUE(loadModule(buildArtifact(cudaBesideCpuModel())));
+}
+
+TEST(VerifierTest, CudaParameterOutsideItsBindingIsRefused) {
+  ArtifactSpec spec = cudaBesideCpuModel();
+  spec.executables[1].entries[0].cudaLaunches[0].arguments[2] = sc::CudaArgument(2, 1 << 20);
+  expectRefused(spec, "artifact executable 1 entry 0 ('add') launch 0: a parameter points "
+                      "outside its binding or the scratch");
+}
+
+TEST(VerifierTest, CudaParameterBeyondTheBindingsIsRefused) {
+  ArtifactSpec spec = cudaBesideCpuModel();
+  spec.executables[1].entries[0].cudaLaunches[0].arguments[0] = sc::CudaArgument(3, 0);
+  expectRefused(spec, "launch 0: a parameter points outside its binding or the scratch");
+}
+
+TEST(VerifierTest, CudaScratchParameterWithoutScratchIsRefused) {
+  ArtifactSpec spec = cudaBesideCpuModel();
+  spec.executables[1].entries[0].cudaLaunches[0].arguments[0] =
+      sc::CudaArgument(UINT32_MAX, 256);
+  expectRefused(spec, "launch 0: a parameter points outside its binding or the scratch");
+}
+
+TEST(VerifierTest, CudaBlockBeyondTheHardwareIsRefused) {
+  ArtifactSpec spec = cudaBesideCpuModel();
+  spec.executables[1].entries[0].cudaLaunches[0].block = sc::Dim3(64, 32, 1);
+  expectRefused(spec, "launch 0: grid 1x1x1 or block of 2048 threads is outside CUDA's limits");
+  spec.executables[1].entries[0].cudaLaunches[0].block = sc::Dim3(32, 1, 1);
+  spec.executables[1].entries[0].cudaLaunches[0].grid = sc::Dim3(0, 1, 1);
+  expectRefused(spec, "is outside CUDA's limits");
+}
+
+TEST(VerifierTest, CudaLaunchWithoutAKernelNameIsRefused) {
+  ArtifactSpec spec = cudaBesideCpuModel();
+  spec.executables[1].entries[0].cudaLaunches[0].function.clear();
+  expectRefused(spec, "launch 0: no kernel name, grid or block");
+}
+
+TEST(VerifierTest, ReplacementOfAMissingExecutableIsRefused) {
+  ArtifactSpec spec = cudaBesideCpuModel();
+  spec.executables[1].replaces = 7;
+  expectRefused(spec, "artifact executable 1: replaces executable 7, which does not exist");
+  spec.executables[1].replaces = 1;
+  expectRefused(spec, "which is on the same device or itself a replacement");
+}
+
+TEST(VerifierTest, ReplacementWithOtherBindingsIsRefused) {
+  ArtifactSpec spec = cudaBesideCpuModel();
+  spec.executables[1].entries[0].bindingSizes = std::vector<uint64_t>{4, 4, 4};
+  expectRefused(spec, "artifact executable 1 entry 0: binds other buffers than the entry it "
+                      "replaces");
+}
+
+} // namespace
+} // namespace tessel::test
