@@ -83,7 +83,7 @@ public:
   CudaDevice(const Driver &driver, CUcontext context, int capability, unsigned multiprocessors,
              std::string name)
       : driver(driver), context(context), capability(capability), name(std::move(name)),
-        info{kDriverAlignment, /*hostAccessible=*/false, multiprocessors} {}
+        info{kDriverAlignment, /*hostAccessible=*/false, multiprocessors, capability} {}
 
   const DeviceCapabilities &capabilities() const override { return info; }
 
@@ -165,9 +165,9 @@ public:
 
   tsl_status loadExecutable(const sc::Executable &executable, uint32_t index,
                             std::unique_ptr<Executable> &loaded) override {
-    // PTX for a newer GPU than this one cannot run here; the module keeps
-    // the executables this GPU can JIT and the session picks the newest.
-    int wanted = architectureCapability(executable);
+    // PTX for a newer GPU than this one cannot run here (the module loads
+    // only the newest executable this GPU can run, Module.cpp).
+    int wanted = cudaArchitecture(executable);
     if (wanted < 0)
       return makeError(TSL_INVALID_ARTIFACT,
                        "executable %u: '%s' is no CUDA architecture (expected sm_NN)", index,
@@ -230,22 +230,6 @@ public:
       }
     stream = std::make_unique<CudaStream>(*this, handle, reinterpret_cast<CUdeviceptr>(scratch));
     return nullptr;
-  }
-
-  /// "sm_90" as 90; -1 for anything else.
-  static int architectureCapability(const sc::Executable &executable) {
-    if (!executable.architecture())
-      return -1;
-    const char *text = executable.architecture()->c_str();
-    if (std::strncmp(text, "sm_", 3) != 0 || !text[3])
-      return -1;
-    int value = 0;
-    for (const char *c = text + 3; *c; ++c) {
-      if (*c < '0' || *c > '9' || value > 10000)
-        return -1;
-      value = value * 10 + (*c - '0');
-    }
-    return value;
   }
 
   const Driver &driver;

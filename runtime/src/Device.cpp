@@ -11,6 +11,21 @@ Executable::~Executable() = default;
 Stream::~Stream() = default;
 Device::~Device() = default;
 
+int cudaArchitecture(const schema::Executable &executable) {
+  if (!executable.architecture())
+    return -1;
+  const char *text = executable.architecture()->c_str();
+  if (std::strncmp(text, "sm_", 3) != 0 || !text[3])
+    return -1;
+  int value = 0;
+  for (const char *c = text + 3; *c; ++c) {
+    if (*c < '0' || *c > '9' || value > 10000)
+      return -1;
+    value = value * 10 + (*c - '0');
+  }
+  return value;
+}
+
 Device *findDevice(schema::DeviceKind kind) {
   std::string why;
   switch (kind) {

@@ -29,6 +29,10 @@
 
 namespace tessel::runtime {
 
+/// The compute capability a CUDA executable was compiled for ("sm_90": 90);
+/// -1 when its architecture is no "sm_NN".
+int cudaArchitecture(const schema::Executable &executable);
+
 struct DeviceCapabilities {
   /// The least alignment of every buffer allocate() returns, and what
   /// memory bound to a dispatch must have.
@@ -38,6 +42,8 @@ struct DeviceCapabilities {
   bool hostAccessible;
   /// Independent compute units: cores, streaming multiprocessors, arrays.
   unsigned computeUnits;
+  /// A GPU's compute capability × 10 (90 for sm_90); 0 for other devices.
+  int architecture = 0;
 };
 
 enum class CopyDirection { HostToDevice, DeviceToHost, DeviceToDevice };

@@ -59,6 +59,34 @@ tsl_status checkArtifact(const uint8_t *data, size_t size, const tsl_load_option
   return verifyArtifact(data, artifactSize, std::min(maxArenaBytes, sc::kMaxArenaBytes), artifact);
 }
 
+/// Whether executable `index` is the one to load among those that replace
+/// the same executable on its device: for a GPU, the newest architecture
+/// it can run (JIT-compiling the others would only cost load time).
+/// Executables that replace none are always loaded.
+bool isChosenReplacement(const sc::Artifact &artifact, flatbuffers::uoffset_t index,
+                         const DeviceCapabilities &device) {
+  const auto &executables = *artifact.executables();
+  const sc::Executable &executable = *executables.Get(index);
+  if (executable.replaces() < 0 || executable.device() != sc::DeviceKind_cuda)
+    return true;
+  auto runs = [&](const sc::Executable &candidate) {
+    int architecture = cudaArchitecture(candidate);
+    return architecture >= 0 && architecture <= device.architecture;
+  };
+  if (!runs(executable))
+    return false;
+  for (flatbuffers::uoffset_t other = 0; other < executables.size(); ++other) {
+    const sc::Executable &sibling = *executables.Get(other);
+    if (other == index || sibling.replaces() != executable.replaces() ||
+        sibling.device() != executable.device() || !runs(sibling))
+      continue;
+    int mine = cudaArchitecture(executable), theirs = cudaArchitecture(sibling);
+    if (theirs > mine || (theirs == mine && other < index))
+      return false;
+  }
+  return true;
+}
+
 /// Verifies the `size` bytes in `bytes` and loads every executable whose
 /// device this process has; the others are refused when a session needs
 /// them.
@@ -77,7 +105,8 @@ tsl_status createModule(AlignedBytes bytes, size_t size, const tsl_load_options 
   module->executables.resize(executables.size());
   for (flatbuffers::uoffset_t i = 0; i < executables.size(); ++i) {
     const sc::Executable &executable = *executables.Get(i);
-    if (Device *device = findDevice(executable.device()))
+    Device *device = findDevice(executable.device());
+    if (device && isChosenReplacement(*artifact, i, device->capabilities()))
       TSL_RETURN_IF_ERROR(
           device->loadExecutable(executable, i, module->executables[i]));
   }

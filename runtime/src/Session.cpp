@@ -172,31 +172,19 @@ tsl_status streamFor(tsl_session &session, uint32_t step, Device &device, Stream
   return nullptr;
 }
 
-/// The architecture number of a CUDA executable ("sm_90": 90), 0 if none.
-int cudaArchitecture(const sc::Executable &executable) {
-  const flatbuffers::String *name = executable.architecture();
-  if (!name || name->size() < 4 || std::strncmp(name->c_str(), "sm_", 3) != 0)
-    return 0;
-  return std::atoi(name->c_str() + 3);
-}
-
 /// The executable that runs `executable`'s entries on the session's
-/// device: one of that device that replaces it and that the device loaded
-/// (the newest architecture among them), else `executable` itself.
+/// device: the one of that device that replaces it and that the device
+/// loaded (the module loads one per device), else `executable` itself.
 uint32_t replacementOn(const tsl_session &session, uint32_t executable) {
   const sc::Artifact &artifact = artifactOf(session);
   const tsl_module &module = *session.module.module;
-  int64_t best = -1;
   for (flatbuffers::uoffset_t e = 0; e < artifact.executables()->size(); ++e) {
     const sc::Executable &candidate = *artifact.executables()->Get(e);
-    if (candidate.replaces() != int32_t(executable) || candidate.device() != session.deviceKind ||
-        !module.executables[e])
-      continue;
-    if (best < 0 ||
-        cudaArchitecture(candidate) > cudaArchitecture(*artifact.executables()->Get(best)))
-      best = e;
+    if (candidate.replaces() == int32_t(executable) &&
+        candidate.device() == session.deviceKind && module.executables[e])
+      return e;
   }
-  return best < 0 ? executable : uint32_t(best);
+  return executable;
 }
 
 /// The device a session runs on when the caller names none: the one of
