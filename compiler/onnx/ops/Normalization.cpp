@@ -1,4 +1,4 @@
-//===- Normalization.cpp - LayerNorm, RMSNorm, Instance/Group/MVN/Lp ------===//
+//===- Normalization.cpp - LayerNorm, RMSNorm, Instance/Group/MVN/Lp, LRN -===//
 //
 // Each is its formula over tessel.reduce and broadcasting elementwise ops;
 // kernel formation fuses the elementwise parts into their reductions.
@@ -274,6 +274,48 @@ LogicalResult importLpNormalization(NodeImporter &node) {
   return node.setInferredOutput(0, f.div(x, divisor));
 }
 
+/// LRN: x / (bias + alpha / size * (the sum of squares over a window of
+/// `size` channels around each))^beta. The window sums are one product of
+/// a constant band matrix [C, C] with the squares as [N, C, rest].
+LogicalResult importLRN(NodeImporter &node) {
+  if (!requireStaticFloat(node))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  std::optional<int64_t> size = node.intAttr("size");
+  if (type.getRank() < 3)
+    return node.unsupported("the input must be [N, C, D1, ...]");
+  if (!size || *size <= 0)
+    return node.unsupported("size must be a positive integer");
+  int64_t channels = type.getDimSize(1), batch = type.getDimSize(0);
+  int64_t rest = type.getNumElements() / std::max<int64_t>(1, channels * batch);
+  if (failed(checkComputeBudget(node, double(channels) * channels * rest * batch,
+                                "window sums")))
+    return failure();
+  // Channel c sums channels [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)].
+  int64_t before = (*size - 1) / 2, after = *size - 1 - before;
+  OpBuilder &b = node.builder();
+  Type element = type.getElementType();
+  SmallVector<Attribute> band;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < channels; ++i)
+      band.push_back(b.getFloatAttr(element, double(i >= c - before && i <= c + after)));
+  Value window = ConstantOp::create(
+      b, node.loc(),
+      DenseElementsAttr::get(RankedTensorType::get({channels, channels}, element), band));
+  Formula f(node);
+  Value x = node.input(0);
+  Value squares = f.reshape(f.mul(x, x), {batch, channels, rest});
+  Value sums = node.createInferred<MatMulOp>(window, squares);
+  if (!sums)
+    return failure();
+  double alpha = node.floatAttr("alpha", 1e-4f), beta = node.floatAttr("beta", 0.75f),
+         bias = node.floatAttr("bias", 1.0f);
+  Value base = f.add(f.scalar(x, bias), f.mul(f.scalar(x, alpha / double(*size)),
+                                              f.reshape(sums, type.getShape())));
+  Value scale = node.createInferred<PowOp>(base, f.scalar(x, beta));
+  return node.setInferredOutput(0, scale ? f.div(x, scale) : Value());
+}
+
 } // namespace
 
 void registerNormalizationHandlers(OpRegistry &registry) {
@@ -283,6 +325,7 @@ void registerNormalizationHandlers(OpRegistry &registry) {
   registry.on("GroupNormalization", 18, importGroupNormalization);
   registry.on("MeanVarianceNormalization", 9, importMeanVarianceNormalization);
   registry.on("LpNormalization", 1, importLpNormalization);
+  registry.on("LRN", 1, importLRN);
 }
 
 } // namespace tessel::onnx_import
