@@ -11,6 +11,7 @@ namespace tessel::onnx_import {
 void registerAttentionHandlers(OpRegistry &registry);
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerGatherScatterHandlers(OpRegistry &registry);
+void registerGridSampleHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);

@@ -10,6 +10,7 @@ const OpRegistry &onnxOpRegistry() {
     registerAttentionHandlers(result);
     registerElementwiseHandlers(result);
     registerGatherScatterHandlers(result);
+    registerGridSampleHandlers(result);
     registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNormalizationHandlers(result);
