@@ -12,6 +12,7 @@ void registerAttentionHandlers(OpRegistry &registry);
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerGatherScatterHandlers(OpRegistry &registry);
 void registerGridSampleHandlers(OpRegistry &registry);
+void registerLinearMapHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);

@@ -11,6 +11,7 @@ const OpRegistry &onnxOpRegistry() {
     registerElementwiseHandlers(result);
     registerGatherScatterHandlers(result);
     registerGridSampleHandlers(result);
+    registerLinearMapHandlers(result);
     registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNormalizationHandlers(result);

@@ -354,6 +354,54 @@ LogicalResult importSpaceToDepth(NodeImporter &node) {
   return success();
 }
 
+/// ReverseSequence: along the time axis, the first sequence_lens[b]
+/// entries of each batch b reversed, the rest kept: one gather_elements
+/// with out[t, b] = in[t < len[b] ? len[b] - 1 - t : t, b]. A length
+/// beyond the time axis reverses the whole axis (ONNX leaves it undefined;
+/// the indices stay within the tensor).
+LogicalResult importReverseSequence(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0), lengthsType = node.inputType(1);
+  int64_t rank = type.getRank();
+  int64_t timeAxis = node.intAttr("time_axis", 0), batchAxis = node.intAttr("batch_axis", 1);
+  if (!type.hasStaticShape() || rank < 2 ||
+      !((timeAxis == 0 && batchAxis == 1) || (timeAxis == 1 && batchAxis == 0)))
+    return node.unsupported("input must be static, of rank 2 or more, with time_axis and "
+                            "batch_axis 0 and 1");
+  int64_t steps = type.getDimSize(timeAxis), batch = type.getDimSize(batchAxis);
+  if (!lengthsType.hasStaticShape() || lengthsType.getRank() != 1 ||
+      lengthsType.getDimSize(0) != batch)
+    return node.unsupported("sequence_lens must hold one length per batch entry");
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  RankedTensorType indexType = RankedTensorType::get(type.getShape(), b.getI64Type());
+  // Time and lengths as [T, 1] and [1, B] (or transposed), broadcasting to
+  // the indices of every (t, b).
+  SmallVector<int64_t> timeShape(2, 1), batchShape(2, 1);
+  timeShape[timeAxis] = steps, batchShape[batchAxis] = batch;
+  SmallVector<int64_t> times;
+  for (int64_t t = 0; t < steps; ++t)
+    times.push_back(t);
+  Value time = node.int64Constant(times, timeShape);
+  Value lengths = CastOp::create(b, loc, lengthsType.clone(b.getI64Type()), node.input(1));
+  lengths = ReshapeOp::create(b, loc, indexType.clone(batchShape), lengths);
+  lengths = node.createInferred<MinOp>(lengths, node.int64Constant({steps}, {}));
+  Value reversed = node.createInferred<SubOp>(
+      node.createInferred<SubOp>(lengths, node.int64Constant({1}, {})), time);
+  Value inside = node.createInferred<CompareOp>(b.getStringAttr("lt"), time, lengths);
+  Value indices = node.createInferred<WhereOp>(inside, reversed, time);
+  if (!indices)
+    return failure();
+  SmallVector<int64_t> planeShape(type.getShape().take_front(2));
+  planeShape.append(rank - 2, 1);
+  indices = ReshapeOp::create(b, loc, indexType.clone(planeShape),
+                              ExpandOp::create(b, loc, indexType.clone(type.getShape().take_front(2)),
+                                               indices));
+  indices = ExpandOp::create(b, loc, indexType, indices);
+  node.setOutput(0, GatherElementsOp::create(b, loc, type, node.input(0), indices,
+                                             b.getI64IntegerAttr(timeAxis)));
+  return success();
+}
+
 } // namespace
 
 void registerSlicingHandlers(OpRegistry &registry) {
@@ -363,6 +411,7 @@ void registerSlicingHandlers(OpRegistry &registry) {
   registry.on("Tile", 6, importTile);
   registry.on("Pad", 2, importPad);
   registry.on("CenterCropPad", 18, importCenterCropPad);
+  registry.on("ReverseSequence", 10, importReverseSequence);
   registry.on("Trilu", 14, importTrilu);
   registry.on("DepthToSpace", 1, importDepthToSpace);
   registry.on("SpaceToDepth", 1, importSpaceToDepth);

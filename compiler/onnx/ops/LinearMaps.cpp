@@ -1,0 +1,239 @@
+//===- LinearMaps.cpp - Col2Im and DFT as products with constant matrices -===//
+//
+// Both ops are linear maps of their input whose matrix depends only on
+// shapes and attributes: computed here at compile time, each becomes one
+// tessel.matmul (which runs wherever products run fastest).
+//
+//  - Col2Im sums the columns of sliding blocks back into an image: a 0/1
+//    matrix from (kernel position, block) to image pixel.
+//  - DFT transforms along one axis with the cosine and sine matrices of its
+//    length; complex values are a trailing axis of 2 (real, imaginary).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include <cmath>
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+namespace {
+
+Value matrixConstant(OpBuilder &b, Location loc, Type element, int64_t rows, int64_t columns,
+                     ArrayRef<double> values) {
+  SmallVector<Attribute> attributes;
+  for (double value : values)
+    attributes.push_back(b.getFloatAttr(element, value));
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(RankedTensorType::get({rows, columns}, element), attributes));
+}
+
+/// Col2Im(input [N, C * K, L], image_shape, block_shape): [N, C, image...],
+/// where K is the block's size and L the number of blocks.
+LogicalResult importCol2Im(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  std::optional<SmallVector<int64_t>> image = node.constantInts(1, "image_shape");
+  std::optional<SmallVector<int64_t>> block = node.constantInts(2, "block_shape");
+  if (!image || !block)
+    return failure();
+  size_t d = image->size();
+  if (!type.hasStaticShape() || type.getRank() != 3 || block->size() != d || d == 0 ||
+      !isa<FloatType>(type.getElementType()))
+    return node.unsupported("input must be a static [N, C * prod(block_shape), L] of floats, "
+                            "with image_shape and block_shape of equal length");
+  SmallVector<int64_t> dilations(d, 1), strides(d, 1), pads(2 * d, 0);
+  if (auto given = node.intsAttr("dilations"))
+    dilations.assign(given->begin(), given->end());
+  if (auto given = node.intsAttr("strides"))
+    strides.assign(given->begin(), given->end());
+  if (auto given = node.intsAttr("pads"))
+    pads.assign(given->begin(), given->end());
+  if (dilations.size() != d || strides.size() != d || pads.size() != 2 * d)
+    return node.unsupported("dilations, strides and pads must match image_shape");
+  int64_t kernel = 1, pixels = 1, blocks = 1;
+  SmallVector<int64_t> grid(d);
+  for (size_t i = 0; i < d; ++i) {
+    if ((*block)[i] <= 0 || (*image)[i] <= 0 || dilations[i] <= 0 || strides[i] <= 0)
+      return node.unsupported("block_shape, image_shape, dilations and strides must be positive");
+    grid[i] = ((*image)[i] + pads[i] + pads[i + d] - dilations[i] * ((*block)[i] - 1) - 1) /
+                  strides[i] + 1;
+    if (grid[i] <= 0)
+      return node.unsupported("the blocks do not fit the padded image");
+    kernel *= (*block)[i], pixels *= (*image)[i], blocks *= grid[i];
+  }
+  int64_t batch = type.getDimSize(0);
+  if (type.getDimSize(1) % kernel != 0 || type.getDimSize(2) != blocks)
+    return node.unsupported("input must be [N, C * " + Twine(kernel) + ", " + Twine(blocks) +
+                            "] for these shapes");
+  if (failed(checkComputeBudget(node, double(kernel) * blocks * pixels, "matrix entries")))
+    return failure();
+  int64_t channels = type.getDimSize(1) / kernel;
+
+  // Row (k, l) of the matrix: kernel position k of block l, adding into
+  // the pixel it covers (none when it falls in the padding).
+  std::vector<double> matrix(size_t(kernel * blocks * pixels), 0.0);
+  for (int64_t k = 0; k < kernel; ++k)
+    for (int64_t l = 0; l < blocks; ++l) {
+      int64_t pixel = 0;
+      bool inside = true;
+      for (size_t i = 0, kRest = k, lRest = l; i < d; ++i) {
+        int64_t kStride = 1, lStride = 1;
+        for (size_t j = i + 1; j < d; ++j)
+          kStride *= (*block)[j], lStride *= grid[j];
+        int64_t kIndex = kRest / kStride, lIndex = lRest / lStride;
+        kRest %= kStride, lRest %= lStride;
+        int64_t position = lIndex * strides[i] - pads[i] + kIndex * dilations[i];
+        inside &= position >= 0 && position < (*image)[i];
+        pixel = pixel * (*image)[i] + position;
+      }
+      if (inside)
+        matrix[size_t((k * blocks + l) * pixels + pixel)] = 1.0;
+    }
+  OpBuilder &b = node.builder();
+  Type element = type.getElementType();
+  Value columns = ReshapeOp::create(b, node.loc(), type.clone({batch, channels, kernel * blocks}),
+                                    node.input(0));
+  Value summed = node.createInferred<MatMulOp>(
+      columns, matrixConstant(b, node.loc(), element, kernel * blocks, pixels, matrix));
+  SmallVector<int64_t> shape{batch, channels};
+  shape.append(image->begin(), image->end());
+  return node.setInferredOutput(
+      0, summed ? ReshapeOp::create(b, node.loc(), type.clone(shape), summed) : Value());
+}
+
+/// The matrices of a DFT of `length` along an axis whose input has
+/// `inputLength` entries (truncated or padded with zeros to `length`):
+/// out[k] = sum over t of in[t] times the matrices' [t][k], as real
+/// products of the real and imaginary parts.
+struct DftMatrices {
+  int64_t rows, columns;
+  std::vector<double> realToReal, imaginaryToReal, realToImaginary, imaginaryToImaginary;
+};
+
+DftMatrices dftMatrices(int64_t inputLength, int64_t length, bool inverse, bool onesided) {
+  // Forward: X[k] = sum x[t] e^(-2 pi i k t / n), the first n / 2 + 1 when
+  // one-sided. Inverse: x[t] = 1 / n sum X[k] e^(2 pi i k t / n); one-sided
+  // (irfft), the input holds X[0 .. n / 2] of a Hermitian spectrum, so each
+  // other frequency counts twice and the result is real.
+  bool halfSpectrumIn = inverse && onesided;
+  int64_t used = halfSpectrumIn ? length / 2 + 1 : length;
+  int64_t columns = !inverse && onesided ? length / 2 + 1 : length;
+  DftMatrices m{inputLength, columns, {}, {}, {}, {}};
+  for (auto *matrix : {&m.realToReal, &m.imaginaryToReal, &m.realToImaginary,
+                       &m.imaginaryToImaginary})
+    matrix->assign(size_t(inputLength * columns), 0.0);
+  double sign = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / double(length) : 1.0;
+  for (int64_t t = 0; t < std::min(inputLength, used); ++t)
+    for (int64_t k = 0; k < columns; ++k) {
+      // Inverse transforms sum over the input's frequencies t into samples k.
+      double angle = 2 * llvm::numbers::pi * double(t) * double(k) / double(length);
+      double weight = scale;
+      if (halfSpectrumIn && t != 0 && 2 * t != length)
+        weight *= 2;
+      double c = std::cos(angle) * weight, s = sign * std::sin(angle) * weight;
+      size_t at = size_t(t * columns + k);
+      // (a + ib)(c + is) = (ac - bs) + i(as + bc)
+      m.realToReal[at] = c, m.imaginaryToReal[at] = -s;
+      m.realToImaginary[at] = s, m.imaginaryToImaginary[at] = c;
+    }
+  return m;
+}
+
+/// DFT(input [..., n, ..., 1 or 2] (real, or real and imaginary), dft_length,
+/// axis): the transform along `axis`, complex as a trailing [2] (one-sided
+/// inverse: real, a trailing [1]).
+LogicalResult importDft(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  if (!type.hasStaticShape() || rank < 2 || !isa<FloatType>(type.getElementType()) ||
+      (type.getDimSize(rank - 1) != 1 && type.getDimSize(rank - 1) != 2))
+    return node.unsupported("input must be a static float tensor whose last axis is 1 (real) "
+                            "or 2 (complex)");
+  int64_t axis = node.opset() >= 20 ? -2 : node.intAttr("axis", 1);
+  if (node.opset() >= 20 && node.input(2)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(2, "axis");
+    if (!given || given->size() != 1)
+      return failure();
+    axis = given->front();
+  }
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank - 1)
+    return node.unsupported("axis must be one of the signal's axes");
+  bool inverse = node.intAttr("inverse", 0) != 0, onesided = node.intAttr("onesided", 0) != 0;
+  int64_t inputLength = type.getDimSize(axis);
+  int64_t length = inverse && onesided ? 2 * (inputLength - 1) : inputLength;
+  if (node.input(1)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "dft_length");
+    if (!given || given->size() != 1)
+      return failure();
+    length = given->front();
+  }
+  if (length <= 0)
+    return node.unsupported("dft_length must be positive");
+  DftMatrices m = dftMatrices(inputLength, length, inverse, onesided);
+  if (failed(checkComputeBudget(node, double(type.getNumElements()) * m.columns * 2,
+                                "multiply-adds")))
+    return failure();
+
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  // In f64, as numpy's FFT that ONNX's reference uses: a frequency that
+  // should vanish then comes out within ONNX's tolerance of 0 (in f32, the
+  // cancelling products leave errors of about 1e-6 of the signal).
+  Type element = b.getF64Type();
+  Value input = CastOp::create(b, loc, type.clone(element), node.input(0));
+  // The signal's axes with `axis` last, for a product along it.
+  SmallVector<int64_t> perm, inversePerm(rank - 1);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    if (i != axis)
+      perm.push_back(i);
+  perm.push_back(axis);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    inversePerm[perm[i]] = i;
+  auto part = [&](int64_t index) {
+    Value value = node.createInferred<GatherOp>(input, node.int64Constant({index}, {}),
+                                                b.getI64IntegerAttr(rank - 1));
+    return node.createInferred<TransposeOp>(value, b.getDenseI64ArrayAttr(perm));
+  };
+  bool complexIn = type.getDimSize(rank - 1) == 2;
+  Value real = part(0), imaginary = complexIn ? part(1) : Value();
+  auto transform = [&](const std::vector<double> &fromReal, const std::vector<double> &fromImaginary) {
+    Value sum = node.createInferred<MatMulOp>(
+        real, matrixConstant(b, loc, element, m.rows, m.columns, fromReal));
+    if (imaginary)
+      sum = node.createInferred<AddOp>(
+          sum, node.createInferred<MatMulOp>(
+                   imaginary, matrixConstant(b, loc, element, m.rows, m.columns, fromImaginary)));
+    if (!sum)
+      return Value();
+    auto shape = llvm::to_vector(cast<RankedTensorType>(sum.getType()).getShape());
+    shape.push_back(1);
+    return Value(ReshapeOp::create(b, loc, type.clone(shape).clone(element), sum));
+  };
+  Value out = transform(m.realToReal, m.imaginaryToReal);
+  if (!(inverse && onesided))
+    out = node.createInferred<ConcatOp>(
+        ValueRange{out, transform(m.realToImaginary, m.imaginaryToImaginary)},
+        b.getI64IntegerAttr(rank - 1));
+  SmallVector<int64_t> back(inversePerm);
+  back.push_back(rank - 1);
+  Value transposed = node.createInferred<TransposeOp>(out, b.getDenseI64ArrayAttr(back));
+  if (!transposed)
+    return failure();
+  auto result = cast<RankedTensorType>(transposed.getType());
+  node.setOutput(0, CastOp::create(b, loc, result.clone(type.getElementType()), transposed));
+  return success();
+}
+
+} // namespace
+
+void registerLinearMapHandlers(OpRegistry &registry) {
+  registry.on("Col2Im", 18, importCol2Im);
+  registry.on("DFT", 17, importDft);
+}
+
+} // namespace tessel::onnx_import
