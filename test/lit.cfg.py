@@ -72,6 +72,8 @@ except OSError:
 # unsupported elsewhere).
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-device")
+if shutil.which("compute-sanitizer"):
+    config.available_features.add("compute-sanitizer")
 # The CUDA toolkit's PTX assembler, which checks the PTX the CUDA target
 # emits (scripts/setup.sh says where it looks).
 ptxas = shutil.which("ptxas") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
