@@ -1,4 +1,4 @@
-//===- LinearMaps.cpp - Col2Im and DFT as products with constant matrices -===//
+//===- LinearMaps.cpp - Col2Im, DFT, STFT: products with constant matrices -===//
 //
 // Both ops are linear maps of their input whose matrix depends only on
 // shapes and attributes: computed here at compile time, each becomes one
@@ -8,6 +8,7 @@
 //    matrix from (kernel position, block) to image pixel.
 //  - DFT transforms along one axis with the cosine and sine matrices of its
 //    length; complex values are a trailing axis of 2 (real, imaginary).
+//    STFT is a DFT of each (windowed) frame, the frames one gather.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,42 +143,19 @@ DftMatrices dftMatrices(int64_t inputLength, int64_t length, bool inverse, bool 
   return m;
 }
 
-/// DFT(input [..., n, ..., 1 or 2] (real, or real and imaginary), dft_length,
-/// axis): the transform along `axis`, complex as a trailing [2] (one-sided
-/// inverse: real, a trailing [1]).
-LogicalResult importDft(NodeImporter &node) {
-  RankedTensorType type = node.inputType(0);
+/// `signal` [..., n, ..., 1 or 2] transformed along `axis` (not the last)
+/// to `length` frequencies (or samples, inverse), complex as a trailing
+/// [2] (one-sided inverse: real, a trailing [1]); null, with the reason
+/// recorded, when it cannot be built.
+Value transformAlongAxis(NodeImporter &node, Value signal, int64_t axis, int64_t length,
+                         bool inverse, bool onesided) {
+  auto type = cast<RankedTensorType>(signal.getType());
   int64_t rank = type.getRank();
-  if (!type.hasStaticShape() || rank < 2 || !isa<FloatType>(type.getElementType()) ||
-      (type.getDimSize(rank - 1) != 1 && type.getDimSize(rank - 1) != 2))
-    return node.unsupported("input must be a static float tensor whose last axis is 1 (real) "
-                            "or 2 (complex)");
-  int64_t axis = node.opset() >= 20 ? -2 : node.intAttr("axis", 1);
-  if (node.opset() >= 20 && node.input(2)) {
-    std::optional<SmallVector<int64_t>> given = node.constantInts(2, "axis");
-    if (!given || given->size() != 1)
-      return failure();
-    axis = given->front();
-  }
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= rank - 1)
-    return node.unsupported("axis must be one of the signal's axes");
-  bool inverse = node.intAttr("inverse", 0) != 0, onesided = node.intAttr("onesided", 0) != 0;
   int64_t inputLength = type.getDimSize(axis);
-  int64_t length = inverse && onesided ? 2 * (inputLength - 1) : inputLength;
-  if (node.input(1)) {
-    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "dft_length");
-    if (!given || given->size() != 1)
-      return failure();
-    length = given->front();
-  }
-  if (length <= 0)
-    return node.unsupported("dft_length must be positive");
   DftMatrices m = dftMatrices(inputLength, length, inverse, onesided);
   if (failed(checkComputeBudget(node, double(type.getNumElements()) * m.columns * 2,
                                 "multiply-adds")))
-    return failure();
+    return Value();
 
   OpBuilder &b = node.builder();
   Location loc = node.loc();
@@ -185,7 +163,7 @@ LogicalResult importDft(NodeImporter &node) {
   // should vanish then comes out within ONNX's tolerance of 0 (in f32, the
   // cancelling products leave errors of about 1e-6 of the signal).
   Type element = b.getF64Type();
-  Value input = CastOp::create(b, loc, type.clone(element), node.input(0));
+  Value input = CastOp::create(b, loc, type.clone(element), signal);
   // The signal's axes with `axis` last, for a product along it.
   SmallVector<int64_t> perm, inversePerm(rank - 1);
   for (int64_t i = 0; i < rank - 1; ++i)
@@ -223,10 +201,94 @@ LogicalResult importDft(NodeImporter &node) {
   back.push_back(rank - 1);
   Value transposed = node.createInferred<TransposeOp>(out, b.getDenseI64ArrayAttr(back));
   if (!transposed)
-    return failure();
+    return Value();
   auto result = cast<RankedTensorType>(transposed.getType());
-  node.setOutput(0, CastOp::create(b, loc, result.clone(type.getElementType()), transposed));
-  return success();
+  return CastOp::create(b, loc, result.clone(type.getElementType()), transposed);
+}
+
+/// DFT(input [..., n, ..., 1 or 2] (real, or real and imaginary), dft_length,
+/// axis): the transform along `axis`, complex as a trailing [2] (one-sided
+/// inverse: real, a trailing [1]).
+LogicalResult importDft(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  if (!type.hasStaticShape() || rank < 2 || !isa<FloatType>(type.getElementType()) ||
+      (type.getDimSize(rank - 1) != 1 && type.getDimSize(rank - 1) != 2))
+    return node.unsupported("input must be a static float tensor whose last axis is 1 (real) "
+                            "or 2 (complex)");
+  int64_t axis = node.opset() >= 20 ? -2 : node.intAttr("axis", 1);
+  if (node.opset() >= 20 && node.input(2)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(2, "axis");
+    if (!given || given->size() != 1)
+      return failure();
+    axis = given->front();
+  }
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank - 1)
+    return node.unsupported("axis must be one of the signal's axes");
+  bool inverse = node.intAttr("inverse", 0) != 0, onesided = node.intAttr("onesided", 0) != 0;
+  int64_t inputLength = type.getDimSize(axis);
+  int64_t length = inverse && onesided ? 2 * (inputLength - 1) : inputLength;
+  if (node.input(1)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "dft_length");
+    if (!given || given->size() != 1)
+      return failure();
+    length = given->front();
+  }
+  if (length <= 0)
+    return node.unsupported("dft_length must be positive");
+  return node.setInferredOutput(
+      0, transformAlongAxis(node, node.input(0), axis, length, inverse, onesided));
+}
+
+/// STFT(signal [B, L, 1 or 2], frame_step, window [n], frame_length):
+/// [B, frames, bins, 2]. The frames, (L - n) / frame_step + 1 of them, are
+/// one gather of the signal; each, times the window, is transformed along
+/// its n samples (one-sided: n / 2 + 1 bins).
+LogicalResult importStft(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape() || type.getRank() != 3 || !isa<FloatType>(type.getElementType()) ||
+      (type.getDimSize(2) != 1 && type.getDimSize(2) != 2))
+    return node.unsupported("signal must be a static [batch, length, 1 or 2] of floats");
+  std::optional<SmallVector<int64_t>> step = node.constantInts(1, "frame_step");
+  if (!step)
+    return failure();
+  int64_t frameLength = 0;
+  if (node.input(3)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(3, "frame_length");
+    if (!given || given->size() != 1)
+      return failure();
+    frameLength = given->front();
+  } else if (node.input(2)) {
+    RankedTensorType window = node.inputType(2);
+    if (window.getRank() == 1 && window.hasStaticShape())
+      frameLength = window.getDimSize(0);
+  }
+  int64_t length = type.getDimSize(1);
+  if (step->size() != 1 || step->front() <= 0 || frameLength <= 0 || frameLength > length)
+    return node.unsupported("frame_step must be positive and the frame (frame_length, or the "
+                            "window's length) within the signal");
+  if (node.input(2) && node.inputType(2).getShape() != ArrayRef<int64_t>{frameLength})
+    return node.unsupported("the window must have frame_length entries");
+  int64_t frames = (length - frameLength) / step->front() + 1;
+  SmallVector<int64_t> positions;
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t n = 0; n < frameLength; ++n)
+      positions.push_back(f * step->front() + n);
+  OpBuilder &b = node.builder();
+  Value framed = node.createInferred<GatherOp>(
+      node.input(0), node.int64Constant(positions, {frames, frameLength}), b.getI64IntegerAttr(1));
+  if (node.input(2)) {
+    RankedTensorType window = node.inputType(2);
+    Value shaped = ReshapeOp::create(b, node.loc(), window.clone({1, 1, frameLength, 1}),
+                                     node.input(2));
+    framed = node.createInferred<MulOp>(framed, shaped);
+  }
+  bool onesided = node.intAttr("onesided", 1) != 0;
+  return node.setInferredOutput(
+      0, framed ? transformAlongAxis(node, framed, 2, frameLength, /*inverse=*/false, onesided)
+                : Value());
 }
 
 } // namespace
@@ -234,6 +296,7 @@ LogicalResult importDft(NodeImporter &node) {
 void registerLinearMapHandlers(OpRegistry &registry) {
   registry.on("Col2Im", 18, importCol2Im);
   registry.on("DFT", 17, importDft);
+  registry.on("STFT", 17, importStft);
 }
 
 } // namespace tessel::onnx_import
