@@ -2,6 +2,8 @@
 
 #include "targets/cuda/Ptx.h"
 
+#include "targets/LLVMOptimization.h"
+
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
@@ -13,7 +15,6 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Triple.h"
@@ -44,26 +45,6 @@ void initializeNvptx() {
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
-}
-
-void optimize(llvm::Module &module, llvm::TargetMachine &machine, int optLevel) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&machine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-  llvm::OptimizationLevel level = optLevel <= 1   ? llvm::OptimizationLevel::O1
-                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
-                                                  : llvm::OptimizationLevel::O3;
-  llvm::ModulePassManager pipeline =
-      optLevel == 0 ? builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
-                    : builder.buildPerModuleDefaultPipeline(level);
-  pipeline.run(module, modules);
 }
 
 /// Where libdevice is: $TESSEL_LIBDEVICE, else the CUDA toolkit's
@@ -160,7 +141,7 @@ FailureOr<std::string> emitPtx(ModuleOp kernels, const Architecture &architectur
     return failure();
   // The optimizer's NVVMReflect pass answers libdevice's __nvvm_reflect
   // queries; whatever else is still only declared has no definition.
-  optimize(*module, *machine, optLevel);
+  optimizeLLVMModule(*module, *machine, optLevel);
   for (llvm::Function &function : *module)
     if (function.isDeclaration() && !function.isIntrinsic() && !function.use_empty())
       return emitError(kernels.getLoc(), "the CUDA kernels call '")

@@ -1,6 +1,7 @@
 //===- ObjectCode.cpp - LLVM-dialect kernels to x86 object files ----------===//
 
 #include "targets/x86/ObjectCode.h"
+#include "targets/LLVMOptimization.h"
 #include "targets/x86/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -13,26 +14,12 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/IR/LegacyPassManager.h"
-#include "llvm/Passes/PassBuilder.h"
 
 using namespace mlir;
 
 namespace tessel::x86 {
 
 namespace {
-
-llvm::OptimizationLevel optimizationLevel(int level) {
-  switch (level) {
-  case 0:
-    return llvm::OptimizationLevel::O0;
-  case 1:
-    return llvm::OptimizationLevel::O1;
-  case 2:
-    return llvm::OptimizationLevel::O2;
-  default:
-    return llvm::OptimizationLevel::O3;
-  }
-}
 
 /// `root` and the symbols it refers to, directly or through them; none if
 /// an op the closure walks may hide symbol uses.
@@ -98,23 +85,6 @@ SmallVector<OwningOpRef<ModuleOp>> splitByEntryPoint(ModuleOp kernels) {
 
 } // namespace
 
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, int optLevel) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&machine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-  llvm::ModulePassManager pipeline =
-      optLevel == 0 ? builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
-                    : builder.buildPerModuleDefaultPipeline(optimizationLevel(optLevel));
-  pipeline.run(module, modules);
-}
-
 LogicalResult emitModule(llvm::Module &module, llvm::TargetMachine &machine,
                          llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out) {
   llvm::raw_svector_ostream stream(out);
@@ -153,7 +123,7 @@ compileObjects(ModuleOp kernels, const MachineFactory &machines, int optLevel) {
             translateKernels(*parts[index], llvmContext, *machine);
         if (!module)
           return parts[index]->emitError("translating the kernels to LLVM IR failed");
-        optimizeModule(*module, *machine, optLevel);
+        optimizeLLVMModule(*module, *machine, optLevel);
         if (failed(emitModule(*module, *machine, llvm::CodeGenFileType::ObjectFile,
                               objects[index])))
           return parts[index]->emitError("the x86 backend cannot emit an object file");

@@ -28,9 +28,6 @@ inline constexpr llvm::StringLiteral kTriple = "x86_64-unknown-linux-gnu";
 /// A target machine for the kernels' CPU; every thread needs its own.
 using MachineFactory = std::function<std::unique_ptr<llvm::TargetMachine>()>;
 
-/// The LLVM optimization pipeline of `optLevel` (0 to 3) on `module`.
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, int optLevel);
-
 /// `module` as an object file or assembly text.
 mlir::LogicalResult emitModule(llvm::Module &module, llvm::TargetMachine &machine,
                                llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out);

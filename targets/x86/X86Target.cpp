@@ -2,6 +2,7 @@
 
 #include "targets/x86/X86Target.h"
 #include "runtime/schema/CpuFeatures.h"
+#include "targets/LLVMOptimization.h"
 #include "targets/x86/DotProduct.h"
 #include "targets/x86/Linker.h"
 #include "targets/x86/ObjectCode.h"
@@ -142,7 +143,7 @@ private:
     std::unique_ptr<llvm::Module> module = x86::translateKernels(kernels, llvmContext, machine);
     if (!module)
       return kernels.emitError("translating the kernels to LLVM IR failed");
-    x86::optimizeModule(*module, machine, options.optLevel);
+    optimizeLLVMModule(*module, machine, options.optLevel);
     if (options.llvmIR)
       module->print(*options.llvmIR, nullptr);
     if (options.assembly) {
