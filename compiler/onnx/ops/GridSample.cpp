@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/onnx/ops/Formula.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
@@ -26,32 +27,19 @@ namespace {
 enum class Interpolation { Nearest, Linear, Cubic };
 enum class Padding { Zeros, Border, Reflection };
 
-/// Elementwise arithmetic on the [N, P] tensors of per-point coordinates.
-class Points {
+/// Elementwise arithmetic on the [N, P] tensors of per-point coordinates,
+/// whose constants have X's element type.
+class Points : public Formula {
 public:
-  Points(NodeImporter &node, Type element) : node(node), b(node.builder()), element(element) {}
+  Points(NodeImporter &node, Type element) : Formula(node), element(element) {}
 
   Value constant(double value) { return node.splatConstant(element, value); }
   /// A constant with the shape of `like`.
   Value constantLike(Value like, double value) {
     return node.splatConstant(element, value, cast<RankedTensorType>(like.getType()).getShape());
   }
-  Value add(Value x, Value y) { return node.createInferred<AddOp>(x, y); }
-  Value sub(Value x, Value y) { return node.createInferred<SubOp>(x, y); }
-  Value mul(Value x, Value y) { return node.createInferred<MulOp>(x, y); }
-  Value div(Value x, Value y) { return node.createInferred<DivOp>(x, y); }
-  Value floor(Value x) { return FloorOp::create(b, node.loc(), x.getType(), x); }
-  Value ceil(Value x) { return CeilOp::create(b, node.loc(), x.getType(), x); }
-  Value round(Value x) { return RoundOp::create(b, node.loc(), x.getType(), x); }
-  Value compare(StringRef predicate, Value x, Value y) {
-    return node.createInferred<CompareOp>(b.getStringAttr(predicate), x, y);
-  }
-  Value select(Value condition, Value x, Value y) {
-    return node.createInferred<WhereOp>(condition, x, y);
-  }
   Value clamp(Value x, double low, double high) {
-    return node.createInferred<MinOp>(node.createInferred<MaxOp>(x, constant(low)),
-                                      constant(high));
+    return min(max(x, constant(low)), constant(high));
   }
   /// Toward zero, as C's int() of the reference.
   Value truncate(Value x) { return select(compare("lt", x, constant(0)), ceil(x), floor(x)); }
@@ -86,8 +74,6 @@ public:
   }
 
 private:
-  NodeImporter &node;
-  OpBuilder &b;
   Type element;
 };
 

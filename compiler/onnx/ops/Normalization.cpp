@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/onnx/ops/Formula.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
@@ -14,60 +15,6 @@ using namespace mlir;
 
 namespace tessel::onnx_import {
 namespace {
-
-/// Builds the formulas of one node: broadcasting arithmetic and means over
-/// axes that keep their dimensions.
-class Formula {
-public:
-  explicit Formula(NodeImporter &node) : node(node), b(node.builder()) {}
-
-  Value add(Value lhs, Value rhs) { return node.createInferred<AddOp>(lhs, rhs); }
-  Value sub(Value lhs, Value rhs) { return node.createInferred<SubOp>(lhs, rhs); }
-  Value mul(Value lhs, Value rhs) { return node.createInferred<MulOp>(lhs, rhs); }
-  Value div(Value lhs, Value rhs) { return node.createInferred<DivOp>(lhs, rhs); }
-  Value sqrt(Value x) { return SqrtOp::create(b, node.loc(), x.getType(), x); }
-  Value abs(Value x) { return AbsOp::create(b, node.loc(), x.getType(), x); }
-  Value scalar(Value like, double value) {
-    return node.splatConstant(getElementTypeOrSelf(like.getType()), value);
-  }
-  Value reshape(Value x, ArrayRef<int64_t> shape) {
-    auto type = cast<RankedTensorType>(x.getType());
-    return ReshapeOp::create(b, node.loc(), type.clone(shape), x);
-  }
-  Value convert(Value x, Type elementType) {
-    auto type = cast<RankedTensorType>(x.getType());
-    if (type.getElementType() == elementType)
-      return x;
-    return CastOp::create(b, node.loc(), type.clone(elementType), x);
-  }
-
-  /// The sum over `axes` with those axes kept as size 1.
-  Value sumKeep(Value x, ArrayRef<int64_t> axes) {
-    auto type = cast<RankedTensorType>(x.getType());
-    Value sum = node.createInferred<ReduceOp>(b.getStringAttr("sum"), x,
-                                              b.getDenseI64ArrayAttr(axes));
-    SmallVector<int64_t> kept(type.getShape());
-    for (int64_t axis : axes)
-      kept[axis] = 1;
-    return reshape(sum, kept);
-  }
-  Value meanKeep(Value x, ArrayRef<int64_t> axes) {
-    auto type = cast<RankedTensorType>(x.getType());
-    int64_t count = 1;
-    for (int64_t axis : axes)
-      count *= type.getDimSize(axis);
-    return div(sumKeep(x, axes), scalar(x, double(count)));
-  }
-  /// 1 / sqrt(variance + epsilon).
-  Value inverseDeviation(Value variance, float epsilon) {
-    Value deviation = sqrt(add(variance, scalar(variance, epsilon)));
-    return ReciprocalOp::create(b, node.loc(), deviation.getType(), deviation);
-  }
-
-private:
-  NodeImporter &node;
-  OpBuilder &b;
-};
 
 SmallVector<int64_t> axesFrom(int64_t first, int64_t rank) {
   SmallVector<int64_t> axes(rank - first);
