@@ -26,8 +26,7 @@ int cudaArchitecture(const schema::Executable &executable) {
   return value;
 }
 
-Device *findDevice(schema::DeviceKind kind) {
-  std::string why;
+Device *findDevice(schema::DeviceKind kind, std::string &why) {
   switch (kind) {
   case schema::DeviceKind_cpu:
     return &getCpuDevice();
@@ -36,31 +35,40 @@ Device *findDevice(schema::DeviceKind kind) {
   case schema::DeviceKind_cuda:
     return findCudaDevice(why);
   default:
+    why = "this runtime has none";
     return nullptr;
   }
+}
+
+Device *findDevice(schema::DeviceKind kind) {
+  std::string why;
+  return findDevice(kind, why);
 }
 
 tsl_status getDevice(schema::DeviceKind kind, Device *&device) {
-  device = findDevice(kind);
+  std::string why;
+  device = findDevice(kind, why);
   if (device)
     return nullptr;
-  if (kind == schema::DeviceKind_cuda) {
-    std::string why;
-    findCudaDevice(why);
-    return makeError(TSL_UNAVAILABLE, "the cuda device is not available: %s", why.c_str());
-  }
-  return makeError(TSL_UNAVAILABLE, "this runtime has no %s device",
-                   schema::EnumNameDeviceKind(kind));
+  return makeError(TSL_UNAVAILABLE, "the %s device is not available: %s",
+                   schema::EnumNameDeviceKind(kind), why.c_str());
+}
+
+tsl_status deviceKindNamed(const char *name, schema::DeviceKind &kind) {
+  if (!name)
+    return makeError(TSL_INVALID_ARGUMENT, "the device name is NULL");
+  for (schema::DeviceKind candidate : schema::EnumValuesDeviceKind())
+    if (std::strcmp(name, schema::EnumNameDeviceKind(candidate)) == 0) {
+      kind = candidate;
+      return nullptr;
+    }
+  return makeError(TSL_NOT_FOUND, "unknown device '%s' (expected cpu, cuda or npu)", name);
 }
 
 tsl_status getDevice(const char *name, Device *&device) {
-  if (!name)
-    return makeError(TSL_INVALID_ARGUMENT, "the device name is NULL");
-  for (schema::DeviceKind kind : schema::EnumValuesDeviceKind())
-    if (std::strcmp(name, schema::EnumNameDeviceKind(kind)) == 0)
-      return getDevice(kind, device);
-  return makeError(TSL_NOT_FOUND,
-                   "unknown device '%s' (expected cpu, cuda or npu)", name);
+  schema::DeviceKind kind;
+  TSL_RETURN_IF_ERROR(deviceKindNamed(name, kind));
+  return getDevice(kind, device);
 }
 
 } // namespace tessel::runtime

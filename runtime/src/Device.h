@@ -116,6 +116,8 @@ public:
 
 /// The device of `kind` in this process, or null when there is none.
 Device *findDevice(schema::DeviceKind kind);
+/// Likewise, with `why` saying why there is none.
+Device *findDevice(schema::DeviceKind kind, std::string &why);
 
 /// The device of `kind` in this process; TSL_UNAVAILABLE saying why when
 /// there is none.
@@ -124,6 +126,10 @@ tsl_status getDevice(schema::DeviceKind kind, Device *&device);
 /// The device called `name` ("cpu", "cuda", "npu"); TSL_NOT_FOUND for a name
 /// that is none of them.
 tsl_status getDevice(const char *name, Device *&device);
+
+/// The kind a device name ("cpu", "cuda", "npu") names; TSL_NOT_FOUND for
+/// a name that is none of them.
+tsl_status deviceKindNamed(const char *name, schema::DeviceKind &kind);
 
 /// The process-wide CPU device (CpuDevice.cpp).
 Device &getCpuDevice();

@@ -17,8 +17,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
-#include <cstdlib>
-#include <cstring>
 
 using namespace tessel::runtime;
 namespace sc = tessel::schema;
@@ -300,11 +298,9 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
 
   auto session = std::make_unique<tsl_session_t>(module);
   session->traceNpu = options.npu_trace != 0;
-  const char *deviceName = options.device ? options.device : defaultDevice(*module);
-  TSL_RETURN_IF_ERROR(getDevice(deviceName, session->device));
-  for (sc::DeviceKind kind : sc::EnumValuesDeviceKind())
-    if (std::strcmp(deviceName, sc::EnumNameDeviceKind(kind)) == 0)
-      session->deviceKind = kind;
+  TSL_RETURN_IF_ERROR(deviceKindNamed(options.device ? options.device : defaultDevice(*module),
+                                      session->deviceKind));
+  TSL_RETURN_IF_ERROR(getDevice(session->deviceKind, session->device));
   Device &device = *session->device;
   const sc::Artifact &artifact = *module->artifact;
 
