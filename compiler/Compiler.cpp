@@ -385,10 +385,6 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
     for (Executable &executable : *compiled)
       executables.push_back(std::move(executable));
   }
-  if (emit == EmitKind::Ptx && llvm::none_of(targets, [](Target *target) {
-        return target->device() == DeviceKind::Cuda;
-      }))
-    return compileError("--emit ptx needs a CUDA target (--target cuda)");
   if (emit != EmitKind::Artifact) {
     out << text;
     return llvm::Error::success();
@@ -520,6 +516,10 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   SmallVector<Target *> targetList;
   for (std::unique_ptr<Target> &target : *targets)
     targetList.push_back(target.get());
+  if (emit == EmitKind::Ptx && llvm::none_of(targetList, [](Target *target) {
+        return target->device() == DeviceKind::Cuda;
+      }))
+    return compileError("--emit ptx needs a CUDA target (--target cuda)");
   auto progress = [&](const llvm::Twine &stage) {
     if (options.progress)
       options.progress(stage.str());

@@ -46,7 +46,8 @@ namespace {
 constexpr unsigned kThreadsPerBlock = 256;
 
 /// Math functions the NVPTX backend has no instruction for become
-/// polynomials and arithmetic: the kernels then need no libdevice.
+/// polynomials and arithmetic, so that f32 kernels need no libdevice
+/// (Ptx.cpp links it for what is left, f64 exponentials and fmod).
 LogicalResult expandMath(gpu::GPUModuleOp module) {
   RewritePatternSet patterns(module.getContext());
   math::populateExpansionPatterns(patterns);
@@ -85,11 +86,8 @@ public:
         continue;
       KernelEntry entry;
       entry.kernel = entry.symbol = kernel.getSymName().str();
-      for (Type type : kernel.getArgumentTypes()) {
-        auto buffer = cast<MemRefType>(type);
-        entry.bindingBytes.push_back(buffer.getNumElements() *
-                                     llvm::divideCeil(buffer.getElementTypeBitWidth(), 8));
-      }
+      for (Type type : kernel.getArgumentTypes())
+        entry.bindingBytes.push_back(cuda::bufferBytes(cast<MemRefType>(type)));
       if (failed(cuda::formLaunches(kernel, kThreadsPerBlock)))
         return failure();
       FailureOr<cuda::KernelLaunches> launches = cuda::outlineLaunches(kernel, gpuModule);

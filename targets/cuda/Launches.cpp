@@ -1,6 +1,7 @@
 //===- Launches.cpp - Kernel functions split into GPU kernel launches -----===//
 
 #include "targets/cuda/Launches.h"
+#include "targets/cuda/Loops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/Utils/GPUUtils.h"
@@ -229,10 +230,9 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
     auto type = cast<MemRefType>(op.getResult(0).getType());
     if (!type.hasStaticShape() || !type.getLayout().isIdentity())
       return op.emitError("the CUDA target needs temporaries of static shape");
-    uint64_t bytes = type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
     result.scratchBytes = llvm::alignTo(result.scratchBytes, kScratchAlignment);
     scratch[op.getResult(0)] = result.scratchBytes;
-    result.scratchBytes += bytes;
+    result.scratchBytes += bufferBytes(type);
   }
 
   SymbolTable symbols(gpuModule);

@@ -12,6 +12,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -111,6 +112,10 @@ LogicalResult tileProducts(ModuleOp module) {
 }
 
 } // namespace
+
+uint64_t bufferBytes(MemRefType type) {
+  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
 
 LogicalResult bufferizeKernels(ModuleOp kernels) {
   if (failed(lowerPacking(kernels)))

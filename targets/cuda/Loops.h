@@ -10,6 +10,7 @@
 #define TESSEL_TARGETS_CUDA_LOOPS_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 
 namespace tessel::cuda {
 
@@ -23,6 +24,10 @@ mlir::LogicalResult bufferizeKernels(mlir::ModuleOp kernels);
 /// scf.parallel over its parallel dimensions around scf.for over its
 /// reductions.
 mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels);
+
+/// The bytes a static buffer of `type` takes (a byte per element under 8
+/// bits).
+uint64_t bufferBytes(mlir::MemRefType type);
 
 } // namespace tessel::cuda
 

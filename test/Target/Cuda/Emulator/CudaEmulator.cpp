@@ -206,8 +206,8 @@ bool checkKernel(func::FuncOp kernel) {
   std::vector<Buffer> referenceBuffers;
   for (Type type : lowered.getArgumentTypes()) {
     auto buffer = cast<MemRefType>(type);
-    size_t bytes = buffer.getNumElements() * std::max<size_t>(1, buffer.getElementTypeBitWidth() / 8);
-    referenceBuffers.push_back({std::vector<uint8_t>(bytes), buffer.getElementType()});
+    referenceBuffers.push_back(
+        {std::vector<uint8_t>(tessel::cuda::bufferBytes(buffer)), buffer.getElementType()});
   }
   std::mt19937 random(1234);
   for (size_t i = 0; i < inputs && i < referenceBuffers.size(); ++i)
