@@ -36,6 +36,14 @@ mlir::Value convolutionFromAttributes(NodeImporter &node, mlir::Value input,
                                       mlir::Value weight, mlir::Value bias,
                                       mlir::Type resultElement = {});
 
+/// lhs x rhs (ONNX MatMul semantics, NeuralNetwork.cpp). A stack of rows
+/// times a matrix ([..., M, K] x [K, N], as every Linear layer of a
+/// transformer and every recurrent layer's input projection) is computed as
+/// one [rows, K] x [K, N] product reshaped back: the rows merge into M, so
+/// the contraction gets the 2-D schedule instead of a loop over the stack.
+/// Null after recording why not.
+mlir::Value matrixProduct(NodeImporter &node, mlir::Value lhs, mlir::Value rhs);
+
 /// The most elements a handler computes itself at compile time (a Range, a
 /// window, an identity matrix, resize taps) and the most recurrent steps it
 /// unrolls: sizes come from the model's data, and an unbounded one would

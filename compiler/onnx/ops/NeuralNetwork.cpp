@@ -248,6 +248,25 @@ Value convolutionFromAttributes(NodeImporter &node, Value input, Value weight,
                   resultElement);
 }
 
+Value matrixProduct(NodeImporter &node, Value lhs, Value rhs) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  if (lhsType.getRank() <= 2 || rhsType.getRank() != 2 || !lhsType.hasStaticShape() ||
+      !rhsType.hasStaticShape() || lhsType.getShape().back() != rhsType.getDimSize(0))
+    return node.createInferred<MatMulOp>(lhs, rhs);
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  int64_t columns = lhsType.getShape().back();
+  Value rows = ReshapeOp::create(
+      b, loc, lhsType.clone({lhsType.getNumElements() / columns, columns}), lhs);
+  Value product = node.createInferred<MatMulOp>(rows, rhs);
+  if (!product)
+    return {};
+  SmallVector<int64_t> shape(lhsType.getShape());
+  shape.back() = rhsType.getDimSize(1);
+  return ReshapeOp::create(b, loc, lhsType.clone(shape), product);
+}
+
 namespace {
 
 LogicalResult importConv(NodeImporter &node) {
@@ -520,28 +539,8 @@ LogicalResult importGemm(NodeImporter &node) {
   return success();
 }
 
-/// A stack of rows times a matrix ([..., M, K] x [K, N], as every Linear
-/// layer of a transformer) is one [rows, K] x [K, N] product: the rows merge
-/// into M, so the contraction gets the 2-D schedule instead of a batch loop.
 LogicalResult importMatMul(NodeImporter &node) {
-  RankedTensorType lhs = node.inputType(0), rhs = node.inputType(1);
-  if (lhs.getRank() > 2 && rhs.getRank() == 2 && lhs.hasStaticShape() &&
-      rhs.hasStaticShape() && lhs.getShape().back() == rhs.getDimSize(0)) {
-    OpBuilder &b = node.builder();
-    Location loc = node.loc();
-    int64_t columns = lhs.getShape().back();
-    Value rows = ReshapeOp::create(
-        b, loc, lhs.clone({lhs.getNumElements() / columns, columns}), node.input(0));
-    Value product = node.createInferred<MatMulOp>(rows, node.input(1));
-    if (!product)
-      return failure();
-    SmallVector<int64_t> shape(lhs.getShape());
-    shape.back() = rhs.getDimSize(1);
-    node.setOutput(0, ReshapeOp::create(b, loc, lhs.clone(shape), product));
-    return success();
-  }
-  return node.setInferredOutput(
-      0, node.createInferred<MatMulOp>(node.input(0), node.input(1)));
+  return node.setInferredOutput(0, matrixProduct(node, node.input(0), node.input(1)));
 }
 
 /// Opset 13: softmax along one axis.

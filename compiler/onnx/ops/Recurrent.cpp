@@ -10,12 +10,31 @@
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
 using namespace mlir;
 
 namespace tessel::onnx_import {
 namespace {
 
 enum class Cell { LSTM, GRU, RNN };
+
+/// Whether every element of a constant is stored as zero bits (+0.0).
+bool isAllZeroBits(ElementsAttr constant) {
+  ArrayRef<char> bytes;
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(constant)) {
+    bytes = dense.getRawData();
+  } else if (auto resource = dyn_cast_if_present<DenseResourceElementsAttr>(constant)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return false;
+    bytes = blob->getData();
+  } else {
+    return false;
+  }
+  return llvm::all_of(bytes, [](char byte) { return byte == 0; });
+}
 
 class Recurrence {
 public:
@@ -42,7 +61,7 @@ private:
   Value add(Value lhs, Value rhs) { return node.createInferred<AddOp>(lhs, rhs); }
   Value sub(Value lhs, Value rhs) { return node.createInferred<SubOp>(lhs, rhs); }
   Value mul(Value lhs, Value rhs) { return node.createInferred<MulOp>(lhs, rhs); }
-  Value matmul(Value lhs, Value rhs) { return node.createInferred<MatMulOp>(lhs, rhs); }
+  Value matmul(Value lhs, Value rhs) { return matrixProduct(node, lhs, rhs); }
   Value transposed(Value matrix) {
     return node.createInferred<TransposeOp>(matrix, b.getDenseI64ArrayAttr({1, 0}));
   }
@@ -163,6 +182,16 @@ FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reve
   };
   Value h = initial(5);
   Value c = cell == Cell::LSTM ? initial(6) : Value();
+  // From a zero initial hidden state (absent, or zeros as exporters write
+  // it) the first step's h x R^T is zero for the finite weights of any
+  // trained model: that product is skipped.
+  bool hiddenIsZero = !node.input(5) || isAllZeroBits(node.constantInput(5));
+  auto recurrentProduct = [&](Value hidden, Value weight) -> Value {
+    if (!hiddenIsZero)
+      return matmul(hidden, weight);
+    auto weightType = typeOf(weight);
+    return node.splatConstant(elementType, 0.0, {batch, weightType.getDimSize(1)});
+  };
   Value peephole = cell == Cell::LSTM && node.input(7) ? weight(7) : Value();
   auto gate = [&](Value all, int64_t index) {
     return slice(all, 1, index * hiddenSize, hiddenSize);
@@ -181,7 +210,7 @@ FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reve
     Value x = reshape(slice(projected, 0, t, 1), {batch, gates * hiddenSize});
     if (cell == Cell::LSTM) {
       // Gates in ONNX order i, o, f, c.
-      Value all = add(x, matmul(h, rT));
+      Value all = add(x, recurrentProduct(h, rT));
       if (recurrentBias)
         all = add(all, recurrentBias);
       Value inGate = gate(all, 0), outGate = gate(all, 1), forgetGate = gate(all, 2);
@@ -199,7 +228,7 @@ FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reve
       h = mul(ot, activate(activationBase + 2, c));
     } else if (cell == Cell::GRU) {
       // Gates in ONNX order z, r, h.
-      Value hiddenProjection = matmul(h, rT);
+      Value hiddenProjection = recurrentProduct(h, rT);
       if (recurrentBias)
         hiddenProjection = add(hiddenProjection, recurrentBias);
       Value zt = activate(activationBase, clipped(add(gate(x, 0), gate(hiddenProjection, 0))));
@@ -209,14 +238,14 @@ FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reve
         candidateInput = add(gate(x, 2), mul(rt, gate(hiddenProjection, 2)));
       } else {
         Value rh = slice(rT, 1, 2 * hiddenSize, hiddenSize);
-        candidateInput = add(gate(x, 2), matmul(mul(rt, h), rh));
+        candidateInput = add(gate(x, 2), recurrentProduct(mul(rt, h), rh));
         if (recurrentBias)
           candidateInput = add(candidateInput, slice(recurrentBias, 0, 2 * hiddenSize, hiddenSize));
       }
       Value candidate = activate(activationBase + 1, clipped(candidateInput));
       h = add(mul(sub(one(), zt), candidate), mul(zt, h));
     } else {
-      Value all = add(x, matmul(h, rT));
+      Value all = add(x, recurrentProduct(h, rT));
       if (recurrentBias)
         all = add(all, recurrentBias);
       h = activate(activationBase, clipped(all));
@@ -224,6 +253,7 @@ FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reve
     if (!h)
       return failure();
     run.hidden[t] = h;
+    hiddenIsZero = false;
   }
   run.lastHidden = h;
   run.lastCell = c;
