@@ -17,7 +17,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "lib"))
-from export_torch_model import INTEGER_INPUTS, MODELS  # noqa: E402
+from export_torch_model import INTEGER_INPUTS, MODELS, RECURRENT_MODELS  # noqa: E402
 
 
 def median_ms(function, runs, warmup):
@@ -49,7 +49,7 @@ def main():
         model = constructor().eval().to(device)
         if name in INTEGER_INPUTS:
             example = torch.randint(0, 4, (args.batch,) + tuple(shape[1:]), device=device)
-        elif name == "lstm":
+        elif name in RECURRENT_MODELS:
             example = torch.randn((shape[0], args.batch) + tuple(shape[2:]), device=device)
         else:
             example = torch.randn((args.batch,) + tuple(shape[1:]), device=device)

@@ -41,9 +41,10 @@ from onnx import TensorProto, helper, numpy_helper
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TORCH_PYTHON = "/usr/bin/python3"
 
-# Model name -> export_torch_model.py name; the suite of issue 4.
+# Model name -> export_torch_model.py name: the suite of issue 4 and the
+# SqueezeNet and recurrent models of issue 15.
 MODELS = ["mlp", "resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0",
-          "bert_base", "vit_s"]
+          "squeezenet", "bert_base", "vit_s", "lstm_seq32", "gru_seq32"]
 
 
 def load_compare_latency():

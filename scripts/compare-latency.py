@@ -78,6 +78,9 @@ def main():
         time_onnxruntime(session, feeds, 3)  # warm-up
         tessel, reference = [], []
         for _ in range(args.rounds):
+            # onnxruntime's workers spin for a while after a run; Tessel
+            # started at once would share the cores with them.
+            time.sleep(0.1)
             tessel.append(time_tessel(args.tessel_run, args.artifact, threads,
                                       args.runs))
             reference.append(time_onnxruntime(session, feeds, args.runs))

@@ -44,16 +44,17 @@ class Encoder(torch.nn.Module):
         return self.layers(self.norm(self.tokens(ids) + self.positions))
 
 
-class TwoLayerLSTM(torch.nn.Module):
-    """Two stacked LSTM layers and a linear read-out of the last step."""
+class TwoLayerRecurrence(torch.nn.Module):
+    """Two stacked LSTM (or GRU) layers, input 64, hidden 128, and a linear
+    read-out of the last step."""
 
-    def __init__(self):
+    def __init__(self, cell=torch.nn.LSTM):
         super().__init__()
-        self.lstm = torch.nn.LSTM(64, 128, num_layers=2)
+        self.recurrence = cell(64, 128, num_layers=2)
         self.head = torch.nn.Linear(128, 10)
 
     def forward(self, x):
-        y, _ = self.lstm(x)
+        y, _ = self.recurrence(x)
         return self.head(y[-1])
 
 
@@ -98,8 +99,13 @@ MODELS = {
     "encoder": (Encoder, (1, 128)),
     "bert_base": (lambda: Encoder(vocabulary=30522, width=768, heads=12, layers=12),
                   (1, 128)),
-    "lstm": (TwoLayerLSTM, (16, 1, 64)),
+    # Tests: 16 steps; benchmarks: 32 steps. [sequence, batch, features].
+    "lstm": (TwoLayerRecurrence, (16, 1, 64)),
+    "lstm_seq32": (TwoLayerRecurrence, (32, 1, 64)),
+    "gru_seq32": (lambda: TwoLayerRecurrence(torch.nn.GRU), (32, 1, 64)),
 }
+
+RECURRENT_MODELS = {"lstm", "lstm_seq32", "gru_seq32"}
 
 # Models whose input is token ids rather than floats.
 INTEGER_INPUTS = {"encoder", "bert_base"}
@@ -120,7 +126,7 @@ def main():
     model = constructor().eval()
     if args.model in INTEGER_INPUTS:
         example = torch.randint(0, 4, (args.batch,) + tuple(shape[1:]))
-    elif args.model == "lstm":  # [sequence, batch, features]
+    elif args.model in RECURRENT_MODELS:  # [sequence, batch, features]
         example = torch.randn((shape[0], args.batch) + tuple(shape[2:]))
     else:
         example = torch.randn((args.batch,) + tuple(shape[1:]))
