@@ -49,6 +49,9 @@ void buildX86CodegenPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createTesselX86NumberConstantsPass());
+  // A result computed by loops is the loops' buffer argument: folded to the
+  // allocation itself, it becomes the output buffer instead of a copy.
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));

@@ -87,6 +87,24 @@ std::optional<SmallVector<int64_t>> vectorTiles(linalg::LinalgOp op,
   }
   // Elementwise maps and reductions: rows along the innermost loop.
   tiles.back() = divisorTile(extents.back(), 4 * width, width);
+  // A transpose (NCHW to NHWC) would read each result row as a gather
+  // across the input's rows. Blocks of a vector along the loop that is
+  // contiguous in the input by at most a vector of the result's row read
+  // whole input vectors instead and transpose them in registers.
+  unsigned last = extents.size() - 1;
+  if (op.getNumParallelLoops() == op.getNumLoops()) {
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      if (map.getNumResults() == 0)
+        continue;
+      unsigned contiguous = cast<AffineDimExpr>(map.getResults().back()).getPosition();
+      if (contiguous != last && extents[contiguous] >= width) {
+        tiles[contiguous] = divisorTile(extents[contiguous], width, width);
+        tiles[last] = divisorTile(extents[last], width, width);
+        break;
+      }
+    }
+  }
   return tiles;
 }
 
@@ -134,7 +152,12 @@ void vectorizeRows(RewriterBase &rewriter, linalg::LinalgOp op, SmallVector<int6
   unsigned last = op.getNumLoops() - 1;
   int64_t extent = op.getStaticLoopRanges()[last];
   int64_t tail = extent % width;
-  if (tail == 0 || tiles[last] % width == 0 || dividesIntegers(op)) {
+  // Whole short rows, several at a time (a transpose's blocks): the rows
+  // together fill the vectors without masks.
+  bool wholeShortRows = extent < width && tiles[last] == extent &&
+                        llvm::any_of(ArrayRef(tiles).drop_back(),
+                                     [](int64_t tile) { return tile > 1; });
+  if (tail == 0 || tiles[last] % width == 0 || wholeShortRows || dividesIntegers(op)) {
     vectorizeTiled(rewriter, op, tiles);
     return;
   }
