@@ -160,13 +160,8 @@ def measure(latency, tools, model, artifact, threads, rounds, runs):
             feeds[value.name] = rng.integers(0, 100, value.shape).astype(dtype)
         else:
             feeds[value.name] = rng.standard_normal(value.shape).astype(dtype)
-    latency.time_onnxruntime(session, feeds, 2)
-    tessel, reference = [], []
-    for _ in range(rounds):
-        tessel.append(latency.time_tessel(str(tools / "tessel-run"), str(artifact),
-                                          threads, runs))
-        reference.append(latency.time_onnxruntime(session, feeds, runs))
-    return statistics.median(tessel), statistics.median(reference)
+    return latency.alternate(str(tools / "tessel-run"), str(artifact), session, feeds,
+                             threads, rounds, runs)
 
 
 def geometric_mean(values):
@@ -177,7 +172,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=10, help="runs per round")
+    parser.add_argument("--runs", type=int, default=10,
+                        help="runs per round, at least (more for fast models)")
     parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--output", default=str(ROOT / "docs" / "performance.md"))
     args = parser.parse_args()

@@ -10,6 +10,7 @@ round medians of each and their ratio Tessel / onnxruntime.
 """
 
 import argparse
+import math
 import pathlib
 import re
 import statistics
@@ -52,13 +53,35 @@ def time_tessel(tessel_run, artifact, threads, runs):
     return float(match.group(1))
 
 
+def runs_per_round(session, feeds, runs, round_ms=100.0):
+    """At least `runs`, and enough that a round lasts about `round_ms`
+    (judged by onnxruntime's latency): rounds of a few sub-millisecond runs
+    would time the machine's noise more than the model."""
+    return max(runs, math.ceil(round_ms / max(time_onnxruntime(session, feeds, 3), 1e-3)))
+
+
+def alternate(tessel_run, artifact, session, feeds, threads, rounds, runs):
+    """Medians of the round medians (ms) of Tessel and onnxruntime, measured
+    in alternating rounds."""
+    runs = runs_per_round(session, feeds, runs)
+    tessel, reference = [], []
+    for _ in range(rounds):
+        # onnxruntime's workers spin for a while after a run; Tessel
+        # started at once would share the cores with them.
+        time.sleep(0.1)
+        tessel.append(time_tessel(tessel_run, artifact, threads, runs))
+        reference.append(time_onnxruntime(session, feeds, runs))
+    return statistics.median(tessel), statistics.median(reference)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="the ONNX model")
     parser.add_argument("artifact", help="the model compiled by tessel-compile")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=10, help="runs per round")
+    parser.add_argument("--runs", type=int, default=10,
+                        help="runs per round, at least (more for fast models)")
     parser.add_argument("--tessel-run", default=str(
         pathlib.Path(__file__).resolve().parent.parent / "build/bin/tessel-run"))
     args = parser.parse_args()
@@ -75,16 +98,8 @@ def main():
             i.name: rng.standard_normal(i.shape).astype(onnx_dtype(i.type))
             for i in session.get_inputs()
         }
-        time_onnxruntime(session, feeds, 3)  # warm-up
-        tessel, reference = [], []
-        for _ in range(args.rounds):
-            # onnxruntime's workers spin for a while after a run; Tessel
-            # started at once would share the cores with them.
-            time.sleep(0.1)
-            tessel.append(time_tessel(args.tessel_run, args.artifact, threads,
-                                      args.runs))
-            reference.append(time_onnxruntime(session, feeds, args.runs))
-        t, r = statistics.median(tessel), statistics.median(reference)
+        t, r = alternate(args.tessel_run, args.artifact, session, feeds, threads,
+                         args.rounds, args.runs)
         print(f"{threads:>7}  {t:>10.3f}  {r:>14.3f}  {t / r:>6.2f}")
 
 

@@ -24,12 +24,15 @@ llvm::OptimizationLevel optimizationLevel(int level) {
 
 } // namespace
 
-void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine, int optLevel) {
+void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine, int optLevel,
+                        LLVMTuning tuning) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager sccs;
   llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&machine);
+  llvm::PipelineTuningOptions options;
+  options.LoopUnrolling = tuning.unrollLoops;
+  llvm::PassBuilder builder(&machine, options);
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(sccs);
   builder.registerFunctionAnalyses(functions);

@@ -16,8 +16,18 @@ class TargetMachine;
 
 namespace tessel {
 
+/// What a target asks of LLVM's pipeline beyond the -O level.
+struct LLVMTuning {
+  /// Whether LLVM may unroll loops. The x86 target's register blocks are
+  /// unrolled already, sized to the register file: unrolling their
+  /// reduction loops again spills accumulators (a 13-pixel block of a
+  /// convolution ran at half speed).
+  bool unrollLoops = true;
+};
+
 /// LLVM's optimization pipeline of `optLevel` (0 to 3) on `module`.
-void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine, int optLevel);
+void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine, int optLevel,
+                        LLVMTuning tuning = {});
 
 } // namespace tessel
 

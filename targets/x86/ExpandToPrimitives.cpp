@@ -38,8 +38,8 @@ struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
 
 /// A copy whose innermost axis is contiguous on both sides (most are: the
 /// copies of a slice into a padded or concatenated buffer) moves 64 bytes at
-/// a time, the last chunk of each row masked; the loops linalg.copy lowers
-/// to would move one element at a time.
+/// a time (a static row's last, shorter chunk unmasked, a dynamic one's
+/// masked); the loops linalg.copy lowers to would move one element at a time.
 struct CopyToVectorLoops : OpRewritePattern<memref::CopyOp> {
   CopyToVectorLoops(MLIRContext *context)
       : OpRewritePattern(context, /*benefit=*/2) {}
@@ -72,17 +72,36 @@ struct CopyToVectorLoops : OpRewritePattern<memref::CopyOp> {
     SmallVector<Value> upperBounds, steps(rank, one);
     for (int64_t axis = 0; axis < rank; ++axis)
       upperBounds.push_back(memref::DimOp::create(rewriter, loc, op.getSource(), axis));
-    steps.back() = arith::ConstantIndexOp::create(rewriter, loc, lanes);
-    auto vectorType = VectorType::get({lanes}, elementType);
     Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
-    scf::buildLoopNest(rewriter, loc, SmallVector<Value>(rank, zero), upperBounds, steps,
-                       [&](OpBuilder &b, Location at, ValueRange ivs) {
-                         Value chunk = vector::TransferReadOp::create(
-                             b, at, vectorType, op.getSource(), ivs, padding,
-                             ArrayRef<bool>{false});
-                         vector::TransferWriteOp::create(b, at, chunk, op.getTarget(), ivs,
-                                                         ArrayRef<bool>{false});
-                       });
+    // Moves `size` elements (masked at the row's end unless `inBounds`)
+    // from `column` on, for every `column` in [begin, end) by `size`.
+    auto copyChunks = [&](Value begin, Value end, int64_t size, bool inBounds) {
+      SmallVector<Value> lowerBounds(rank, zero), upper = upperBounds, step = steps;
+      lowerBounds.back() = begin;
+      upper.back() = end;
+      step.back() = arith::ConstantIndexOp::create(rewriter, loc, size);
+      auto vectorType = VectorType::get({size}, elementType);
+      scf::buildLoopNest(rewriter, loc, lowerBounds, upper, step,
+                         [&](OpBuilder &b, Location at, ValueRange ivs) {
+                           Value chunk = vector::TransferReadOp::create(
+                               b, at, vectorType, op.getSource(), ivs, padding,
+                               ArrayRef<bool>{inBounds});
+                           vector::TransferWriteOp::create(b, at, chunk, op.getTarget(), ivs,
+                                                           ArrayRef<bool>{inBounds});
+                         });
+    };
+    // A static row is whole chunks and one shorter chunk, none masked.
+    int64_t rowLength = source.getShape().back();
+    if (ShapedType::isDynamic(rowLength)) {
+      copyChunks(zero, upperBounds.back(), lanes, /*inBounds=*/false);
+    } else {
+      int64_t whole = rowLength - rowLength % lanes;
+      Value split = arith::ConstantIndexOp::create(rewriter, loc, whole);
+      if (whole > 0)
+        copyChunks(zero, split, lanes, /*inBounds=*/true);
+      if (rowLength % lanes)
+        copyChunks(split, upperBounds.back(), rowLength % lanes, /*inBounds=*/true);
+    }
     rewriter.eraseOp(op);
     return success();
   }

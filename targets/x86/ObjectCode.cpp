@@ -123,7 +123,7 @@ compileObjects(ModuleOp kernels, const MachineFactory &machines, int optLevel) {
             translateKernels(*parts[index], llvmContext, *machine);
         if (!module)
           return parts[index]->emitError("translating the kernels to LLVM IR failed");
-        optimizeLLVMModule(*module, *machine, optLevel);
+        optimizeLLVMModule(*module, *machine, optLevel, kLLVMTuning);
         if (failed(emitModule(*module, *machine, llvm::CodeGenFileType::ObjectFile,
                               objects[index])))
           return parts[index]->emitError("the x86 backend cannot emit an object file");

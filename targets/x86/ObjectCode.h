@@ -11,6 +11,8 @@
 #ifndef TESSEL_TARGETS_X86_OBJECTCODE_H
 #define TESSEL_TARGETS_X86_OBJECTCODE_H
 
+#include "targets/LLVMOptimization.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -22,6 +24,10 @@
 #include <vector>
 
 namespace tessel::x86 {
+
+/// LLVM's pipeline for x86 kernels: their register blocks are unrolled
+/// already (LLVMTuning::unrollLoops).
+inline constexpr LLVMTuning kLLVMTuning{/*unrollLoops=*/false};
 
 inline constexpr llvm::StringLiteral kTriple = "x86_64-unknown-linux-gnu";
 

@@ -143,7 +143,7 @@ private:
     std::unique_ptr<llvm::Module> module = x86::translateKernels(kernels, llvmContext, machine);
     if (!module)
       return kernels.emitError("translating the kernels to LLVM IR failed");
-    optimizeLLVMModule(*module, machine, options.optLevel);
+    optimizeLLVMModule(*module, machine, options.optLevel, x86::kLLVMTuning);
     if (options.llvmIR)
       module->print(*options.llvmIR, nullptr);
     if (options.assembly) {

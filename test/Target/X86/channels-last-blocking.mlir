@@ -52,16 +52,21 @@ func.func @depthwise(%input: tensor<1x9x9x12xf32>, %filter: tensor<3x3x12xf32>, 
 // -----
 
 // Max pooling keeps one vector per pixel and channel block and takes the
-// maximum with each input vector of the window. Accumulators start at the
-// fill value (-inf) instead of reading a filled result, so the fill goes and
-// the first maximum folds into the first input vector.
+// maximum with each input vector of the window: the greater one, or the
+// input when it is NaN (NaN propagates, as under arith.maximumf). The
+// accumulators start at the fill value (-inf) instead of reading a filled
+// result, so the fill goes and the first maximum folds into the first input
+// vector.
 // CHECK-LABEL: @max_pool
 // CHECK-NOT: linalg.pooling_nhwc_max
 // CHECK-NOT: linalg.fill
 // CHECK-NOT: 0xFF800000
 // CHECK: %[[FIRST:.+]] = vector.transfer_read %arg0[%c0, %c0, %c0, %c0]
 // CHECK: %[[SECOND:.+]] = vector.transfer_read %arg0[%c0, %c0, %c1, %c0]
-// CHECK: arith.maximumf %[[FIRST]], %[[SECOND]] : vector<8xf32>
+// CHECK-NEXT: %[[GREATER:.+]] = arith.cmpf ogt, %[[SECOND]], %[[FIRST]] : vector<8xf32>
+// CHECK-NEXT: %[[LARGER:.+]] = arith.select %[[GREATER]], %[[SECOND]], %[[FIRST]]
+// CHECK-NEXT: %[[NAN:.+]] = arith.cmpf uno, %[[SECOND]], %[[SECOND]]
+// CHECK-NEXT: arith.select %[[NAN]], %[[SECOND]], %[[LARGER]]
 func.func @max_pool(%input: tensor<1x6x6x8xf32>) -> tensor<1x2x2x8xf32> {
   %lowest = arith.constant 0xFF800000 : f32
   %e = tensor.empty() : tensor<1x2x2x8xf32>
