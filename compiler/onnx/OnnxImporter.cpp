@@ -324,28 +324,6 @@ Location GraphImporter::nodeLocation(const onnx::NodeProto &node, int index) {
                       FileLineColLoc::get(&context, path, 0, 0));
 }
 
-/// Code generation assumes every tensor read at run time has elements; an
-/// empty graph input may only be looked at for its type (CastLike's 'like').
-/// The reason to refuse `ops` if one of them reads such an input.
-static std::optional<std::string> emptyInputRead(ArrayRef<Operation *> ops) {
-  for (Operation *op : ops) {
-    if (!op->getBlock())
-      continue;
-    for (Value operand : op->getOperands()) {
-      auto argument = dyn_cast<BlockArgument>(operand);
-      auto type = argument ? dyn_cast<RankedTensorType>(argument.getType()) : nullptr;
-      if (!type || !type.hasStaticShape() || type.getNumElements() != 0)
-        continue;
-      auto function = cast<func::FuncOp>(argument.getOwner()->getParentOp());
-      auto name = function.getArgAttrOfType<StringAttr>(argument.getArgNumber(), kValueNameAttr);
-      return "graph input '" + name.str() + "' has no elements " +
-             formatShape(type.getShape()) +
-             " and this node reads it; empty tensors are not supported";
-    }
-  }
-  return std::nullopt;
-}
-
 /// The reason to refuse `ops` if one of them makes a tensor larger than
 /// one may be (a Range or Expand whose size comes from the model's data).
 static std::optional<std::string> oversizedResult(ArrayRef<Operation *> ops) {
@@ -461,9 +439,6 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
         break;
   }
   if (reasons.empty())
-    if (std::optional<std::string> why = emptyInputRead(created.ops))
-      reasons.push_back(*why);
-  if (reasons.empty())
     if (std::optional<std::string> why = oversizedResult(created.ops))
       reasons.push_back(*why);
   if (failed(imported) && reasons.empty())
@@ -483,14 +458,27 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
     results.push_back(value && !node.output(i).empty() ? foldConstantInputs(value)
                                                        : Value());
   }
-  // Code generation assumes every computed tensor has elements; constants
-  // without any (an empty axes list) are only read at import.
-  for (auto [i, value] : llvm::enumerate(results)) {
+  // A result without elements is known whatever computes it: it becomes a
+  // constant, so that no kernel ever writes an empty tensor.
+  for (Operation *op : created.ops) {
+    if (!op->getBlock() || op->hasTrait<OpTrait::ConstantLike>())
+      continue;
+    for (OpResult result : op->getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type || !type.hasStaticShape() || type.getNumElements() != 0 || result.use_empty())
+        continue;
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointAfter(op);
+      result.replaceAllUsesWith(ConstantOp::create(
+          builder, result.getLoc(), DenseElementsAttr::get(type, ArrayRef<Attribute>{})));
+    }
+  }
+  for (Value &value : results) {
     auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
     if (type && type.hasStaticShape() && type.getNumElements() == 0 &&
         !matchPattern(value, m_Constant()))
-      problems.push_back(label + "output '" + node.output(i) + "' would have no elements " +
-                         formatShape(type.getShape()) + "; empty tensors are not supported");
+      value = ConstantOp::create(builder, value.getLoc(),
+                                 DenseElementsAttr::get(type, ArrayRef<Attribute>{}));
   }
   if (problems.size() > problemsBefore)
     return poison();
@@ -553,11 +541,19 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   auto function = func::FuncOp::create(builder, moduleLoc, "main",
                                        builder.getFunctionType(argumentTypes, {}));
   Block *body = function.addEntryBlock();
+  builder.setInsertionPointToStart(body);
   for (auto [i, name] : llvm::enumerate(argumentNames)) {
     function.setArgAttr(i, kValueNameAttr, builder.getStringAttr(name));
     values[name] = body->getArgument(i);
+    // An input without elements has no data to wait for: it is known at
+    // compile time, and the nodes reading it fold.
+    auto type = cast<RankedTensorType>(argumentTypes[i]);
+    if (type.hasStaticShape() && type.getNumElements() == 0) {
+      auto empty = DenseElementsAttr::get(type, ArrayRef<Attribute>{});
+      values[name] = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name)), empty);
+      constants[name] = empty;
+    }
   }
-  builder.setInsertionPointToStart(body);
 
   for (auto [index, node] : llvm::enumerate(graph.node()))
     importNode(node, index);

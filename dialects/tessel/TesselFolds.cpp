@@ -288,6 +288,26 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
       });
 }
 
+// Shape arithmetic (CenterCropPad's pads, a Max of shapes) folds through
+// these; NaN propagates as in ONNX.
+OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
+  return foldBroadcastBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) { return llvm::minimum(a, b); },
+      [](const APInt &a, const APInt &b, bool isUnsigned) -> std::optional<APInt> {
+        return isUnsigned ? llvm::APIntOps::umin(a, b) : llvm::APIntOps::smin(a, b);
+      });
+}
+
+OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
+  return foldBroadcastBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) { return llvm::maximum(a, b); },
+      [](const APInt &a, const APInt &b, bool isUnsigned) -> std::optional<APInt> {
+        return isUnsigned ? llvm::APIntOps::umax(a, b) : llvm::APIntOps::smax(a, b);
+      });
+}
+
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   if (OpFoldResult folded =
           foldRightIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
@@ -574,21 +594,40 @@ OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
   });
 }
 
-OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
-  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
-    return getInputs().front();
-  // Concatenating constants along axis 0 appends their row-major values,
-  // which covers the shape vectors that Reshape consumes.
-  if (getAxis() != 0 || !getType().hasStaticShape())
+/// Concatenating constants along axis 0 appends their row-major values,
+/// which covers the shape vectors that Reshape consumes.
+static Attribute concatenateConstants(ConcatOp op, ArrayRef<Attribute> inputs) {
+  if (op.getAxis() != 0 || !op.getType().hasStaticShape())
     return {};
   SmallVector<Attribute> values;
-  for (Attribute operand : adaptor.getInputs()) {
+  for (Attribute operand : inputs) {
     auto dense = dyn_cast_if_present<DenseElementsAttr>(operand);
     if (!dense || dense.getNumElements() > kMaxFoldedElements)
       return {};
     llvm::append_range(values, dense.getValues<Attribute>());
   }
-  return DenseElementsAttr::get(attributeType(getType()), values);
+  return DenseElementsAttr::get(attributeType(op.getType()), values);
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  if (Attribute constant = concatenateConstants(*this, adaptor.getInputs()))
+    return constant;
+  // Inputs without elements add nothing.
+  auto isEmpty = [](Value input) {
+    auto type = cast<RankedTensorType>(input.getType());
+    return type.hasStaticShape() && type.getNumElements() == 0;
+  };
+  if (getInputs().size() > 1 && llvm::any_of(getInputs(), isEmpty) &&
+      !llvm::all_of(getInputs(), isEmpty)) {
+    SmallVector<Value> kept = llvm::filter_to_vector(getInputs(), [&](Value input) {
+      return !isEmpty(input);
+    });
+    getInputsMutable().assign(kept);
+    return getResult();
+  }
+  return {};
 }
 
 namespace {

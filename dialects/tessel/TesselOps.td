@@ -354,7 +354,7 @@ def Tessel_MinOp : Tessel_BroadcastBinaryOp<"min"> {
     %0 = tessel.min %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     ```
   }];
-  let hasFolder = 0;
+  let hasFolder = 1;
 }
 
 def Tessel_MaxOp : Tessel_BroadcastBinaryOp<"max"> {
@@ -366,7 +366,7 @@ def Tessel_MaxOp : Tessel_BroadcastBinaryOp<"max"> {
     %0 = tessel.max %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     ```
   }];
-  let hasFolder = 0;
+  let hasFolder = 1;
 }
 
 def Tessel_PowOp : Tessel_BroadcastBinaryOp<"pow"> {

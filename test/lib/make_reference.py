@@ -25,7 +25,8 @@ def graph_inputs(model):
     initializers = {tensor.name for tensor in model.graph.initializer}
     return [(value.name,
              helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type),
-             [dim.dim_value or 1 for dim in value.type.tensor_type.shape.dim])
+             [dim.dim_value if dim.HasField("dim_value") else 1
+              for dim in value.type.tensor_type.shape.dim])
             for value in model.graph.input if value.name not in initializers]
 
 

@@ -34,6 +34,9 @@ class Outcome:
     status: str
     detail: str  # one line: the first diagnostic, the largest error, ...
     log: str  # everything the tools printed
+    # The graph inputs compiled in as constants (--freeze-input): a test
+    # that passes only so would not pass run as a user runs it.
+    frozen: tuple = ()
 
 
 def _first_error(output):
@@ -132,7 +135,7 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
     detail = details[-1] if details else "no test data"
     if frozen:
         detail += " (compiled with %s frozen)" % ", ".join(name for _, name in frozen)
-    return Outcome(PASS, detail, "".join(log))
+    return Outcome(PASS, detail, "".join(log), tuple(name for _, name in frozen))
 
 
 def _inputs_to_freeze(output, model_dir, data_sets):

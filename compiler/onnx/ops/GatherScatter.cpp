@@ -1,4 +1,4 @@
-//===- GatherScatter.cpp - Gather*, Scatter*, OneHot, Compress, ... -------===//
+//===- GatherScatter.cpp - Gather*, Scatter*, MaxUnpool, OneHot, ... -----===//
 //
 // Elements chosen by index or by condition. Indices may be run-time data,
 // checked against their axes (checkIndices); a condition, and NonZero's
@@ -166,6 +166,74 @@ LogicalResult importScatterElements(NodeImporter &node) {
   return success();
 }
 
+/// MaxUnpool puts each input element at its MaxPool index in zeros of the
+/// shape the pooling's attributes infer. Indices are flat over that whole
+/// tensor (as MaxPool's Indices give them), so it is one scatter into it
+/// flattened. An output_shape larger than the inferred one pads it at the
+/// end, as ONNX's reference and test data do (onnxruntime indexes the larger
+/// shape instead).
+LogicalResult importMaxUnpool(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape() || type.getRank() < 3 ||
+      node.inputType(1).getShape() != type.getShape())
+    return node.unsupported("X must be a static [N, C, spatial...] tensor with indices of its shape");
+  int64_t spatial = type.getRank() - 2;
+  std::vector<int64_t> kernel = node.intsAttr("kernel_shape").value_or(std::vector<int64_t>{});
+  std::vector<int64_t> strides =
+      node.intsAttr("strides").value_or(std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads =
+      node.intsAttr("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  if (static_cast<int64_t>(kernel.size()) != spatial ||
+      static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return node.unsupported("kernel_shape, strides and pads must give every spatial axis");
+  SmallVector<int64_t> inferred(type.getShape().take_front(2));
+  for (int64_t axis = 0; axis < spatial; ++axis)
+    inferred.push_back((type.getDimSize(axis + 2) - 1) * strides[axis] + kernel[axis] -
+                       pads[axis] - pads[axis + spatial]);
+  if (llvm::any_of(inferred, [](int64_t extent) { return extent <= 0; }))
+    return node.unsupported("the pads leave no output");
+  SmallVector<int64_t> shape = inferred;
+  if (node.input(2)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(2, "output_shape");
+    if (!given)
+      return failure();
+    if (given->size() != shape.size() ||
+        llvm::any_of(llvm::zip(*given, inferred),
+                     [](auto pair) { return std::get<0>(pair) < std::get<1>(pair); }))
+      return node.unsupported("output_shape must be at least the inferred shape " +
+                              formatShape(inferred));
+    shape = *given;
+  }
+  RankedTensorType inferredType = type.clone(inferred);
+  if (failed(checkComputeBudget(node, double(type.clone(shape).getNumElements()),
+                                "output elements", kMaxComputedElements)) ||
+      failed(checkIndices(node, 1, {inferredType.getNumElements()})))
+    return failure();
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto flat = [&](Value value, int64_t elements) {
+    auto valueType = cast<RankedTensorType>(value.getType());
+    return ReshapeOp::create(b, loc, valueType.clone({elements}), value);
+  };
+  Value zeros =
+      node.splatConstant(type.getElementType(), 0.0, {inferredType.getNumElements()});
+  Value scattered = ScatterElementsOp::create(
+      b, loc, zeros.getType(), zeros, flat(node.input(1), type.getNumElements()),
+      flat(node.input(0), type.getNumElements()), b.getI64IntegerAttr(0),
+      b.getStringAttr("none"));
+  Value unpooled = ReshapeOp::create(b, loc, inferredType, scattered);
+  if (shape != inferred) {
+    SmallVector<int64_t> padding(inferred.size(), 0);
+    for (auto [extent, given] : llvm::zip(inferred, shape))
+      padding.push_back(given - extent);
+    unpooled = node.createInferred<PadOp>(unpooled, node.splatConstant(type.getElementType(), 0.0),
+                                          b.getDenseI64ArrayAttr(padding),
+                                          b.getStringAttr("constant"));
+  }
+  return node.setInferredOutput(0, unpooled);
+}
+
 LogicalResult importScatterND(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   std::string reduction =
@@ -315,6 +383,7 @@ void registerGatherScatterHandlers(OpRegistry &registry) {
   registry.on("Scatter", 9, importScatterElements);
   registry.on("ScatterElements", 11, importScatterElements);
   registry.on("ScatterND", 11, importScatterND);
+  registry.on("MaxUnpool", 9, importMaxUnpool);
   registry.on("OneHot", 9, importOneHot);
   registry.on("Compress", 9, importCompress);
   registry.on("NonZero", 9, importNonZero);

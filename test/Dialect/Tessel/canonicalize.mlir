@@ -253,3 +253,34 @@ func.func @count_constant_indices() -> tensor<i64> {
   tessel.check_zero %0 {node = "out of range", problem = "GatherND indices outside [-3, 3) and [-4, 4)"} : tensor<i64>
   return %0 : tensor<i64>
 }
+
+// -----
+
+// Min and max of constants fold (shape arithmetic such as CenterCropPad's
+// pads); integers compare signed, and NaN propagates.
+// CHECK-LABEL: @fold_min_max
+// CHECK-DAG: tessel.constant dense<[4, -2, 7]> : tensor<3xi64>
+// CHECK-DAG: tessel.constant dense<[1, -5, 3]> : tensor<3xi64>
+// CHECK-DAG: tessel.constant dense<[2.000000e+00, 0x7FC00000]> : tensor<2xf32>
+// CHECK-NOT: tessel.max
+// CHECK-NOT: tessel.min
+func.func @fold_min_max() -> (tensor<3xi64>, tensor<3xi64>, tensor<2xf32>) {
+  %a = tessel.constant dense<[1, -2, 7]> : tensor<3xi64>
+  %b = tessel.constant dense<[4, -5, 3]> : tensor<3xi64>
+  %max = tessel.max %a, %b : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %min = tessel.min %a, %b : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %c = tessel.constant dense<[2.0, 0x7FC00000]> : tensor<2xf32>
+  %d = tessel.constant dense<[1.0, 5.0]> : tensor<2xf32>
+  %fmax = tessel.max %c, %d : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %max, %min, %fmax : tensor<3xi64>, tensor<3xi64>, tensor<2xf32>
+}
+
+// -----
+
+// An input without elements adds nothing to a concatenation.
+// CHECK-LABEL: @concat_drops_empty
+// CHECK: tessel.concat %arg0, %arg1 {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
+func.func @concat_drops_empty(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>, %e: tensor<2x0xf32>) -> tensor<2x7xf32> {
+  %0 = tessel.concat %a, %e, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x0xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
+  return %0 : tensor<2x7xf32>
+}
