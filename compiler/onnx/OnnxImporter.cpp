@@ -93,7 +93,10 @@ private:
   Value foldConstantInputs(mlir::Value value);
   Value placeholder(const std::string &name);
   Location nodeLocation(const onnx::NodeProto &node, int index);
-  void importNode(const onnx::NodeProto &node, int index);
+  /// Imports `node`, the graph's node `index`, or with `nested` a node of
+  /// a subgraph inlined in place of node `index`.
+  void importNode(const onnx::NodeProto &node, int index, bool nested = false);
+  void importIf(const onnx::NodeProto &node, int index, const std::string &label);
   llvm::Error problemsError() const;
 
   MLIRContext &context;
@@ -335,12 +338,126 @@ static std::optional<std::string> oversizedResult(ArrayRef<Operation *> ops) {
   return std::nullopt;
 }
 
-void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
+/// The names that `nodes` read, those of their subgraphs included: a value
+/// that only a branch of an If reads is still used.
+static void collectConsumed(const google::protobuf::RepeatedPtrField<onnx::NodeProto> &nodes,
+                            llvm::StringSet<> &consumed) {
+  for (const onnx::NodeProto &node : nodes) {
+    for (const std::string &name : node.input())
+      consumed.insert(name);
+    for (const onnx::AttributeProto &attribute : node.attribute()) {
+      if (attribute.has_g()) {
+        collectConsumed(attribute.g().node(), consumed);
+        for (const onnx::ValueInfoProto &output : attribute.g().output())
+          consumed.insert(output.name());
+      }
+      for (const onnx::GraphProto &graph : attribute.graphs())
+        collectConsumed(graph.node(), consumed);
+    }
+  }
+}
+
+/// An If whose condition is a constant (computed from shapes, attributes
+/// or initializers, as exporters of scripted code write them) is the branch
+/// it takes: that branch's nodes are imported in its place. One whose
+/// condition is known only at run time computes both branches and selects
+/// each output (tessel.where), when the branches' outputs have the same
+/// types. ONNX names are unique across a model's subgraphs, so the
+/// branches' names join the graph's.
+void GraphImporter::importIf(const onnx::NodeProto &node, int index, const std::string &label) {
+  auto poison = [&] {
+    for (const std::string &output : node.output())
+      poisoned.insert(output);
+  };
+  const std::string &conditionName = node.input(0);
+  if (poisoned.contains(conditionName))
+    return poison();
+  Value condition = lookup(conditionName);
+  if (!condition) {
+    problems.push_back(label + "input '" + conditionName +
+                       "' is not produced by any earlier node, input or initializer");
+    return poison();
+  }
+  auto conditionType = cast<RankedTensorType>(condition.getType());
+  if (conditionType.getNumElements() != 1 || !conditionType.getElementType().isInteger(1)) {
+    problems.push_back(label + "the condition must hold one bool");
+    return poison();
+  }
+  // The branches' outputs, imported (null where a branch fails).
+  auto importBranch = [&](llvm::StringRef name) -> std::optional<SmallVector<Value>> {
+    const onnx::GraphProto *branch = nullptr;
+    for (const onnx::AttributeProto &attribute : node.attribute())
+      if (attribute.name() == name && attribute.has_g())
+        branch = &attribute.g();
+    if (!branch || branch->output_size() != node.output_size()) {
+      problems.push_back(label + name.str() + " must give one output per output of the If");
+      return std::nullopt;
+    }
+    if (branch->sparse_initializer_size() > 0) {
+      problems.push_back(label + "sparse initializers are not supported");
+      return std::nullopt;
+    }
+    for (const onnx::TensorProto &tensor : branch->initializer())
+      initializers[tensor.name()] = &tensor;
+    size_t before = problems.size();
+    for (const onnx::NodeProto &inner : branch->node())
+      importNode(inner, index, /*nested=*/true);
+    SmallVector<Value> outputs;
+    for (const onnx::ValueInfoProto &result : branch->output()) {
+      Value produced = poisoned.contains(result.name()) ? Value() : lookup(result.name());
+      if (!produced && !poisoned.contains(result.name()))
+        problems.push_back(label + "branch output '" + result.name() +
+                           "' is not produced by the branch or the graph");
+      outputs.push_back(produced);
+    }
+    if (problems.size() > before)
+      return std::nullopt;
+    return outputs;
+  };
+  SmallVector<Value> results;
+  ElementsAttr constant;
+  if (matchPattern(condition, m_Constant(&constant))) {
+    bool taken = !(*constant.value_begin<APInt>()).isZero();
+    std::optional<SmallVector<Value>> outputs =
+        importBranch(taken ? "then_branch" : "else_branch");
+    if (!outputs)
+      return poison();
+    results = *outputs;
+  } else {
+    std::optional<SmallVector<Value>> onTrue = importBranch("then_branch");
+    std::optional<SmallVector<Value>> onFalse = importBranch("else_branch");
+    if (!onTrue || !onFalse)
+      return poison();
+    Location loc = nodeLocation(node, index);
+    Value scalar = ReshapeOp::create(builder, loc, conditionType.clone(ArrayRef<int64_t>{}),
+                                     condition);
+    for (auto [output, whenTrue, whenFalse] : llvm::zip(node.output(), *onTrue, *onFalse)) {
+      if (whenTrue.getType() != whenFalse.getType()) {
+        problems.push_back(label + "the condition is known only at run time and the "
+                                   "branches give output '" + output + "' different types");
+        return poison();
+      }
+      results.push_back(WhereOp::create(builder, loc, whenTrue.getType(), scalar, whenTrue,
+                                        whenFalse));
+    }
+  }
+  for (auto [output, result] : llvm::zip(node.output(), results)) {
+    if (output.empty())
+      continue;
+    values[output] = foldConstantInputs(result);
+    if (matchPattern(values[output], m_Constant(&constant)))
+      constants[output] = constant;
+  }
+}
+
+void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nested) {
   currentNode = index;
   std::string label = onnx_import::nodeContext(node, index, opset);
   size_t problemsBefore = problems.size();
   auto poison = [&] {
-    ++failingOpCounts[node.op_type()];
+    // A branch's node fails its If, which --check counts.
+    if (!nested)
+      ++failingOpCounts[node.op_type()];
     for (const std::string &output : node.output())
       poisoned.insert(output);
   };
@@ -350,11 +467,25 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index) {
                        "' is not supported");
     return poison();
   }
-  if (!signatureProblems[index].empty()) {
+  std::vector<std::string> nestedSignature;
+  if (nested)
+    nestedSignature = onnx_import::nodeSignatureProblems(node, opset);
+  const std::vector<std::string> &signature = nested ? nestedSignature : signatureProblems[index];
+  if (!signature.empty()) {
     trustedPrefix = false;
-    for (const std::string &why : signatureProblems[index])
+    for (const std::string &why : signature)
       problems.push_back(label + why);
     return poison();
+  }
+  if (node.op_type() == "If") {
+    size_t before = problems.size();
+    importIf(node, index, label);
+    if (problems.size() > before) {
+      trustedPrefix = false;
+      if (!nested)
+        ++failingOpCounts[node.op_type()];
+    }
+    return;
   }
 
   std::string reason;
@@ -513,9 +644,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     initializers[tensor.name()] = &tensor;
   if (graph.sparse_initializer_size() > 0)
     return importError(path + ": sparse initializers are not supported");
-  for (const onnx::NodeProto &node : graph.node())
-    for (const std::string &name : node.input())
-      consumed.insert(name);
+  collectConsumed(graph.node(), consumed);
   for (const onnx::ValueInfoProto &output : graph.output())
     consumed.insert(output.name());
 
