@@ -226,18 +226,34 @@ def main():
 def cpu_description():
     """The CPU's model name and widest vector extension, from /proc/cpuinfo:
     machines differ between runs, and so does what the compiler targets."""
-    model, flags = "unknown CPU", set()
+    model, flags, family, number, vendor = "unknown CPU", set(), None, None, ""
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")
-            if key.strip() == "model name":
+            key = key.strip()
+            if key == "model name":
                 model = value.strip()
-            elif key.strip() == "flags":
+            elif key == "flags":
                 flags = set(value.split())
-    except OSError:
+            elif key == "cpu family" and family is None:
+                family = int(value)
+            elif key == "model" and number is None:
+                number = int(value)
+            elif key == "vendor_id":
+                vendor = value.strip()
+    except (OSError, ValueError):
         pass
     vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
-    return f"{model}, {vectors}"
+    # AMD's model names ("AMD EPYC") do not say the generation; family and
+    # model do.
+    generation = ""
+    if vendor == "AuthenticAMD" and family is not None and number is not None:
+        generation = {23: "Zen 2", 26: "Zen 5"}.get(
+            family, ("Zen 3" if number < 0x10 else "Zen 4") if family == 25 else "")
+    details = f"family {family}, model {number}" if family is not None else ""
+    if generation:
+        details = f"{generation}: {details}"
+    return f"{model} ({details}), {vectors}" if details else f"{model}, {vectors}"
 
 
 def write_report(path, peak_line, peak, kernels, rows, means, args):

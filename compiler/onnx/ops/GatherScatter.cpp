@@ -18,6 +18,7 @@
 using namespace mlir;
 
 namespace tessel::onnx_import {
+
 namespace {
 
 /// "[-3, 3)", or "[-3, 3) and [-4, 4)" for one extent per tuple entry.
@@ -28,13 +29,8 @@ std::string indexRanges(ArrayRef<int64_t> extents) {
   return llvm::join(ranges, " and ");
 }
 
-/// Entry i of input `input` indexes an axis of extent
-/// extents[i % extents.size()] (one extent for Gather, one per tuple entry
-/// for GatherND) and must lie in [-extent, extent): ONNX leaves other
-/// indices undefined and onnxruntime refuses them, where clamping would
-/// give wrong rows silently. Constant indices are checked here, saying
-/// which entry is wrong; indices known only at run time get a count of
-/// those out of range, which the runtime checks before returning results.
+} // namespace
+
 LogicalResult checkIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> extents) {
   if (extents.empty() || llvm::any_of(extents, ShapedType::isDynamic))
     return success();
@@ -61,6 +57,8 @@ LogicalResult checkIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> e
       b.getStringAttr(node.node().op_type() + " indices outside " + indexRanges(extents)));
   return success();
 }
+
+namespace {
 
 LogicalResult importGather(NodeImporter &node) {
   std::optional<int64_t> axis =

@@ -45,6 +45,17 @@ mlir::Value convolutionFromAttributes(NodeImporter &node, mlir::Value input,
 /// Null after recording why not.
 mlir::Value matrixProduct(NodeImporter &node, mlir::Value lhs, mlir::Value rhs);
 
+/// Entry i of input `input` indexes an axis of extent
+/// extents[i % extents.size()] (one extent for Gather, one per tuple entry
+/// for GatherND) and must lie in [-extent, extent): ONNX leaves other
+/// indices undefined and onnxruntime refuses them, where clamping would
+/// give wrong rows silently. Constant indices are checked here, saying
+/// which entry is wrong; indices known only at run time get a count of
+/// those out of range, which the runtime checks before returning results
+/// (GatherScatter.cpp).
+mlir::LogicalResult checkIndices(NodeImporter &node, size_t input,
+                                 llvm::ArrayRef<int64_t> extents);
+
 /// The most elements a handler computes itself at compile time (a Range, a
 /// window, an identity matrix, resize taps) and the most recurrent steps it
 /// unrolls: sizes come from the model's data, and an unbounded one would

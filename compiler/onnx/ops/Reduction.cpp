@@ -219,9 +219,43 @@ LogicalResult importAlongAxis(NodeImporter &node) {
   return success();
 }
 
+/// A cumulative op along an axis known only at run time (the result's shape
+/// does not depend on it): the op along every axis, the one the axis names
+/// selected, after a run-time check that it names one.
+template <typename OpTy>
+LogicalResult importCumulativeAlongRuntimeAxis(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0), axisType = node.inputType(1);
+  if (axisType.getNumElements() != 1)
+    return node.unsupported("axis must hold one value");
+  int64_t rank = type.getRank();
+  if (failed(checkIndices(node, 1, {rank})))
+    return failure();
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value axis = ReshapeOp::create(b, loc, axisType.clone(ArrayRef<int64_t>{}), node.input(1));
+  auto along = [&](int64_t dimension) -> Value {
+    return OpTy::create(b, loc, type, node.input(0), b.getI64IntegerAttr(dimension),
+                        b.getBoolAttr(node.intAttr("exclusive", 0) != 0),
+                        b.getBoolAttr(node.intAttr("reverse", 0) != 0));
+  };
+  auto names = [&](int64_t value) {
+    return node.createInferred<CompareOp>(
+        b.getStringAttr("eq"), axis, node.splatConstant(axisType.getElementType(), value));
+  };
+  // The last axis is what remains once the others are ruled out.
+  Value result = along(rank - 1);
+  for (int64_t dimension = rank - 2; dimension >= 0; --dimension) {
+    Value chosen = node.createInferred<OrOp>(names(dimension), names(dimension - rank));
+    result = node.createInferred<WhereOp>(chosen, along(dimension), result);
+  }
+  return node.setInferredOutput(0, result);
+}
+
 template <typename OpTy>
 LogicalResult importCumulative(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
+  if (!node.constantInput(1))
+    return importCumulativeAlongRuntimeAxis<OpTy>(node);
   std::optional<SmallVector<int64_t>> axis = node.constantInts(1, "axis");
   if (!axis)
     return failure();
