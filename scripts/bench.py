@@ -268,7 +268,8 @@ def write_report(path, peak_line, peak, kernels, rows, means, args):
         f"Machine: {os.cpu_count()} cores ({cpu_description()}); single-thread FP32 FMA "
         "peak measured by "
         f"scripts/bench/fma_peak.c: **{peak:.1f} GFLOP/s** ({peak_line}).",
-        f"Latencies are medians of {args.rounds} alternating rounds of {args.runs} runs, "
+        f"Latencies are medians of {args.rounds} alternating rounds of at least {args.runs} runs "
+        "(more for fast models: a round lasts about 100 ms), "
         "batch 1; ratio = Tessel / onnxruntime (below 1: Tessel is faster).",
         "",
         "## Kernels (1 thread)",
