@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/OnnxImporter.h"
+#include "compiler/onnx/GraphImporter.h"
 #include "compiler/onnx/ModelValidation.h"
 #include "compiler/onnx/NodeImporter.h"
 #include "compiler/onnx/TensorProto.h"
@@ -32,10 +33,8 @@
 
 using namespace mlir;
 
-namespace tessel {
+namespace tessel::onnx_import {
 namespace {
-
-using onnx_import::NodeImporter;
 
 /// The largest value the importer folds from constant inputs.
 constexpr uint64_t kMaxFoldedBytes = uint64_t(1) << 30;
@@ -58,6 +57,7 @@ llvm::Error importError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+
 /// Collects the ops a handler creates so they can be verified together.
 struct CreatedOps : OpBuilder::Listener {
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
@@ -66,69 +66,8 @@ struct CreatedOps : OpBuilder::Listener {
   std::vector<Operation *> ops;
 };
 
-class GraphImporter {
-public:
-  GraphImporter(MLIRContext &context, onnx::ModelProto &model,
-                llvm::StringRef path, const ImportOptions &options)
-      : context(context), model(model), path(path),
-        directory(llvm::sys::path::parent_path(path)), options(options),
-        builder(&context) {
-    if (directory.empty())
-      directory = ".";
-  }
+} // namespace
 
-  llvm::Expected<OwningOpRef<ModuleOp>> run();
-
-  /// What the last run found: every problem, and failing nodes per op type.
-  const std::vector<std::string> &allProblems() const { return problems; }
-  const std::map<std::string, int64_t> &failingOps() const { return failingOpCounts; }
-  int64_t opsetVersion() const { return opset; }
-
-private:
-  llvm::Error readOpset();
-  bool validate();
-  void inferShapes(int nodeCount);
-  llvm::Expected<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
-  Value lookup(const std::string &name);
-  Value foldConstantInputs(mlir::Value value);
-  Value placeholder(const std::string &name);
-  Location nodeLocation(const onnx::NodeProto &node, int index);
-  /// Imports `node`, the graph's node `index`, or with `nested` a node of
-  /// a subgraph inlined in place of node `index`.
-  void importNode(const onnx::NodeProto &node, int index, bool nested = false);
-  void importIf(const onnx::NodeProto &node, int index, const std::string &label);
-  llvm::Error problemsError() const;
-
-  MLIRContext &context;
-  onnx::ModelProto &model;
-  std::string path;
-  std::string directory;
-  const ImportOptions &options;
-  OpBuilder builder;
-  int64_t opset = 0;
-
-  llvm::StringMap<Value> values;
-  llvm::StringMap<ElementsAttr> constants;
-  llvm::StringMap<const onnx::TensorProto *> initializers;
-  llvm::StringSet<> consumed;
-  llvm::StringSet<> poisoned;
-  llvm::StringMap<RankedTensorType> inferredTypes;
-  std::vector<std::string> problems;
-  /// Per node, why it does not match its operator's signature.
-  std::vector<std::vector<std::string>> signatureProblems;
-  /// The node being imported; the leading nodes shape inference has read;
-  /// whether every node before the current one was imported or, if its op
-  /// is not supported, matched its signature and input types. libonnx's
-  /// shape inference trusts what it reads (a zero stride, a bool signal or
-  /// an image of the wrong rank for its weights crash it).
-  int currentNode = 0;
-  int inferredNodes = 0;
-  bool trustedPrefix = true;
-  /// What shape inference reads and annotates: a copy of the model, made
-  /// once (its weights are large), whose nodes are the prefix read last.
-  std::optional<onnx::ModelProto> inferenceModel;
-  std::map<std::string, int64_t> failingOpCounts;
-};
 
 llvm::Error GraphImporter::readOpset() {
   for (const onnx::OperatorSetIdProto &entry : model.opset_import())
@@ -357,99 +296,6 @@ static void collectConsumed(const google::protobuf::RepeatedPtrField<onnx::NodeP
   }
 }
 
-/// An If whose condition is a constant (computed from shapes, attributes
-/// or initializers, as exporters of scripted code write them) is the branch
-/// it takes: that branch's nodes are imported in its place. One whose
-/// condition is known only at run time computes both branches and selects
-/// each output (tessel.where), when the branches' outputs have the same
-/// types. ONNX names are unique across a model's subgraphs, so the
-/// branches' names join the graph's.
-void GraphImporter::importIf(const onnx::NodeProto &node, int index, const std::string &label) {
-  auto poison = [&] {
-    for (const std::string &output : node.output())
-      poisoned.insert(output);
-  };
-  const std::string &conditionName = node.input(0);
-  if (poisoned.contains(conditionName))
-    return poison();
-  Value condition = lookup(conditionName);
-  if (!condition) {
-    problems.push_back(label + "input '" + conditionName +
-                       "' is not produced by any earlier node, input or initializer");
-    return poison();
-  }
-  auto conditionType = cast<RankedTensorType>(condition.getType());
-  if (conditionType.getNumElements() != 1 || !conditionType.getElementType().isInteger(1)) {
-    problems.push_back(label + "the condition must hold one bool");
-    return poison();
-  }
-  // The branches' outputs, imported (null where a branch fails).
-  auto importBranch = [&](llvm::StringRef name) -> std::optional<SmallVector<Value>> {
-    const onnx::GraphProto *branch = nullptr;
-    for (const onnx::AttributeProto &attribute : node.attribute())
-      if (attribute.name() == name && attribute.has_g())
-        branch = &attribute.g();
-    if (!branch || branch->output_size() != node.output_size()) {
-      problems.push_back(label + name.str() + " must give one output per output of the If");
-      return std::nullopt;
-    }
-    if (branch->sparse_initializer_size() > 0) {
-      problems.push_back(label + "sparse initializers are not supported");
-      return std::nullopt;
-    }
-    for (const onnx::TensorProto &tensor : branch->initializer())
-      initializers[tensor.name()] = &tensor;
-    size_t before = problems.size();
-    for (const onnx::NodeProto &inner : branch->node())
-      importNode(inner, index, /*nested=*/true);
-    SmallVector<Value> outputs;
-    for (const onnx::ValueInfoProto &result : branch->output()) {
-      Value produced = poisoned.contains(result.name()) ? Value() : lookup(result.name());
-      if (!produced && !poisoned.contains(result.name()))
-        problems.push_back(label + "branch output '" + result.name() +
-                           "' is not produced by the branch or the graph");
-      outputs.push_back(produced);
-    }
-    if (problems.size() > before)
-      return std::nullopt;
-    return outputs;
-  };
-  SmallVector<Value> results;
-  ElementsAttr constant;
-  if (matchPattern(condition, m_Constant(&constant))) {
-    bool taken = !(*constant.value_begin<APInt>()).isZero();
-    std::optional<SmallVector<Value>> outputs =
-        importBranch(taken ? "then_branch" : "else_branch");
-    if (!outputs)
-      return poison();
-    results = *outputs;
-  } else {
-    std::optional<SmallVector<Value>> onTrue = importBranch("then_branch");
-    std::optional<SmallVector<Value>> onFalse = importBranch("else_branch");
-    if (!onTrue || !onFalse)
-      return poison();
-    Location loc = nodeLocation(node, index);
-    Value scalar = ReshapeOp::create(builder, loc, conditionType.clone(ArrayRef<int64_t>{}),
-                                     condition);
-    for (auto [output, whenTrue, whenFalse] : llvm::zip(node.output(), *onTrue, *onFalse)) {
-      if (whenTrue.getType() != whenFalse.getType()) {
-        problems.push_back(label + "the condition is known only at run time and the "
-                                   "branches give output '" + output + "' different types");
-        return poison();
-      }
-      results.push_back(WhereOp::create(builder, loc, whenTrue.getType(), scalar, whenTrue,
-                                        whenFalse));
-    }
-  }
-  for (auto [output, result] : llvm::zip(node.output(), results)) {
-    if (output.empty())
-      continue;
-    values[output] = foldConstantInputs(result);
-    if (matchPattern(values[output], m_Constant(&constant)))
-      constants[output] = constant;
-  }
-}
-
 void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nested) {
   currentNode = index;
   std::string label = onnx_import::nodeContext(node, index, opset);
@@ -477,9 +323,12 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
       problems.push_back(label + why);
     return poison();
   }
-  if (node.op_type() == "If") {
+  if (node.op_type() == "If" || node.op_type() == "Scan") {
     size_t before = problems.size();
-    importIf(node, index, label);
+    if (node.op_type() == "If")
+      importIf(node, index, label);
+    else
+      importScan(node, index, label);
     if (problems.size() > before) {
       trustedPrefix = false;
       if (!nested)
@@ -708,7 +557,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
 
 /// Turns each frozen graph input into an initializer holding the value read
 /// from its file, after checking that the value fits the declared input.
-llvm::Error freezeInputs(onnx::ModelProto &model, const std::string &path,
+static llvm::Error freezeInputs(onnx::ModelProto &model, const std::string &path,
                          const std::map<std::string, std::string> &frozen) {
   onnx::GraphProto &graph = *model.mutable_graph();
   for (const auto &entry : frozen) {
@@ -750,7 +599,7 @@ llvm::Error freezeInputs(onnx::ModelProto &model, const std::string &path,
 }
 
 /// Parses the model file into `model`.
-llvm::Error readModel(llvm::StringRef path, onnx::ModelProto &model) {
+static llvm::Error readModel(llvm::StringRef path, onnx::ModelProto &model) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -764,15 +613,19 @@ llvm::Error readModel(llvm::StringRef path, onnx::ModelProto &model) {
   return llvm::Error::success();
 }
 
-} // namespace
+} // namespace tessel::onnx_import
+
+namespace tessel {
+
+using onnx_import::GraphImporter;
 
 llvm::Expected<SupportReport> checkOnnxModel(MLIRContext &context, llvm::StringRef path,
                                              const ImportOptions &options,
                                              OwningOpRef<ModuleOp> *imported) {
   onnx::ModelProto model;
-  if (llvm::Error error = readModel(path, model))
+  if (llvm::Error error = onnx_import::readModel(path, model))
     return std::move(error);
-  if (llvm::Error error = freezeInputs(model, path.str(), options.frozenInputs))
+  if (llvm::Error error = onnx_import::freezeInputs(model, path.str(), options.frozenInputs))
     return std::move(error);
   GraphImporter importer(context, model, path, options);
   llvm::Expected<OwningOpRef<ModuleOp>> module = importer.run();
@@ -796,9 +649,9 @@ llvm::Expected<OwningOpRef<ModuleOp>>
 importOnnxModel(MLIRContext &context, llvm::StringRef path,
                 const ImportOptions &options) {
   onnx::ModelProto model;
-  if (llvm::Error error = readModel(path, model))
+  if (llvm::Error error = onnx_import::readModel(path, model))
     return std::move(error);
-  if (llvm::Error error = freezeInputs(model, path.str(), options.frozenInputs))
+  if (llvm::Error error = onnx_import::freezeInputs(model, path.str(), options.frozenInputs))
     return std::move(error);
   GraphImporter importer(context, model, path, options);
   return importer.run();

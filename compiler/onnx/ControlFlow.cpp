@@ -1,0 +1,322 @@
+//===- ControlFlow.cpp - If and Scan, imported in place of their nodes ----===//
+//
+// Shapes are static, so control flow is resolved at import:
+//  - an If whose condition folds is the branch it takes; one whose
+//    condition is a run-time value computes both branches and selects;
+//  - a Scan is its body unrolled over the scanned axis (whose length is
+//    static), the states threaded from one step to the next.
+// A subgraph's nodes are imported like the graph's own. ONNX names are
+// unique across a model's subgraphs, so a branch's names join the graph's;
+// a loop body's are forgotten after each step, so the next binds them anew.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/GraphImporter.h"
+#include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+
+namespace {
+
+/// The graph-valued attribute `name` of `node`, if it has one.
+const onnx::GraphProto *graphAttribute(const onnx::NodeProto &node, llvm::StringRef name) {
+  for (const onnx::AttributeProto &attribute : node.attribute())
+    if (attribute.name() == name && attribute.has_g())
+      return &attribute.g();
+  return nullptr;
+}
+
+/// The ints attribute `name` of `node`, or `count` copies of `fallback`.
+SmallVector<int64_t> intsAttribute(const onnx::NodeProto &node, llvm::StringRef name,
+                                   size_t count, int64_t fallback) {
+  for (const onnx::AttributeProto &attribute : node.attribute())
+    if (attribute.name() == name)
+      return SmallVector<int64_t>(attribute.ints().begin(), attribute.ints().end());
+  return SmallVector<int64_t>(count, fallback);
+}
+
+} // namespace
+
+/// An If whose condition is a constant (computed from shapes, attributes
+/// or initializers, as exporters of scripted code write them) is the branch
+/// it takes: that branch's nodes are imported in its place. One whose
+/// condition is known only at run time computes both branches and selects
+/// each output (tessel.where), when the branches' outputs have the same
+/// types. ONNX names are unique across a model's subgraphs, so the
+/// branches' names join the graph's.
+void GraphImporter::importIf(const onnx::NodeProto &node, int index,
+                             const std::string &label) {
+  auto poison = [&] {
+    for (const std::string &output : node.output())
+      poisoned.insert(output);
+  };
+  const std::string &conditionName = node.input(0);
+  if (poisoned.contains(conditionName))
+    return poison();
+  Value condition = lookup(conditionName);
+  if (!condition) {
+    problems.push_back(label + "input '" + conditionName +
+                       "' is not produced by any earlier node, input or initializer");
+    return poison();
+  }
+  auto conditionType = cast<RankedTensorType>(condition.getType());
+  if (conditionType.getNumElements() != 1 || !conditionType.getElementType().isInteger(1)) {
+    problems.push_back(label + "the condition must hold one bool");
+    return poison();
+  }
+  // The branches' outputs, imported (null where a branch fails).
+  auto importBranch = [&](llvm::StringRef name) -> std::optional<SmallVector<Value>> {
+    const onnx::GraphProto *branch = graphAttribute(node, name);
+    if (!branch || branch->output_size() != node.output_size()) {
+      problems.push_back(label + name.str() + " must give one output per output of the If");
+      return std::nullopt;
+    }
+    if (branch->sparse_initializer_size() > 0) {
+      problems.push_back(label + "sparse initializers are not supported");
+      return std::nullopt;
+    }
+    for (const onnx::TensorProto &tensor : branch->initializer())
+      initializers[tensor.name()] = &tensor;
+    size_t before = problems.size();
+    for (const onnx::NodeProto &inner : branch->node())
+      importNode(inner, index, /*nested=*/true);
+    SmallVector<Value> outputs;
+    for (const onnx::ValueInfoProto &result : branch->output()) {
+      Value produced = poisoned.contains(result.name()) ? Value() : lookup(result.name());
+      if (!produced && !poisoned.contains(result.name()))
+        problems.push_back(label + "branch output '" + result.name() +
+                           "' is not produced by the branch or the graph");
+      outputs.push_back(produced);
+    }
+    if (problems.size() > before)
+      return std::nullopt;
+    return outputs;
+  };
+  SmallVector<Value> results;
+  ElementsAttr constant;
+  if (matchPattern(condition, m_Constant(&constant))) {
+    bool taken = !(*constant.value_begin<APInt>()).isZero();
+    std::optional<SmallVector<Value>> outputs =
+        importBranch(taken ? "then_branch" : "else_branch");
+    if (!outputs)
+      return poison();
+    results = *outputs;
+  } else {
+    std::optional<SmallVector<Value>> onTrue = importBranch("then_branch");
+    std::optional<SmallVector<Value>> onFalse = importBranch("else_branch");
+    if (!onTrue || !onFalse)
+      return poison();
+    Location loc = nodeLocation(node, index);
+    Value scalar = ReshapeOp::create(builder, loc, conditionType.clone(ArrayRef<int64_t>{}),
+                                     condition);
+    for (auto [output, whenTrue, whenFalse] : llvm::zip(node.output(), *onTrue, *onFalse)) {
+      if (whenTrue.getType() != whenFalse.getType()) {
+        problems.push_back(label + "the condition is known only at run time and the "
+                                   "branches give output '" + output + "' different types");
+        return poison();
+      }
+      results.push_back(WhereOp::create(builder, loc, whenTrue.getType(), scalar, whenTrue,
+                                        whenFalse));
+    }
+  }
+  for (auto [output, result] : llvm::zip(node.output(), results)) {
+    if (output.empty())
+      continue;
+    values[output] = foldConstantInputs(result);
+    if (matchPattern(values[output], m_Constant(&constant)))
+      constants[output] = constant;
+  }
+}
+
+std::optional<SmallVector<Value>> GraphImporter::importBody(const onnx::GraphProto &body,
+                                                           ArrayRef<Value> arguments,
+                                                           int index,
+                                                           const std::string &label) {
+  if (body.input_size() != static_cast<int>(arguments.size())) {
+    problems.push_back(label + "the body takes " + std::to_string(body.input_size()) +
+                       " inputs but is given " + std::to_string(arguments.size()));
+    return std::nullopt;
+  }
+  if (body.sparse_initializer_size() > 0) {
+    problems.push_back(label + "sparse initializers are not supported");
+    return std::nullopt;
+  }
+  std::vector<std::string> own;
+  for (auto [input, argument] : llvm::zip(body.input(), arguments)) {
+    values[input.name()] = argument;
+    ElementsAttr constant;
+    if (matchPattern(argument, m_Constant(&constant)))
+      constants[input.name()] = constant;
+    own.push_back(input.name());
+  }
+  for (const onnx::TensorProto &tensor : body.initializer()) {
+    initializers[tensor.name()] = &tensor;
+    own.push_back(tensor.name());
+  }
+  for (const onnx::NodeProto &inner : body.node())
+    llvm::append_range(own, inner.output());
+
+  size_t before = problems.size();
+  for (const onnx::NodeProto &inner : body.node())
+    importNode(inner, index, /*nested=*/true);
+  SmallVector<Value> outputs;
+  for (const onnx::ValueInfoProto &result : body.output()) {
+    Value produced = poisoned.contains(result.name()) ? Value() : lookup(result.name());
+    if (!produced && !poisoned.contains(result.name()))
+      problems.push_back(label + "body output '" + result.name() +
+                         "' is not produced by the body or the graph");
+    outputs.push_back(produced);
+  }
+  for (const std::string &name : own) {
+    values.erase(name);
+    constants.erase(name);
+    poisoned.erase(name);
+  }
+  if (problems.size() > before)
+    return std::nullopt;
+  return outputs;
+}
+
+/// Scan (opset 9 on): the body runs once per position along each scan
+/// input's axis (forward or reversed), taking the states and each scan
+/// input's slice there; it gives the next states and one slice of each scan
+/// output, stacked along that output's axis.
+void GraphImporter::importScan(const onnx::NodeProto &node, int index,
+                               const std::string &label) {
+  auto poison = [&] {
+    for (const std::string &output : node.output())
+      poisoned.insert(output);
+  };
+  auto refuse = [&](const std::string &why) {
+    problems.push_back(label + why);
+    poison();
+  };
+  if (opset < 9)
+    return refuse("Scan before opset 9 (a batch axis and sequence_lens) is not supported");
+  const onnx::GraphProto *body = graphAttribute(node, "body");
+  int64_t scanCount = -1;
+  for (const onnx::AttributeProto &attribute : node.attribute())
+    if (attribute.name() == "num_scan_inputs")
+      scanCount = attribute.i();
+  int64_t stateCount = node.input_size() - scanCount;
+  if (!body || scanCount < 1 || stateCount < 0)
+    return refuse("a Scan needs a body and num_scan_inputs between 1 and its input count");
+  int64_t outputCount = body->output_size() - stateCount;
+  if (outputCount < 0 || outputCount != node.output_size() - stateCount)
+    return refuse("the body must give the states and then one slice per scan output");
+
+  SmallVector<Value> inputs;
+  for (const std::string &name : node.input()) {
+    if (poisoned.contains(name))
+      return poison();
+    Value value = name.empty() ? Value() : lookup(name);
+    if (!value)
+      return refuse("input '" + name + "' is not produced by any earlier node, input or "
+                    "initializer");
+    inputs.push_back(value);
+  }
+  SmallVector<int64_t> inputAxes = intsAttribute(node, "scan_input_axes", scanCount, 0);
+  SmallVector<int64_t> inputDirections =
+      intsAttribute(node, "scan_input_directions", scanCount, 0);
+  SmallVector<int64_t> outputAxes = intsAttribute(node, "scan_output_axes", outputCount, 0);
+  SmallVector<int64_t> outputDirections =
+      intsAttribute(node, "scan_output_directions", outputCount, 0);
+  if (static_cast<int64_t>(inputAxes.size()) != scanCount ||
+      static_cast<int64_t>(inputDirections.size()) != scanCount ||
+      static_cast<int64_t>(outputAxes.size()) != outputCount ||
+      static_cast<int64_t>(outputDirections.size()) != outputCount)
+    return refuse("the scan axes and directions must give one entry per scan input and output");
+
+  // The scanned length, the same along every scan input's axis.
+  int64_t length = -1;
+  for (int64_t j = 0; j < scanCount; ++j) {
+    auto type = cast<RankedTensorType>(inputs[stateCount + j].getType());
+    std::optional<int64_t> axis = normalizeAxis(inputAxes[j], type.getRank());
+    if (!axis || !type.hasStaticShape())
+      return refuse("scan input " + std::to_string(j) + " needs a static shape and an axis in it");
+    inputAxes[j] = *axis;
+    if (length >= 0 && type.getDimSize(*axis) != length)
+      return refuse("the scan inputs have different lengths along their axes");
+    length = type.getDimSize(*axis);
+  }
+  if (length > kMaxUnrolledSteps)
+    return refuse("a Scan of " + std::to_string(length) + " steps is longer than the " +
+                  std::to_string(kMaxUnrolledSteps) + " it unrolls");
+
+  Location loc = nodeLocation(node, index);
+  // value[position] along `axis`, without that axis.
+  auto sliceAt = [&](Value value, int64_t axis, int64_t position) -> Value {
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+    SmallVector<int64_t> shape(type.getShape());
+    starts[axis] = position;
+    shape[axis] = 1;
+    Value slice = SliceOp::create(builder, loc, type.clone(shape), value,
+                                  builder.getDenseI64ArrayAttr(starts),
+                                  builder.getDenseI64ArrayAttr(steps));
+    shape.erase(shape.begin() + axis);
+    return ReshapeOp::create(builder, loc, type.clone(shape), slice);
+  };
+  SmallVector<Value> states(inputs.begin(), inputs.begin() + stateCount);
+  std::vector<SmallVector<Value>> slices(outputCount);
+  for (int64_t step = 0; step < length; ++step) {
+    SmallVector<Value> arguments = states;
+    for (int64_t j = 0; j < scanCount; ++j)
+      arguments.push_back(sliceAt(inputs[stateCount + j], inputAxes[j],
+                                  inputDirections[j] ? length - 1 - step : step));
+    std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
+    if (!outputs)
+      return poison();
+    for (int64_t i = 0; i < stateCount; ++i) {
+      if ((*outputs)[i].getType() != states[i].getType())
+        return refuse("the body changes the type of state " + std::to_string(i));
+      states[i] = (*outputs)[i];
+    }
+    for (int64_t k = 0; k < outputCount; ++k)
+      slices[k].push_back((*outputs)[stateCount + k]);
+  }
+
+  SmallVector<Value> results = states;
+  for (int64_t k = 0; k < outputCount; ++k) {
+    if (length == 0)
+      return refuse("a Scan of no steps has no scan outputs to give");
+    auto sliceType = cast<RankedTensorType>(slices[k].front().getType());
+    std::optional<int64_t> axis = normalizeAxis(outputAxes[k], sliceType.getRank() + 1);
+    if (!axis)
+      return refuse("scan output " + std::to_string(k) + "'s axis is out of range");
+    if (outputDirections[k])
+      std::reverse(slices[k].begin(), slices[k].end());
+    SmallVector<int64_t> unit(sliceType.getShape());
+    unit.insert(unit.begin() + *axis, 1);
+    SmallVector<Value> parts;
+    for (Value slice : slices[k]) {
+      if (slice.getType() != sliceType)
+        return refuse("the body gives scan output " + std::to_string(k) +
+                      " slices of different types");
+      parts.push_back(ReshapeOp::create(builder, loc, sliceType.clone(unit), slice));
+    }
+    SmallVector<int64_t> stacked = unit;
+    stacked[*axis] = length;
+    results.push_back(parts.size() == 1
+                          ? parts.front()
+                          : Value(ConcatOp::create(builder, loc, sliceType.clone(stacked), parts,
+                                                   builder.getI64IntegerAttr(*axis))));
+  }
+  for (auto [output, result] : llvm::zip(node.output(), results)) {
+    if (output.empty())
+      continue;
+    values[output] = foldConstantInputs(result);
+    ElementsAttr constant;
+    if (matchPattern(values[output], m_Constant(&constant)))
+      constants[output] = constant;
+  }
+}
+
+} // namespace tessel::onnx_import

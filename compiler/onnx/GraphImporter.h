@@ -1,0 +1,110 @@
+//===- GraphImporter.h - One ONNX graph to the tessel dialect ---*- C++ -*-===//
+//
+// The importer's state while it walks a graph: the values and constants of
+// the names seen so far, the problems found. OnnxImporter.cpp walks the
+// graph and imports nodes; ControlFlow.cpp imports the subgraphs of If, Scan
+// and Loop in place of their nodes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_COMPILER_ONNX_GRAPHIMPORTER_H
+#define TESSEL_COMPILER_ONNX_GRAPHIMPORTER_H
+
+#include "compiler/onnx/OnnxImporter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/Path.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace tessel::onnx_import {
+
+/// Imports one model's graph: run() walks its nodes in order, recording
+/// every problem and going on past nodes it cannot import.
+class GraphImporter {
+public:
+  GraphImporter(mlir::MLIRContext &context, onnx::ModelProto &model,
+                llvm::StringRef path, const ImportOptions &options)
+      : context(context), model(model), path(path),
+        directory(llvm::sys::path::parent_path(path)), options(options),
+        builder(&context) {
+    if (directory.empty())
+      directory = ".";
+  }
+
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> run();
+
+  /// What the last run found: every problem, and failing nodes per op type.
+  const std::vector<std::string> &allProblems() const { return problems; }
+  const std::map<std::string, int64_t> &failingOps() const { return failingOpCounts; }
+  int64_t opsetVersion() const { return opset; }
+
+private:
+  llvm::Error readOpset();
+  bool validate();
+  void inferShapes(int nodeCount);
+  llvm::Expected<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  mlir::Value lookup(const std::string &name);
+  mlir::Value foldConstantInputs(mlir::Value value);
+  mlir::Value placeholder(const std::string &name);
+  mlir::Location nodeLocation(const onnx::NodeProto &node, int index);
+  /// Imports `node`, the graph's node `index`, or with `nested` a node of
+  /// a subgraph inlined in place of node `index`.
+  void importNode(const onnx::NodeProto &node, int index, bool nested = false);
+  /// Control flow (ControlFlow.cpp), imported in place of node `index`:
+  /// If as its taken branch or both branches and a select; Scan as its body
+  /// unrolled over the scanned axis.
+  void importIf(const onnx::NodeProto &node, int index, const std::string &label);
+  void importScan(const onnx::NodeProto &node, int index, const std::string &label);
+  /// Imports `body` once with its inputs bound to `arguments`, then forgets
+  /// the body's own names, so that the next iteration binds them afresh;
+  /// its outputs, or nothing after recording why.
+  std::optional<llvm::SmallVector<mlir::Value>>
+  importBody(const onnx::GraphProto &body, llvm::ArrayRef<mlir::Value> arguments, int index,
+             const std::string &label);
+  llvm::Error problemsError() const;
+
+  mlir::MLIRContext &context;
+  onnx::ModelProto &model;
+  std::string path;
+  std::string directory;
+  const ImportOptions &options;
+  mlir::OpBuilder builder;
+  int64_t opset = 0;
+
+  llvm::StringMap<mlir::Value> values;
+  llvm::StringMap<mlir::ElementsAttr> constants;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  llvm::StringSet<> consumed;
+  llvm::StringSet<> poisoned;
+  llvm::StringMap<mlir::RankedTensorType> inferredTypes;
+  std::vector<std::string> problems;
+  /// Per node, why it does not match its operator's signature.
+  std::vector<std::vector<std::string>> signatureProblems;
+  /// The node being imported; the leading nodes shape inference has read;
+  /// whether every node before the current one was imported or, if its op
+  /// is not supported, matched its signature and input types. libonnx's
+  /// shape inference trusts what it reads (a zero stride, a bool signal or
+  /// an image of the wrong rank for its weights crash it).
+  int currentNode = 0;
+  int inferredNodes = 0;
+  bool trustedPrefix = true;
+  /// What shape inference reads and annotates: a copy of the model, made
+  /// once (its weights are large), whose nodes are the prefix read last.
+  std::optional<onnx::ModelProto> inferenceModel;
+  std::map<std::string, int64_t> failingOpCounts;
+};
+
+} // namespace tessel::onnx_import
+
+#endif // TESSEL_COMPILER_ONNX_GRAPHIMPORTER_H
