@@ -1,10 +1,12 @@
-//===- ControlFlow.cpp - If and Scan, imported in place of their nodes ----===//
+//===- ControlFlow.cpp - If, Scan and Loop in place of their nodes --------===//
 //
 // Shapes are static, so control flow is resolved at import:
 //  - an If whose condition folds is the branch it takes; one whose
 //    condition is a run-time value computes both branches and selects;
 //  - a Scan is its body unrolled over the scanned axis (whose length is
-//    static), the states threaded from one step to the next.
+//    static), the states threaded from one step to the next;
+//  - a Loop whose trip count and conditions fold is its body unrolled as
+//    many times as it runs.
 // A subgraph's nodes are imported like the graph's own. ONNX names are
 // unique across a model's subgraphs, so a branch's names join the graph's;
 // a loop body's are forgotten after each step, so the next binds them anew.
@@ -12,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/GraphImporter.h"
+#include "compiler/onnx/NodeImporter.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
@@ -40,6 +43,35 @@ SmallVector<int64_t> intsAttribute(const onnx::NodeProto &node, llvm::StringRef 
     if (attribute.name() == name)
       return SmallVector<int64_t>(attribute.ints().begin(), attribute.ints().end());
   return SmallVector<int64_t>(count, fallback);
+}
+
+/// `slices` (of one type) stacked along a new axis `axis`; null if their
+/// types differ.
+Value stack(OpBuilder &builder, Location loc, ArrayRef<Value> slices, int64_t axis) {
+  auto sliceType = cast<RankedTensorType>(slices.front().getType());
+  SmallVector<int64_t> unit(sliceType.getShape());
+  unit.insert(unit.begin() + axis, 1);
+  SmallVector<Value> parts;
+  for (Value slice : slices) {
+    if (slice.getType() != sliceType)
+      return {};
+    parts.push_back(ReshapeOp::create(builder, loc, sliceType.clone(unit), slice));
+  }
+  if (parts.size() == 1)
+    return parts.front();
+  SmallVector<int64_t> stacked = unit;
+  stacked[axis] = static_cast<int64_t>(parts.size());
+  return ConcatOp::create(builder, loc, sliceType.clone(stacked), parts,
+                          builder.getI64IntegerAttr(axis));
+}
+
+/// The value of a constant holding one integer or bool, if it is one.
+std::optional<int64_t> constantScalar(Value value) {
+  ElementsAttr constant;
+  if (!matchPattern(value, m_Constant(&constant)) || constant.getNumElements() != 1 ||
+      !isa<IntegerType>(constant.getElementType()))
+    return std::nullopt;
+  return (*constant.value_begin<APInt>()).getSExtValue();
 }
 
 } // namespace
@@ -293,21 +325,108 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
       return refuse("scan output " + std::to_string(k) + "'s axis is out of range");
     if (outputDirections[k])
       std::reverse(slices[k].begin(), slices[k].end());
-    SmallVector<int64_t> unit(sliceType.getShape());
-    unit.insert(unit.begin() + *axis, 1);
-    SmallVector<Value> parts;
-    for (Value slice : slices[k]) {
-      if (slice.getType() != sliceType)
-        return refuse("the body gives scan output " + std::to_string(k) +
-                      " slices of different types");
-      parts.push_back(ReshapeOp::create(builder, loc, sliceType.clone(unit), slice));
-    }
-    SmallVector<int64_t> stacked = unit;
-    stacked[*axis] = length;
-    results.push_back(parts.size() == 1
-                          ? parts.front()
-                          : Value(ConcatOp::create(builder, loc, sliceType.clone(stacked), parts,
-                                                   builder.getI64IntegerAttr(*axis))));
+    Value stacked = stack(builder, loc, slices[k], *axis);
+    if (!stacked)
+      return refuse("the body gives scan output " + std::to_string(k) +
+                    " slices of different types");
+    results.push_back(stacked);
+  }
+  for (auto [output, result] : llvm::zip(node.output(), results)) {
+    if (output.empty())
+      continue;
+    values[output] = foldConstantInputs(result);
+    ElementsAttr constant;
+    if (matchPattern(values[output], m_Constant(&constant)))
+      constants[output] = constant;
+  }
+}
+
+/// Loop: the body runs while the trip count (input M) lasts and its
+/// condition holds, taking the iteration number, the condition and the
+/// loop-carried values; it gives the next condition and values and one
+/// slice of each scan output, stacked along a new first axis. The trip
+/// count and every condition must fold at compile time, so the body is
+/// unrolled as many times as it runs.
+void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
+                               const std::string &label) {
+  auto poison = [&] {
+    for (const std::string &output : node.output())
+      poisoned.insert(output);
+  };
+  auto refuse = [&](const std::string &why) {
+    problems.push_back(label + why);
+    poison();
+  };
+  const onnx::GraphProto *body = graphAttribute(node, "body");
+  int64_t carriedCount = node.input_size() - 2;
+  if (!body || carriedCount < 0)
+    return refuse("a Loop needs a body, M and cond inputs");
+  int64_t scanCount = body->output_size() - 1 - carriedCount;
+  if (scanCount < 0 || node.output_size() != carriedCount + scanCount)
+    return refuse("the body must give the condition, the loop-carried values and the scan "
+                  "outputs");
+  SmallVector<Value> inputs;
+  for (const std::string &name : node.input()) {
+    if (poisoned.contains(name))
+      return poison();
+    Value value = name.empty() ? Value() : lookup(name);
+    if (!value && !name.empty())
+      return refuse("input '" + name + "' is not produced by any earlier node, input or "
+                    "initializer");
+    inputs.push_back(value);
+  }
+  std::optional<int64_t> tripCount;
+  if (inputs[0]) {
+    tripCount = constantScalar(inputs[0]);
+    if (!tripCount)
+      return refuse("the trip count M must be a constant" + freezeHint(inputs[0]));
+  }
+  bool running = true;
+  if (inputs[1]) {
+    std::optional<int64_t> condition = constantScalar(inputs[1]);
+    if (!condition)
+      return refuse("the condition must be a constant" + freezeHint(inputs[1]));
+    running = *condition != 0;
+  }
+
+  Location loc = nodeLocation(node, index);
+  auto scalar = [&](Type element, int64_t value) -> Value {
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(builder, loc,
+                              DenseElementsAttr::get(type, builder.getIntegerAttr(element, value)));
+  };
+  SmallVector<Value> carried(inputs.begin() + 2, inputs.end());
+  std::vector<SmallVector<Value>> slices(scanCount);
+  for (int64_t iteration = 0; running && (!tripCount || iteration < *tripCount); ++iteration) {
+    if (iteration >= kMaxUnrolledSteps)
+      return refuse("a Loop of more than " + std::to_string(kMaxUnrolledSteps) +
+                    " iterations is longer than it unrolls");
+    SmallVector<Value> arguments{scalar(builder.getI64Type(), iteration),
+                                 scalar(builder.getI1Type(), 1)};
+    llvm::append_range(arguments, carried);
+    std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
+    if (!outputs)
+      return poison();
+    std::optional<int64_t> condition = constantScalar(foldConstantInputs((*outputs)[0]));
+    if (!condition)
+      return refuse("the body's condition is known only at run time; a Loop is supported "
+                    "when its trip count and conditions are constants");
+    running = *condition != 0;
+    for (int64_t i = 0; i < carriedCount; ++i)
+      carried[i] = (*outputs)[1 + i];
+    for (int64_t k = 0; k < scanCount; ++k)
+      slices[k].push_back((*outputs)[1 + carriedCount + k]);
+  }
+
+  SmallVector<Value> results = carried;
+  for (int64_t k = 0; k < scanCount; ++k) {
+    if (slices[k].empty())
+      return refuse("a Loop that runs no iteration has no scan outputs to give");
+    Value stacked = stack(builder, loc, slices[k], 0);
+    if (!stacked)
+      return refuse("the body gives scan output " + std::to_string(k) +
+                    " slices of different types");
+    results.push_back(stacked);
   }
   for (auto [output, result] : llvm::zip(node.output(), results)) {
     if (output.empty())

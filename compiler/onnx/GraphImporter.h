@@ -63,9 +63,11 @@ private:
   void importNode(const onnx::NodeProto &node, int index, bool nested = false);
   /// Control flow (ControlFlow.cpp), imported in place of node `index`:
   /// If as its taken branch or both branches and a select; Scan as its body
-  /// unrolled over the scanned axis.
+  /// unrolled over the scanned axis; Loop as its body unrolled as many
+  /// times as its constant trip count and conditions say.
   void importIf(const onnx::NodeProto &node, int index, const std::string &label);
   void importScan(const onnx::NodeProto &node, int index, const std::string &label);
+  void importLoop(const onnx::NodeProto &node, int index, const std::string &label);
   /// Imports `body` once with its inputs bound to `arguments`, then forgets
   /// the body's own names, so that the next iteration binds them afresh;
   /// its outputs, or nothing after recording why.

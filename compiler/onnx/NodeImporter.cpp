@@ -72,9 +72,7 @@ RankedTensorType NodeImporter::inputType(size_t i) const {
   return cast<RankedTensorType>(input(i).getType());
 }
 
-/// The names of the graph inputs (function arguments) that `value` is
-/// computed from.
-static std::vector<std::string> graphInputsFeeding(Value value) {
+std::vector<std::string> graphInputsFeeding(Value value) {
   std::vector<std::string> names;
   SmallVector<Value> worklist{value};
   llvm::SmallPtrSet<Operation *, 16> visited;
@@ -98,16 +96,20 @@ static std::vector<std::string> graphInputsFeeding(Value value) {
   return names;
 }
 
+std::string freezeHint(Value value) {
+  // The graph inputs it is computed from can be given their values at
+  // compile time.
+  std::string hint;
+  for (const std::string &name : graphInputsFeeding(value))
+    hint += " (computed from graph input '" + name + "': --freeze-input " + name +
+            "=VALUE.pb fixes it)";
+  return hint;
+}
+
 ElementsAttr NodeImporter::requireConstant(size_t i, const llvm::Twine &what) {
   if (ElementsAttr constant = constantInput(i))
     return constant;
-  std::string message = what.str() + " must be a constant";
-  // The graph inputs it is computed from can be given their values at
-  // compile time.
-  for (const std::string &name : graphInputsFeeding(input(i)))
-    message += " (computed from graph input '" + name + "': --freeze-input " + name +
-               "=VALUE.pb fixes it)";
-  (void)unsupported(message);
+  (void)unsupported(what.str() + " must be a constant" + freezeHint(input(i)));
   return {};
 }
 

@@ -53,6 +53,15 @@ private:
 /// The registry with every handler Tessel has.
 const OpRegistry &onnxOpRegistry();
 
+/// The names of the graph inputs (function arguments) that `value` is
+/// computed from.
+std::vector<std::string> graphInputsFeeding(mlir::Value value);
+
+/// " (computed from graph input 'X': --freeze-input X=VALUE.pb fixes it)"
+/// for each graph input `value` is computed from: what a message saying it
+/// must be a constant adds.
+std::string freezeHint(mlir::Value value);
+
 class NodeImporter {
 public:
   NodeImporter(const onnx::NodeProto &node, int64_t opset,

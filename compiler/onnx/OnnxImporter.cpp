@@ -16,6 +16,7 @@
 #include "compiler/onnx/TensorProto.h"
 #include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
+#include "passes/EvaluateElementwise.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -57,6 +58,40 @@ llvm::Error importError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+
+/// An elementwise op without a folder (Ceil, Exp, ...) on f32 constants of
+/// its result's shape (or splats), evaluated element by element as ONNX's
+/// reference computes (evaluateElementwise); null for any other op and for
+/// results beyond a few thousand elements.
+DenseElementsAttr evaluateElementwiseConstant(Operation *op, ArrayRef<Attribute> operands) {
+  constexpr int64_t kMaxEvaluatedElements = 1 << 12;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!op->hasTrait<ElementwiseMap>() || op->getNumResults() != 1 || !type ||
+      !type.hasStaticShape() || !type.getElementType().isF32() ||
+      type.getNumElements() > kMaxEvaluatedElements)
+    return {};
+  SmallVector<DenseElementsAttr> inputs;
+  for (Attribute operand : operands) {
+    auto dense = dyn_cast<DenseElementsAttr>(operand);
+    if (!dense || !dense.getElementType().isF32() ||
+        (!dense.isSplat() && dense.getType().getShape() != type.getShape()))
+      return {};
+    inputs.push_back(dense);
+  }
+  SmallVector<APFloat> results;
+  for (int64_t i = 0; i < type.getNumElements(); ++i) {
+    SmallVector<float> elements;
+    for (DenseElementsAttr input : inputs)
+      elements.push_back((input.isSplat() ? input.getSplatValue<APFloat>()
+                                          : input.getValues<APFloat>()[i])
+                             .convertToFloat());
+    std::optional<float> result = evaluateElementwise(op, elements);
+    if (!result)
+      return {};
+    results.push_back(APFloat(*result));
+  }
+  return DenseElementsAttr::get(type, results);
+}
 
 /// Collects the ops a handler creates so they can be verified together.
 struct CreatedOps : OpBuilder::Listener {
@@ -199,8 +234,12 @@ Value GraphImporter::foldConstantInputs(Value value) {
     operands.push_back(constant);
   }
   SmallVector<OpFoldResult> results;
-  if (failed(op->fold(operands, results)) || results.size() != op->getNumResults())
-    return value;
+  if (failed(op->fold(operands, results)) || results.size() != op->getNumResults()) {
+    DenseElementsAttr evaluated = evaluateElementwiseConstant(op, operands);
+    if (!evaluated)
+      return value;
+    results.assign({evaluated});
+  }
   OpFoldResult result = results[cast<OpResult>(value).getResultNumber()];
   // A fold to an existing value (a no-op cast of a constant) is that value.
   if (auto existing = dyn_cast<Value>(result)) {
@@ -323,12 +362,14 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
       problems.push_back(label + why);
     return poison();
   }
-  if (node.op_type() == "If" || node.op_type() == "Scan") {
+  if (node.op_type() == "If" || node.op_type() == "Scan" || node.op_type() == "Loop") {
     size_t before = problems.size();
     if (node.op_type() == "If")
       importIf(node, index, label);
-    else
+    else if (node.op_type() == "Scan")
       importScan(node, index, label);
+    else
+      importLoop(node, index, label);
     if (problems.size() > before) {
       trustedPrefix = false;
       if (!nested)
