@@ -362,6 +362,8 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
       problems.push_back(label + why);
     return poison();
   }
+  // Control flow has no handler: its subgraphs are imported in its place
+  // (ControlFlow.cpp).
   if (node.op_type() == "If" || node.op_type() == "Scan" || node.op_type() == "Loop") {
     size_t before = problems.size();
     if (node.op_type() == "If")
