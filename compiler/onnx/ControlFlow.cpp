@@ -7,9 +7,10 @@
 //    static), the states threaded from one step to the next;
 //  - a Loop whose trip count and conditions fold is its body unrolled as
 //    many times as it runs.
-// A subgraph's nodes are imported like the graph's own. ONNX names are
-// unique across a model's subgraphs, so a branch's names join the graph's;
-// a loop body's are forgotten after each step, so the next binds them anew.
+// A subgraph's nodes are imported like the graph's own (importBody), its
+// names bound while it is imported and forgotten after: a loop body's next
+// step binds them anew, and no name outside a subgraph may refer to one
+// inside it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,87 +82,88 @@ std::optional<int64_t> constantScalar(Value value) {
 /// it takes: that branch's nodes are imported in its place. One whose
 /// condition is known only at run time computes both branches and selects
 /// each output (tessel.where), when the branches' outputs have the same
-/// types. ONNX names are unique across a model's subgraphs, so the
-/// branches' names join the graph's.
+/// types.
 void GraphImporter::importIf(const onnx::NodeProto &node, int index,
                              const std::string &label) {
-  auto poison = [&] {
-    for (const std::string &output : node.output())
-      poisoned.insert(output);
-  };
-  const std::string &conditionName = node.input(0);
-  if (poisoned.contains(conditionName))
-    return poison();
-  Value condition = lookup(conditionName);
-  if (!condition) {
-    problems.push_back(label + "input '" + conditionName +
-                       "' is not produced by any earlier node, input or initializer");
-    return poison();
-  }
+  std::optional<SmallVector<Value>> inputs = nodeInputs(node, label);
+  if (!inputs)
+    return poisonOutputs(node);
+  Value condition = inputs->empty() ? Value() : inputs->front();
+  if (!condition)
+    return refuse(node, label, "an If needs its condition");
   auto conditionType = cast<RankedTensorType>(condition.getType());
-  if (conditionType.getNumElements() != 1 || !conditionType.getElementType().isInteger(1)) {
-    problems.push_back(label + "the condition must hold one bool");
-    return poison();
-  }
-  // The branches' outputs, imported (null where a branch fails).
+  if (conditionType.getNumElements() != 1 || !conditionType.getElementType().isInteger(1))
+    return refuse(node, label, "the condition must hold one bool");
+  // A branch's outputs, or nothing after recording why.
   auto importBranch = [&](llvm::StringRef name) -> std::optional<SmallVector<Value>> {
     const onnx::GraphProto *branch = graphAttribute(node, name);
     if (!branch || branch->output_size() != node.output_size()) {
       problems.push_back(label + name.str() + " must give one output per output of the If");
       return std::nullopt;
     }
-    if (branch->sparse_initializer_size() > 0) {
-      problems.push_back(label + "sparse initializers are not supported");
-      return std::nullopt;
-    }
-    for (const onnx::TensorProto &tensor : branch->initializer())
-      initializers[tensor.name()] = &tensor;
-    size_t before = problems.size();
-    for (const onnx::NodeProto &inner : branch->node())
-      importNode(inner, index, /*nested=*/true);
-    SmallVector<Value> outputs;
-    for (const onnx::ValueInfoProto &result : branch->output()) {
-      Value produced = poisoned.contains(result.name()) ? Value() : lookup(result.name());
-      if (!produced && !poisoned.contains(result.name()))
-        problems.push_back(label + "branch output '" + result.name() +
-                           "' is not produced by the branch or the graph");
-      outputs.push_back(produced);
-    }
-    if (problems.size() > before)
-      return std::nullopt;
-    return outputs;
+    return importBody(*branch, {}, index, label);
   };
   SmallVector<Value> results;
-  ElementsAttr constant;
-  if (matchPattern(condition, m_Constant(&constant))) {
-    bool taken = !(*constant.value_begin<APInt>()).isZero();
+  if (std::optional<int64_t> constant = constantScalar(condition)) {
     std::optional<SmallVector<Value>> outputs =
-        importBranch(taken ? "then_branch" : "else_branch");
+        importBranch(*constant ? "then_branch" : "else_branch");
     if (!outputs)
-      return poison();
+      return poisonOutputs(node);
     results = *outputs;
   } else {
     std::optional<SmallVector<Value>> onTrue = importBranch("then_branch");
     std::optional<SmallVector<Value>> onFalse = importBranch("else_branch");
     if (!onTrue || !onFalse)
-      return poison();
+      return poisonOutputs(node);
     Location loc = nodeLocation(node, index);
     Value scalar = ReshapeOp::create(builder, loc, conditionType.clone(ArrayRef<int64_t>{}),
                                      condition);
     for (auto [output, whenTrue, whenFalse] : llvm::zip(node.output(), *onTrue, *onFalse)) {
-      if (whenTrue.getType() != whenFalse.getType()) {
-        problems.push_back(label + "the condition is known only at run time and the "
-                                   "branches give output '" + output + "' different types");
-        return poison();
-      }
+      if (whenTrue.getType() != whenFalse.getType())
+        return refuse(node, label,
+                      "the condition is known only at run time and the branches give "
+                      "output '" + output + "' different types");
       results.push_back(WhereOp::create(builder, loc, whenTrue.getType(), scalar, whenTrue,
                                         whenFalse));
     }
   }
+  bindOutputs(node, results);
+}
+
+void GraphImporter::poisonOutputs(const onnx::NodeProto &node) {
+  for (const std::string &output : node.output())
+    poisoned.insert(output);
+}
+
+void GraphImporter::refuse(const onnx::NodeProto &node, const std::string &label,
+                           const std::string &why) {
+  problems.push_back(label + why);
+  poisonOutputs(node);
+}
+
+std::optional<SmallVector<Value>> GraphImporter::nodeInputs(const onnx::NodeProto &node,
+                                                            const std::string &label) {
+  SmallVector<Value> inputs;
+  for (const std::string &name : node.input()) {
+    if (poisoned.contains(name))
+      return std::nullopt;
+    Value value = name.empty() ? Value() : lookup(name);
+    if (!value && !name.empty()) {
+      problems.push_back(label + "input '" + name +
+                         "' is not produced by any earlier node, input or initializer");
+      return std::nullopt;
+    }
+    inputs.push_back(value);
+  }
+  return inputs;
+}
+
+void GraphImporter::bindOutputs(const onnx::NodeProto &node, ArrayRef<Value> results) {
   for (auto [output, result] : llvm::zip(node.output(), results)) {
     if (output.empty())
       continue;
     values[output] = foldConstantInputs(result);
+    ElementsAttr constant;
     if (matchPattern(values[output], m_Constant(&constant)))
       constants[output] = constant;
   }
@@ -222,14 +224,7 @@ std::optional<SmallVector<Value>> GraphImporter::importBody(const onnx::GraphPro
 /// output, stacked along that output's axis.
 void GraphImporter::importScan(const onnx::NodeProto &node, int index,
                                const std::string &label) {
-  auto poison = [&] {
-    for (const std::string &output : node.output())
-      poisoned.insert(output);
-  };
-  auto refuse = [&](const std::string &why) {
-    problems.push_back(label + why);
-    poison();
-  };
+  auto refuse = [&](const std::string &why) { this->refuse(node, label, why); };
   if (opset < 9)
     return refuse("Scan before opset 9 (a batch axis and sequence_lens) is not supported");
   const onnx::GraphProto *body = graphAttribute(node, "body");
@@ -244,16 +239,11 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
   if (outputCount < 0 || outputCount != node.output_size() - stateCount)
     return refuse("the body must give the states and then one slice per scan output");
 
-  SmallVector<Value> inputs;
-  for (const std::string &name : node.input()) {
-    if (poisoned.contains(name))
-      return poison();
-    Value value = name.empty() ? Value() : lookup(name);
-    if (!value)
-      return refuse("input '" + name + "' is not produced by any earlier node, input or "
-                    "initializer");
-    inputs.push_back(value);
-  }
+  std::optional<SmallVector<Value>> inputs = nodeInputs(node, label);
+  if (!inputs)
+    return poisonOutputs(node);
+  if (llvm::is_contained(*inputs, Value()))
+    return refuse("a Scan's inputs may not be omitted");
   SmallVector<int64_t> inputAxes = intsAttribute(node, "scan_input_axes", scanCount, 0);
   SmallVector<int64_t> inputDirections =
       intsAttribute(node, "scan_input_directions", scanCount, 0);
@@ -269,7 +259,7 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
   // The scanned length, the same along every scan input's axis.
   int64_t length = -1;
   for (int64_t j = 0; j < scanCount; ++j) {
-    auto type = cast<RankedTensorType>(inputs[stateCount + j].getType());
+    auto type = cast<RankedTensorType>((*inputs)[stateCount + j].getType());
     std::optional<int64_t> axis = normalizeAxis(inputAxes[j], type.getRank());
     if (!axis || !type.hasStaticShape())
       return refuse("scan input " + std::to_string(j) + " needs a static shape and an axis in it");
@@ -296,16 +286,16 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
     shape.erase(shape.begin() + axis);
     return ReshapeOp::create(builder, loc, type.clone(shape), slice);
   };
-  SmallVector<Value> states(inputs.begin(), inputs.begin() + stateCount);
+  SmallVector<Value> states(inputs->begin(), inputs->begin() + stateCount);
   std::vector<SmallVector<Value>> slices(outputCount);
   for (int64_t step = 0; step < length; ++step) {
     SmallVector<Value> arguments = states;
     for (int64_t j = 0; j < scanCount; ++j)
-      arguments.push_back(sliceAt(inputs[stateCount + j], inputAxes[j],
+      arguments.push_back(sliceAt((*inputs)[stateCount + j], inputAxes[j],
                                   inputDirections[j] ? length - 1 - step : step));
     std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
     if (!outputs)
-      return poison();
+      return poisonOutputs(node);
     for (int64_t i = 0; i < stateCount; ++i) {
       if ((*outputs)[i].getType() != states[i].getType())
         return refuse("the body changes the type of state " + std::to_string(i));
@@ -331,14 +321,7 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
                     " slices of different types");
     results.push_back(stacked);
   }
-  for (auto [output, result] : llvm::zip(node.output(), results)) {
-    if (output.empty())
-      continue;
-    values[output] = foldConstantInputs(result);
-    ElementsAttr constant;
-    if (matchPattern(values[output], m_Constant(&constant)))
-      constants[output] = constant;
-  }
+  bindOutputs(node, results);
 }
 
 /// Loop: the body runs while the trip count (input M) lasts and its
@@ -349,14 +332,7 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
 /// unrolled as many times as it runs.
 void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
                                const std::string &label) {
-  auto poison = [&] {
-    for (const std::string &output : node.output())
-      poisoned.insert(output);
-  };
-  auto refuse = [&](const std::string &why) {
-    problems.push_back(label + why);
-    poison();
-  };
+  auto refuse = [&](const std::string &why) { this->refuse(node, label, why); };
   const onnx::GraphProto *body = graphAttribute(node, "body");
   int64_t carriedCount = node.input_size() - 2;
   if (!body || carriedCount < 0)
@@ -365,16 +341,10 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
   if (scanCount < 0 || node.output_size() != carriedCount + scanCount)
     return refuse("the body must give the condition, the loop-carried values and the scan "
                   "outputs");
-  SmallVector<Value> inputs;
-  for (const std::string &name : node.input()) {
-    if (poisoned.contains(name))
-      return poison();
-    Value value = name.empty() ? Value() : lookup(name);
-    if (!value && !name.empty())
-      return refuse("input '" + name + "' is not produced by any earlier node, input or "
-                    "initializer");
-    inputs.push_back(value);
-  }
+  std::optional<SmallVector<Value>> given = nodeInputs(node, label);
+  if (!given)
+    return poisonOutputs(node);
+  ArrayRef<Value> inputs = *given;
   std::optional<int64_t> tripCount;
   if (inputs[0]) {
     tripCount = constantScalar(inputs[0]);
@@ -406,7 +376,7 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
     llvm::append_range(arguments, carried);
     std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
     if (!outputs)
-      return poison();
+      return poisonOutputs(node);
     std::optional<int64_t> condition = constantScalar(foldConstantInputs((*outputs)[0]));
     if (!condition)
       return refuse("the body's condition is known only at run time; a Loop is supported "
@@ -428,14 +398,7 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
                     " slices of different types");
     results.push_back(stacked);
   }
-  for (auto [output, result] : llvm::zip(node.output(), results)) {
-    if (output.empty())
-      continue;
-    values[output] = foldConstantInputs(result);
-    ElementsAttr constant;
-    if (matchPattern(values[output], m_Constant(&constant)))
-      constants[output] = constant;
-  }
+  bindOutputs(node, results);
 }
 
 } // namespace tessel::onnx_import

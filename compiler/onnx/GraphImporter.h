@@ -74,6 +74,16 @@ private:
   std::optional<llvm::SmallVector<mlir::Value>>
   importBody(const onnx::GraphProto &body, llvm::ArrayRef<mlir::Value> arguments, int index,
              const std::string &label);
+  /// A control-flow node's inputs (null where a name is empty), or nothing
+  /// when one is poisoned or missing (recorded).
+  std::optional<llvm::SmallVector<mlir::Value>> nodeInputs(const onnx::NodeProto &node,
+                                                           const std::string &label);
+  /// Binds `node`'s outputs to `results`, folded where their inputs are
+  /// constants.
+  void bindOutputs(const onnx::NodeProto &node, llvm::ArrayRef<mlir::Value> results);
+  void poisonOutputs(const onnx::NodeProto &node);
+  /// Records `why` `node` cannot be imported and poisons its outputs.
+  void refuse(const onnx::NodeProto &node, const std::string &label, const std::string &why);
   llvm::Error problemsError() const;
 
   mlir::MLIRContext &context;

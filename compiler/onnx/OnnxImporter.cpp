@@ -316,6 +316,21 @@ static std::optional<std::string> oversizedResult(ArrayRef<Operation *> ops) {
   return std::nullopt;
 }
 
+/// `value` if it has elements (or is a constant already); else an empty
+/// constant that replaces its uses.
+static Value replaceIfEmpty(OpBuilder &builder, Value value) {
+  auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
+  if (!type || !type.hasStaticShape() || type.getNumElements() != 0 ||
+      matchPattern(value, m_Constant()))
+    return value;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointAfterValue(value);
+  Value constant = ConstantOp::create(builder, value.getLoc(),
+                                      DenseElementsAttr::get(type, ArrayRef<Attribute>{}));
+  value.replaceAllUsesWith(constant);
+  return constant;
+}
+
 /// The names that `nodes` read, those of their subgraphs included: a value
 /// that only a branch of an If reads is still used.
 static void collectConsumed(const google::protobuf::RepeatedPtrField<onnx::NodeProto> &nodes,
@@ -482,27 +497,15 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
                                                        : Value());
   }
   // A result without elements is known whatever computes it: it becomes a
-  // constant, so that no kernel ever writes an empty tensor.
-  for (Operation *op : created.ops) {
-    if (!op->getBlock() || op->hasTrait<OpTrait::ConstantLike>())
-      continue;
-    for (OpResult result : op->getResults()) {
-      auto type = dyn_cast<RankedTensorType>(result.getType());
-      if (!type || !type.hasStaticShape() || type.getNumElements() != 0 || result.use_empty())
-        continue;
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointAfter(op);
-      result.replaceAllUsesWith(ConstantOp::create(
-          builder, result.getLoc(), DenseElementsAttr::get(type, ArrayRef<Attribute>{})));
-    }
-  }
-  for (Value &value : results) {
-    auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
-    if (type && type.hasStaticShape() && type.getNumElements() == 0 &&
-        !matchPattern(value, m_Constant()))
-      value = ConstantOp::create(builder, value.getLoc(),
-                                 DenseElementsAttr::get(type, ArrayRef<Attribute>{}));
-  }
+  // constant, so that no kernel ever writes an empty tensor. The node's
+  // outputs first, then what its handler computed on the way.
+  for (Value &value : results)
+    value = replaceIfEmpty(builder, value);
+  for (Operation *op : created.ops)
+    if (op->getBlock() && !op->hasTrait<OpTrait::ConstantLike>())
+      for (OpResult result : op->getResults())
+        if (!result.use_empty())
+          (void)replaceIfEmpty(builder, result);
   if (problems.size() > problemsBefore)
     return poison();
   for (auto [i, value] : llvm::enumerate(results)) {
