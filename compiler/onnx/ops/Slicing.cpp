@@ -266,48 +266,36 @@ LogicalResult importCenterCropPad(NodeImporter &node) {
 }
 
 /// Trilu keeps the upper (or lower) triangle of the last two axes from
-/// diagonal k on: a select with a mask. A constant k gives a constant mask;
-/// a k known only at run time (its output shape does not depend on it) is
-/// compared with each element's diagonal, j - i.
+/// diagonal k on: a select with a mask, each element's diagonal (j - i)
+/// compared with k. A constant k folds the mask into a constant; one known
+/// only at run time (the output's shape does not depend on it) compares in
+/// the kernel.
 LogicalResult importTrilu(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   if (type.getRank() < 2 || !type.hasStaticShape())
     return node.unsupported("the input must have rank 2 or more and a static shape");
-  bool upper = node.intAttr("upper", 1) != 0;
-  int64_t rows = type.getDimSize(type.getRank() - 2);
-  int64_t columns = type.getDimSize(type.getRank() - 1);
   OpBuilder &b = node.builder();
-  Value keep;
-  if (node.input(1) && !node.constantInput(1)) {
+  Location loc = node.loc();
+  Value k = node.int64Constant({0}, {});
+  if (node.input(1)) {
     RankedTensorType kType = node.inputType(1);
     if (kType.getNumElements() != 1)
       return node.unsupported("k must hold one integer");
-    SmallVector<int64_t> diagonals;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < columns; ++j)
-        diagonals.push_back(j - i);
-    Value k = ReshapeOp::create(b, node.loc(), kType.clone(ArrayRef<int64_t>{}), node.input(1));
-    keep = node.createInferred<CompareOp>(b.getStringAttr(upper ? "ge" : "le"),
-                                          node.int64Constant(diagonals, {rows, columns}), k);
-  } else {
-    int64_t k = 0;
-    if (node.input(1)) {
-      std::optional<SmallVector<int64_t>> given = node.constantInts(1, "k");
-      if (!given)
-        return failure();
-      k = given->empty() ? 0 : given->front();
-    }
-    SmallVector<bool> mask;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < columns; ++j)
-        mask.push_back(upper ? j - i >= k : j - i <= k);
-    auto maskType = RankedTensorType::get({rows, columns}, b.getI1Type());
-    keep = ConstantOp::create(b, node.loc(), DenseElementsAttr::get(maskType, mask));
+    k = ReshapeOp::create(b, loc, kType.clone(ArrayRef<int64_t>{}), node.input(1));
   }
+  int64_t rows = type.getDimSize(type.getRank() - 2);
+  int64_t columns = type.getDimSize(type.getRank() - 1);
+  SmallVector<int64_t> diagonals;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < columns; ++j)
+      diagonals.push_back(j - i);
+  bool upper = node.intAttr("upper", 1) != 0;
+  Value keep = node.createInferred<CompareOp>(b.getStringAttr(upper ? "ge" : "le"),
+                                              node.int64Constant(diagonals, {rows, columns}), k);
   if (!keep)
     return failure();
   Value zero = node.splatConstant(type.getElementType(), 0.0);
-  node.setOutput(0, WhereOp::create(b, node.loc(), type, keep, node.input(0), zero));
+  node.setOutput(0, WhereOp::create(b, loc, type, keep, node.input(0), zero));
   return success();
 }
 
