@@ -85,6 +85,8 @@ private:
   /// Records `why` `node` cannot be imported and poisons its outputs.
   void refuse(const onnx::NodeProto &node, const std::string &label, const std::string &why);
   llvm::Error problemsError() const;
+  /// Fills declaredTypes.
+  void collectDeclaredTypes();
 
   mlir::MLIRContext &context;
   onnx::ModelProto &model;
@@ -100,6 +102,11 @@ private:
   llvm::StringSet<> consumed;
   llvm::StringSet<> poisoned;
   llvm::StringMap<mlir::RankedTensorType> inferredTypes;
+  /// The static types the model states for its outputs and value_info
+  /// entries, and for the inputs of elementwise ops (Sqrt, Cast, Mul, ...)
+  /// with such a result: what a node whose shape-giving input is known
+  /// only at run time is specialized to (shapeGivingInts).
+  llvm::StringMap<mlir::RankedTensorType> declaredTypes;
   std::vector<std::string> problems;
   /// Per node, why it does not match its operator's signature.
   std::vector<std::vector<std::string>> signatureProblems;

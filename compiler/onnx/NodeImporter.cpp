@@ -54,11 +54,17 @@ NodeImporter::NodeImporter(const onnx::NodeProto &node, int64_t opset,
                            OpBuilder &builder, Location loc,
                            ArrayRef<Value> inputs,
                            ArrayRef<ElementsAttr> constantInputs,
-                           const llvm::StringSet<> &consumedNames)
+                           const llvm::StringSet<> &consumedNames,
+                           ArrayRef<RankedTensorType> declaredOutputs)
     : nodeProto(node), opsetVersion(opset), b(builder), location(loc),
       inputValues(inputs.begin(), inputs.end()),
       constants(constantInputs.begin(), constantInputs.end()),
-      outputValues(node.output_size()), consumed(consumedNames) {}
+      outputValues(node.output_size()), consumed(consumedNames),
+      declaredOutputs(declaredOutputs) {}
+
+RankedTensorType NodeImporter::declaredOutputType(size_t i) const {
+  return i < declaredOutputs.size() ? declaredOutputs[i] : RankedTensorType();
+}
 
 Value NodeImporter::input(size_t i) const {
   return i < inputValues.size() ? inputValues[i] : Value();

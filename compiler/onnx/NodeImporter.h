@@ -68,7 +68,8 @@ public:
                mlir::OpBuilder &builder, mlir::Location loc,
                llvm::ArrayRef<mlir::Value> inputs,
                llvm::ArrayRef<mlir::ElementsAttr> constantInputs,
-               const llvm::StringSet<> &consumedNames);
+               const llvm::StringSet<> &consumedNames,
+               llvm::ArrayRef<mlir::RankedTensorType> declaredOutputs = {});
 
   const onnx::NodeProto &node() const { return nodeProto; }
   int64_t opset() const { return opsetVersion; }
@@ -94,6 +95,9 @@ public:
                                                          llvm::StringRef role);
 
   size_t numOutputs() const { return nodeProto.output_size(); }
+  /// The static type the model states for output `i` (as a graph output or
+  /// in value_info), or null.
+  mlir::RankedTensorType declaredOutputType(size_t i) const;
   /// True if output `i` exists and is consumed.
   bool outputUsed(size_t i) const;
   void setOutput(size_t i, mlir::Value value);
@@ -175,6 +179,7 @@ private:
   std::vector<mlir::ElementsAttr> constants;
   std::vector<mlir::Value> outputValues;
   const llvm::StringSet<> &consumed;
+  llvm::SmallVector<mlir::RankedTensorType> declaredOutputs;
   llvm::StringSet<> readAttributes;
   std::vector<std::string> reasons;
 };

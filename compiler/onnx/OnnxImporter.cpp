@@ -14,6 +14,7 @@
 #include "compiler/onnx/ModelValidation.h"
 #include "compiler/onnx/NodeImporter.h"
 #include "compiler/onnx/TensorProto.h"
+#include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 #include "passes/EvaluateElementwise.h"
@@ -129,6 +130,73 @@ bool GraphImporter::validate() {
   return false;
 }
 
+/// The tensor type `info` gives, if its element type and every dimension
+/// are known; else null.
+static RankedTensorType staticTypeOf(MLIRContext &context, const onnx::ValueInfoProto &info) {
+  const onnx::TypeProto &type = info.type();
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape())
+    return {};
+  Type element = onnx_import::elementTypeFor(&context, type.tensor_type().elem_type());
+  if (!element)
+    return {};
+  SmallVector<int64_t> shape;
+  for (const onnx::TensorShapeProto_Dimension &dim : type.tensor_type().shape().dim()) {
+    if (!dim.has_dim_value() || dim.dim_value() < 0)
+      return {};
+    shape.push_back(dim.dim_value());
+  }
+  return RankedTensorType::get(shape, element);
+}
+
+/// How many leading inputs of an elementwise op share its result's shape
+/// (up to broadcasting): 1 for unary ops (CastLike's second input only
+/// gives a type), all for the others; 0 for ops that are not elementwise.
+static int shapeSharingInputs(const onnx::NodeProto &node) {
+  static const llvm::StringSet<> unary = {
+      "Abs",   "Acos",     "Acosh", "Asin",  "Asinh", "Atan",    "Atanh",      "Cast",
+      "CastLike", "Ceil",  "Cos",   "Cosh",  "Erf",   "Exp",     "Floor",      "Identity",
+      "IsInf", "IsNaN",    "Log",   "Neg",   "Not",   "Reciprocal", "Relu",    "Round",
+      "Sigmoid", "Sign",   "Sin",   "Sinh",  "Softplus", "Softsign", "Sqrt",   "Tan",
+      "Tanh"};
+  static const llvm::StringSet<> broadcasting = {
+      "Add", "Sub",  "Mul",  "Div", "Pow",  "Mod",     "Max",  "Min",       "Sum",
+      "Mean", "And", "Or",   "Xor", "Where", "Equal",  "Less", "Greater",   "LessOrEqual",
+      "GreaterOrEqual", "BitShift"};
+  if (unary.contains(node.op_type()))
+    return 1;
+  if (broadcasting.contains(node.op_type()))
+    return node.input_size();
+  return 0;
+}
+
+void GraphImporter::collectDeclaredTypes() {
+  const onnx::GraphProto &graph = model.graph();
+  // Run-time shape inputs build per-axis position tables: an axis longer
+  // than the compute budget is not taken from a file's word.
+  for (const auto *infos : {&graph.value_info(), &graph.output()})
+    for (const onnx::ValueInfoProto &info : *infos)
+      if (RankedTensorType type = staticTypeOf(context, info))
+        if (llvm::all_of(type.getShape(), [](int64_t size) {
+              return size <= onnx_import::kMaxComputedElements;
+            }))
+          declaredTypes[info.name()] = type;
+  // The shape stated for an elementwise result is its inputs' as well
+  // (expanded functions state only their final result). A broadcast
+  // input is smaller: a shape-giving node specialized to the wrong shape
+  // fails its run-time check, never computes a wrong result.
+  for (const onnx::NodeProto &node : llvm::reverse(graph.node())) {
+    RankedTensorType type =
+        node.output_size() == 1 ? declaredTypes.lookup(node.output(0)) : RankedTensorType();
+    if (!type)
+      continue;
+    // A malformed node may have fewer inputs than its op takes.
+    for (int i = 0, sharing = std::min(shapeSharingInputs(node), node.input_size()); i < sharing;
+         ++i)
+      if (!node.input(i).empty())
+        declaredTypes.try_emplace(node.input(i), type);
+  }
+}
+
 /// ONNX's own shape inference, on the first `nodeCount` nodes, types the
 /// values that placeholders stand for. It is best effort: a model it
 /// rejects is still imported.
@@ -148,20 +216,9 @@ void GraphImporter::inferShapes(int nodeCount) {
   } catch (const std::exception &) {
     return;
   }
-  for (const onnx::ValueInfoProto &info : graph.value_info()) {
-    const onnx::TypeProto &type = info.type();
-    if (!type.has_tensor_type() || !type.tensor_type().has_shape())
-      continue;
-    Type element = onnx_import::elementTypeFor(&context, type.tensor_type().elem_type());
-    SmallVector<int64_t> shape;
-    bool isStatic = element != nullptr;
-    for (const onnx::TensorShapeProto_Dimension &dim : type.tensor_type().shape().dim()) {
-      isStatic &= dim.has_dim_value() && dim.dim_value() >= 0;
-      shape.push_back(dim.dim_value());
-    }
-    if (isStatic)
-      inferredTypes[info.name()] = RankedTensorType::get(shape, element);
-  }
+  for (const onnx::ValueInfoProto &info : graph.value_info())
+    if (RankedTensorType type = staticTypeOf(context, info))
+      inferredTypes[info.name()] = type;
 }
 
 llvm::Expected<RankedTensorType>
@@ -451,8 +508,11 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
 
   CreatedOps created;
   builder.setListener(&created);
+  SmallVector<RankedTensorType> declaredOutputs;
+  for (const std::string &name : node.output())
+    declaredOutputs.push_back(declaredTypes.lookup(name));
   NodeImporter importer(node, opset, builder, nodeLocation(node, index), inputs,
-                        inputConstants, consumed);
+                        inputConstants, consumed, declaredOutputs);
   LogicalResult imported = (*handler)(importer);
   builder.setListener(nullptr);
   std::vector<std::string> reasons = importer.problems();
@@ -542,6 +602,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   collectConsumed(graph.node(), consumed);
   for (const onnx::ValueInfoProto &output : graph.output())
     consumed.insert(output.name());
+  collectDeclaredTypes();
 
   SmallVector<Type> argumentTypes;
   SmallVector<std::string> argumentNames;

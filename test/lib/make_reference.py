@@ -2,7 +2,7 @@
 """Writes an ONNX test-data folder (input_N.pb, output_N.pb) for a model.
 
 Inputs are random with a fixed seed (integers in [0, 4), or over their
-type's whole range with --full-range); outputs come from onnxruntime's CPU
+type's whole range with --full-range) unless --input gives them; outputs come from onnxruntime's CPU
 provider, the correctness reference for whole models, or from
 onnx.reference (--evaluator onnx), ONNX's own semantics, for operators
 whose onnxruntime kernels take fewer cases (per-channel weight zero points
@@ -51,10 +51,20 @@ def main():
     parser.add_argument("--evaluator", choices=["onnxruntime", "onnx"], default="onnxruntime")
     parser.add_argument("--full-range", action="store_true",
                         help="integer inputs over their type's whole range")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=V1,V2,...",
+                        help="give input NAME these values instead of random ones "
+                             "(a shape or axes input, say)")
     args = parser.parse_args()
 
     model = onnx.load(args.model)
     feeds = random_feeds(model, np.random.default_rng(args.seed), args.full_range)
+    for given in args.input:
+        name, _, values = given.partition("=")
+        if name not in feeds:
+            parser.error(f"--input names '{name}', which is not a graph input")
+        feed = feeds[name]
+        feeds[name] = np.array([float(v) for v in values.split(",")]).astype(
+            feed.dtype).reshape(feed.shape)
     if args.evaluator == "onnx":
         results = ReferenceEvaluator(model).run(None, feeds)
     else:

@@ -2,7 +2,8 @@
 //
 // Elements chosen by index or by condition. Indices may be run-time data,
 // checked against their axes (checkIndices); a condition, and NonZero's
-// input, decide the result shape and must be known at compile time.
+// input, decide the result shape: known at compile time, or at run time
+// when the model states the shape (the count checked when the model runs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -193,7 +194,8 @@ LogicalResult importMaxUnpool(NodeImporter &node) {
     return node.unsupported("the pads leave no output");
   SmallVector<int64_t> shape = inferred;
   if (node.input(2)) {
-    std::optional<SmallVector<int64_t>> given = node.constantInts(2, "output_shape");
+    std::optional<SmallVector<int64_t>> given =
+        shapeGivingInts(node, 2, "output_shape", [&] { return statedShape(node); });
     if (!given)
       return failure();
     if (given->size() != shape.size() ||
@@ -262,9 +264,18 @@ LogicalResult importOneHot(NodeImporter &node) {
       constant && isa<FloatType>(constant.getElementType())) {
     depthValue = SmallVector<int64_t>{
         int64_t((*constant.getValues<APFloat>().begin()).convertToDouble())};
-  } else {
-    depthValue = node.constantInts(1, "depth");
   }
+  int64_t rank = indicesType.getRank() + 1;
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), rank);
+  if (!axis)
+    return node.unsupported("axis is out of range");
+  if (!depthValue)
+    depthValue = shapeGivingInts(node, 1, "depth", [&]() -> std::optional<ImpliedInts> {
+      RankedTensorType stated = node.declaredOutputType(0);
+      if (!stated || stated.getRank() != rank)
+        return std::nullopt;
+      return exactly({stated.getDimSize(*axis)});
+    });
   if (!depthValue)
     return failure();
   int64_t depth = depthValue->front();
@@ -272,10 +283,6 @@ LogicalResult importOneHot(NodeImporter &node) {
     return node.unsupported("depth must be positive");
   if (failed(checkComputeBudget(node, double(depth), "one-hot positions")))
     return failure();
-  int64_t rank = indicesType.getRank() + 1;
-  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -1), rank);
-  if (!axis)
-    return node.unsupported("axis is out of range");
   OpBuilder &b = node.builder();
   Location loc = node.loc();
   Value indices = node.input(0);
@@ -305,15 +312,72 @@ LogicalResult importOneHot(NodeImporter &node) {
   return node.setInferredOutput(0, node.createInferred<WhereOp>(hot, pick(1), pick(0)));
 }
 
+/// The positions of the `kept` nonzero entries of `flags` (a 1-D tensor)
+/// known only at run time, kept being the count the model states: entry
+/// i is where the running count of nonzero flags first exceeds i, after a
+/// run-time check that `kept` flags are nonzero (`what` names them in the
+/// error). Clamped into `flags`: a gather reading them may run before the
+/// check stops the run.
+Value positionsOfNonzero(NodeImporter &node, Value flags, int64_t kept, const Twine &what) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto flagsType = cast<RankedTensorType>(flags.getType());
+  int64_t count = flagsType.getNumElements();
+  auto i64 = [&](ArrayRef<int64_t> shape) { return RankedTensorType::get(shape, b.getI64Type()); };
+  Value nonzero = node.createInferred<NotOp>(node.createInferred<CompareOp>(
+      b.getStringAttr("eq"), flags, node.splatConstant(flagsType.getElementType(), 0.0)));
+  Value keep = CastOp::create(b, loc, i64({count}), nonzero);
+  Value sum = node.createInferred<ReduceOp>(b.getStringAttr("sum"), keep,
+                                            b.getDenseI64ArrayAttr({0}));
+  Value wrongCount = node.createInferred<NotOp>(node.createInferred<CompareOp>(
+      b.getStringAttr("eq"), sum, node.int64Constant({kept}, {})));
+  stopUnlessZero(node, CastOp::create(b, loc, i64({}), wrongCount),
+                 what + " than the " + Twine(kept) + " the model states");
+  Value running = CumSumOp::create(b, loc, i64({count}), keep, b.getI64IntegerAttr(0),
+                                   b.getBoolAttr(false), b.getBoolAttr(false));
+  SmallVector<int64_t> ordinals(kept);
+  std::iota(ordinals.begin(), ordinals.end(), 1);
+  Value notYet = node.createInferred<CompareOp>(
+      b.getStringAttr("lt"), ReshapeOp::create(b, loc, i64({1, count}), running),
+      node.int64Constant(ordinals, {kept, 1}));
+  Value position = node.createInferred<ReduceOp>(
+      b.getStringAttr("sum"), CastOp::create(b, loc, i64({kept, count}), notYet),
+      b.getDenseI64ArrayAttr({1}));
+  return node.createInferred<MinOp>(position, node.int64Constant({count - 1}, {}));
+}
+
+/// An empty constant shaped like `value` but with `axis` of size 0.
+Value emptyAlong(NodeImporter &node, Value value, int64_t axis) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] = 0;
+  return ConstantOp::create(node.builder(), node.loc(),
+                            DenseElementsAttr::get(type.clone(shape), ArrayRef<Attribute>{}));
+}
+
+/// Compress with a condition known only at run time, keeping the `kept`
+/// slices the model states.
+LogicalResult compressAtRunTime(NodeImporter &node, Value input, int64_t axis, int64_t kept) {
+  if (kept == 0)
+    return node.setInferredOutput(0, emptyAlong(node, input, axis));
+  OpBuilder &b = node.builder();
+  int64_t conditions = node.inputType(1).getNumElements();
+  if (failed(checkComputeBudget(node, double(kept) * double(conditions), "position comparisons")))
+    return failure();
+  Value condition =
+      ReshapeOp::create(b, node.loc(), node.inputType(1).clone({conditions}), node.input(1));
+  Value position =
+      positionsOfNonzero(node, condition, kept, "Compress condition keeping another number of slices");
+  return node.setInferredOutput(
+      0, node.createInferred<GatherOp>(input, position, b.getI64IntegerAttr(axis)));
+}
+
 /// Compress keeps the slices along the axis (of the flattened input when
 /// there is none) whose condition is true; the condition must be known.
 LogicalResult importCompress(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   if (!type.hasStaticShape())
     return node.unsupported("the input must have a static shape");
-  std::optional<SmallVector<int64_t>> condition = node.constantInts(1, "condition");
-  if (!condition)
-    return failure();
   OpBuilder &b = node.builder();
   Value input = node.input(0);
   int64_t axis = 0;
@@ -326,6 +390,14 @@ LogicalResult importCompress(NodeImporter &node) {
     input = ReshapeOp::create(b, node.loc(), type.clone({type.getNumElements()}), input);
   }
   int64_t extent = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+  RankedTensorType stated = node.declaredOutputType(0);
+  if (!node.constantInput(1) && stated &&
+      stated.getRank() == cast<RankedTensorType>(input.getType()).getRank() &&
+      node.inputType(1).hasStaticShape() && node.inputType(1).getNumElements() <= extent)
+    return compressAtRunTime(node, input, axis, stated.getDimSize(axis));
+  std::optional<SmallVector<int64_t>> condition = node.constantInts(1, "condition");
+  if (!condition)
+    return failure();
   SmallVector<int64_t> kept;
   for (auto [i, keep] : llvm::enumerate(*condition))
     if (keep && static_cast<int64_t>(i) < extent)
@@ -341,12 +413,52 @@ LogicalResult importCompress(NodeImporter &node) {
 /// NonZero: the coordinates of the nonzero elements in row-major order, one
 /// row per axis. Their count depends on the values, so the input must be
 /// known at compile time (a constant, or computed from frozen inputs).
+/// NonZero of an input known only at run time, with the count of nonzero
+/// elements the model states: their row-major positions, each split into
+/// its coordinates.
+LogicalResult nonZeroAtRunTime(NodeImporter &node, int64_t count) {
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = std::max<int64_t>(type.getRank(), 1);
+  if (count == 0) {
+    node.setOutput(0, node.int64Constant({}, {rank, 0}));
+    return success();
+  }
+  if (failed(checkComputeBudget(node, double(count) * double(type.getNumElements()),
+                                "position comparisons")))
+    return failure();
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Value flat = ReshapeOp::create(b, loc, type.clone({type.getNumElements()}), node.input(0));
+  Value position =
+      positionsOfNonzero(node, flat, count, "NonZero input with another number of nonzero elements");
+  SmallVector<Value> rows;
+  int64_t stride = type.getNumElements();
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    int64_t size = type.getRank() ? type.getDimSize(axis) : 1;
+    stride /= std::max<int64_t>(size, 1);
+    // (position / stride) mod size, from truncating division of positives.
+    Value quotient = node.createInferred<DivOp>(position, node.int64Constant({stride}, {}));
+    Value sizeValue = node.int64Constant({size}, {});
+    Value coordinate = node.createInferred<SubOp>(
+        quotient,
+        node.createInferred<MulOp>(node.createInferred<DivOp>(quotient, sizeValue), sizeValue));
+    rows.push_back(ReshapeOp::create(b, loc, RankedTensorType::get({1, count}, b.getI64Type()),
+                                     coordinate));
+  }
+  return node.setInferredOutput(0, node.createInferred<ConcatOp>(rows, b.getI64IntegerAttr(0)));
+}
+
 LogicalResult importNonZero(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  RankedTensorType stated = node.declaredOutputType(0);
+  if (!node.constantInput(0) && type.hasStaticShape() && stated && stated.getRank() == 2 &&
+      stated.getDimSize(0) == std::max<int64_t>(type.getRank(), 1))
+    return nonZeroAtRunTime(node, stated.getDimSize(1));
   ElementsAttr values =
-      node.requireConstant(0, "NonZero's output shape depends on its values: the input");
+      node.requireConstant(0, "NonZero's output shape depends on its values: unless the model "
+                              "states it, the input");
   if (!values)
     return failure();
-  RankedTensorType type = node.inputType(0);
   SmallVector<bool> nonzero;
   if (isa<FloatType>(type.getElementType()))
     for (const APFloat &value : values.getValues<APFloat>())

@@ -76,6 +76,56 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank,
 bool normalizeAxes(NodeImporter &node, llvm::SmallVectorImpl<int64_t> &axes,
                    int64_t rank);
 
+/// Slice and Pad whose parameters are known only at run time, given the
+/// result shape `stated` the model states (SlicingAtRunTime.cpp); Pad's
+/// `value` is its padding scalar.
+mlir::LogicalResult importSliceAtRunTime(NodeImporter &node, mlir::RankedTensorType stated);
+mlir::LogicalResult importPadAtRunTime(NodeImporter &node, mlir::RankedTensorType stated,
+                                       llvm::StringRef mode, mlir::Value value);
+
+/// Input `input`'s integers as a 1-D i64 tensor, at run time
+/// (StatedShapes.cpp).
+mlir::Value runtimeInt64s(NodeImporter &node, size_t input);
+
+/// Ends the run with an error naming the node unless `count` (a 0-D i64
+/// tensor) is zero; the message is the count, then `problem`.
+void stopUnlessZero(NodeImporter &node, mlir::Value count, const llvm::Twine &problem);
+
+/// What a shape-giving input known only at run time is taken to hold: the
+/// value the node's result shape as the model states it implies, and for
+/// each entry the values that give that shape (none: any value does).
+struct ImpliedInts {
+  llvm::SmallVector<int64_t> values;
+  llvm::SmallVector<llvm::SmallVector<int64_t>> accepted;
+};
+
+/// `values`, each entry accepting only itself.
+ImpliedInts exactly(llvm::ArrayRef<int64_t> values);
+
+/// The sets of `count` axes among `rank` (each sorted) for which `gives`
+/// holds: those a Squeeze, Unsqueeze or reduction may name to give its
+/// stated result.
+llvm::SmallVector<llvm::SmallVector<int64_t>>
+axisSetsGiving(int64_t rank, int64_t count,
+               llvm::function_ref<bool(llvm::ArrayRef<int64_t>)> gives);
+
+/// `axes` of a tensor of `rank` as an axes input may list them: in any
+/// order, each also as its negative form.
+ImpliedInts anyOrderOf(llvm::ArrayRef<int64_t> axes, int64_t rank);
+
+/// The shape the model states for output `output`, as what a shape input
+/// giving it must hold; nothing when the model states none.
+std::optional<ImpliedInts> statedShape(NodeImporter &node, size_t output = 0);
+
+/// The integers of shape-giving input `input` (`role` names it): its
+/// constant value; or, when it is known only at run time, what `imply`
+/// derives from the result types the model states (declaredOutputType),
+/// with a run-time check that the input holds an accepted value. Nothing,
+/// after recording why, when `imply` gives nothing either.
+std::optional<llvm::SmallVector<int64_t>>
+shapeGivingInts(NodeImporter &node, size_t input, llvm::StringRef role,
+                llvm::function_ref<std::optional<ImpliedInts>()> imply);
+
 } // namespace tessel::onnx_import
 
 #endif // TESSEL_COMPILER_ONNX_OPS_HANDLERS_H

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 
 #include <cmath>
@@ -206,6 +207,50 @@ Value transformAlongAxis(NodeImporter &node, Value signal, int64_t axis, int64_t
   return CastOp::create(b, loc, result.clone(type.getElementType()), transposed);
 }
 
+/// A DFT whose axis input is known only at run time, given the result
+/// shape the model states: the transform along each signal axis that gives
+/// that shape, the one the axis names selected at run time, after a check
+/// that it names one of them.
+LogicalResult transformAlongRunTimeAxis(NodeImporter &node,
+                                        llvm::function_ref<Value(int64_t)> transform) {
+  RankedTensorType type = node.inputType(0), stated = node.declaredOutputType(0);
+  int64_t rank = type.getRank();
+  SmallVector<std::pair<int64_t, Value>> candidates;
+  if (stated && node.inputType(2).getNumElements() == 1)
+    for (int64_t axis = 0; axis < rank - 1; ++axis)
+      if (Value result = transform(axis))
+        if (cast<RankedTensorType>(result.getType()).getShape() == stated.getShape())
+          candidates.push_back({axis, result});
+  if (candidates.empty()) { // records why, with a --freeze-input hint
+    (void)shapeGivingInts(node, 2, "axis", [] { return std::optional<ImpliedInts>(); });
+    return failure();
+  }
+  OpBuilder &b = node.builder();
+  Value axis = runtimeInt64s(node, 2);
+  auto names = [&](int64_t candidate) {
+    auto equals = [&](int64_t value) {
+      return node.createInferred<CompareOp>(b.getStringAttr("eq"), axis,
+                                            node.int64Constant({value}, {1}));
+    };
+    return node.createInferred<OrOp>(equals(candidate), equals(candidate - rank));
+  };
+  Value result = candidates.back().second, named = names(candidates.back().first);
+  for (auto [candidate, transformed] : llvm::reverse(ArrayRef(candidates).drop_back())) {
+    Value chosen = names(candidate);
+    Value scalar = ReshapeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI1Type()),
+                                     chosen);
+    result = node.createInferred<WhereOp>(scalar, transformed, result);
+    named = node.createInferred<OrOp>(named, chosen);
+  }
+  Value unnamed = CastOp::create(b, node.loc(), RankedTensorType::get({1}, b.getI64Type()),
+                                 node.createInferred<NotOp>(named));
+  stopUnlessZero(node, ReshapeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
+                                         unnamed),
+                 "DFT axis naming none of the axes that give the result shape " +
+                     formatShape(stated.getShape()) + " the model states");
+  return node.setInferredOutput(0, result);
+}
+
 /// DFT(input [..., n, ..., 1 or 2] (real, or real and imaginary), dft_length,
 /// axis): the transform along `axis`, complex as a trailing [2] (one-sided
 /// inverse: real, a trailing [1]).
@@ -216,6 +261,25 @@ LogicalResult importDft(NodeImporter &node) {
       (type.getDimSize(rank - 1) != 1 && type.getDimSize(rank - 1) != 2))
     return node.unsupported("input must be a static float tensor whose last axis is 1 (real) "
                             "or 2 (complex)");
+  bool inverse = node.intAttr("inverse", 0) != 0, onesided = node.intAttr("onesided", 0) != 0;
+  std::optional<int64_t> givenLength;
+  if (node.input(1)) {
+    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "dft_length");
+    if (!given || given->size() != 1)
+      return failure();
+    givenLength = given->front();
+  }
+  // Null, with nothing recorded, along an axis the transform has no length.
+  auto transform = [&](int64_t axis) -> Value {
+    int64_t inputLength = type.getDimSize(axis);
+    int64_t length =
+        givenLength.value_or(inverse && onesided ? 2 * (inputLength - 1) : inputLength);
+    if (length <= 0)
+      return {};
+    return transformAlongAxis(node, node.input(0), axis, length, inverse, onesided);
+  };
+  if (node.opset() >= 20 && node.input(2) && !node.constantInput(2))
+    return transformAlongRunTimeAxis(node, transform);
   int64_t axis = node.opset() >= 20 ? -2 : node.intAttr("axis", 1);
   if (node.opset() >= 20 && node.input(2)) {
     std::optional<SmallVector<int64_t>> given = node.constantInts(2, "axis");
@@ -227,19 +291,49 @@ LogicalResult importDft(NodeImporter &node) {
     axis += rank;
   if (axis < 0 || axis >= rank - 1)
     return node.unsupported("axis must be one of the signal's axes");
-  bool inverse = node.intAttr("inverse", 0) != 0, onesided = node.intAttr("onesided", 0) != 0;
-  int64_t inputLength = type.getDimSize(axis);
-  int64_t length = inverse && onesided ? 2 * (inputLength - 1) : inputLength;
-  if (node.input(1)) {
-    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "dft_length");
-    if (!given || given->size() != 1)
-      return failure();
-    length = given->front();
+  if (Value result = transform(axis))
+    return node.setInferredOutput(0, result);
+  return node.unsupported("dft_length must be positive");
+}
+
+/// The frame length and step that give an STFT of a `length`-sample signal
+/// the [batch, frames, bins, 2] result the model states, when exactly one
+/// pair does (the constant ones, or the window's length, fixed).
+std::optional<std::pair<int64_t, int64_t>> statedFraming(NodeImporter &node, int64_t length,
+                                                         bool onesided) {
+  RankedTensorType stated = node.declaredOutputType(0);
+  if (!stated || stated.getRank() != 4 || length > kMaxComputedElements)
+    return std::nullopt;
+  int64_t frames = stated.getDimSize(1), bins = stated.getDimSize(2);
+  auto constantOrNothing = [&](size_t input) -> std::optional<int64_t> {
+    ElementsAttr constant = node.input(input) ? node.constantInput(input) : ElementsAttr();
+    if (!constant || constant.getNumElements() != 1 || !isa<IntegerType>(constant.getElementType()))
+      return std::nullopt;
+    return (*constant.getValues<APInt>().begin()).getSExtValue();
+  };
+  SmallVector<int64_t> lengths;
+  if (std::optional<int64_t> given = constantOrNothing(3))
+    lengths.push_back(*given);
+  else if (!node.input(3) && node.input(2) && node.inputType(2).hasStaticShape())
+    lengths.push_back(node.inputType(2).getNumElements());
+  else if (onesided)
+    lengths.append({2 * (bins - 1), 2 * bins - 1}); // bins = n / 2 + 1
+  else
+    lengths.push_back(bins);
+  std::optional<int64_t> givenStep = constantOrNothing(1);
+  std::optional<std::pair<int64_t, int64_t>> found;
+  for (int64_t n : lengths) {
+    if (n <= 0 || n > length || (onesided ? n / 2 + 1 : n) != bins)
+      continue;
+    for (int64_t step = givenStep.value_or(1); step <= givenStep.value_or(length); ++step) {
+      if (step <= 0 || (length - n) / step + 1 != frames)
+        continue;
+      if (found)
+        return std::nullopt; // several pairs: the run could not tell which
+      found = {n, step};
+    }
   }
-  if (length <= 0)
-    return node.unsupported("dft_length must be positive");
-  return node.setInferredOutput(
-      0, transformAlongAxis(node, node.input(0), axis, length, inverse, onesided));
+  return found;
 }
 
 /// STFT(signal [B, L, 1 or 2], frame_step, window [n], frame_length):
@@ -251,12 +345,22 @@ LogicalResult importStft(NodeImporter &node) {
   if (!type.hasStaticShape() || type.getRank() != 3 || !isa<FloatType>(type.getElementType()) ||
       (type.getDimSize(2) != 1 && type.getDimSize(2) != 2))
     return node.unsupported("signal must be a static [batch, length, 1 or 2] of floats");
-  std::optional<SmallVector<int64_t>> step = node.constantInts(1, "frame_step");
+  int64_t length = type.getDimSize(1);
+  bool onesided = node.intAttr("onesided", 1) != 0;
+  std::optional<std::pair<int64_t, int64_t>> stated = statedFraming(node, length, onesided);
+  auto implied = [&](bool ofStep) -> std::optional<ImpliedInts> {
+    if (!stated)
+      return std::nullopt;
+    return exactly({ofStep ? stated->second : stated->first});
+  };
+  std::optional<SmallVector<int64_t>> step =
+      shapeGivingInts(node, 1, "frame_step", [&] { return implied(true); });
   if (!step)
     return failure();
   int64_t frameLength = 0;
   if (node.input(3)) {
-    std::optional<SmallVector<int64_t>> given = node.constantInts(3, "frame_length");
+    std::optional<SmallVector<int64_t>> given =
+        shapeGivingInts(node, 3, "frame_length", [&] { return implied(false); });
     if (!given || given->size() != 1)
       return failure();
     frameLength = given->front();
@@ -265,7 +369,6 @@ LogicalResult importStft(NodeImporter &node) {
     if (window.getRank() == 1 && window.hasStaticShape())
       frameLength = window.getDimSize(0);
   }
-  int64_t length = type.getDimSize(1);
   if (step->size() != 1 || step->front() <= 0 || frameLength <= 0 || frameLength > length)
     return node.unsupported("frame_step must be positive and the frame (frame_length, or the "
                             "window's length) within the signal");
@@ -285,7 +388,6 @@ LogicalResult importStft(NodeImporter &node) {
                                      node.input(2));
     framed = node.createInferred<MulOp>(framed, shaped);
   }
-  bool onesided = node.intAttr("onesided", 1) != 0;
   return node.setInferredOutput(
       0, framed ? transformAlongAxis(node, framed, 2, frameLength, /*inverse=*/false, onesided)
                 : Value());

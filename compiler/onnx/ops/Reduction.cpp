@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 #include <limits>
 #include <numeric>
@@ -67,23 +68,16 @@ Value reduce(NodeImporter &node, StringRef kind, Value input, ArrayRef<int64_t> 
                                        node.builder().getDenseI64ArrayAttr(axes));
 }
 
+/// The node's reduction of its input over `axes` (sorted, non-negative);
+/// null after recording why not.
 template <Reduction reduction>
-LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
+Value reduceOver(NodeImporter &node, ArrayRef<int64_t> axes, bool keepDims) {
   RankedTensorType type = node.inputType(0);
   Type elementType = type.getElementType();
-  bool isFloat = isa<FloatType>(elementType);
-  constexpr bool needsFloat = reduction == Reduction::L1 || reduction == Reduction::L2 ||
-                              reduction == Reduction::LogSum ||
-                              reduction == Reduction::LogSumExp;
-  if (needsFloat && !isFloat)
-    return node.unsupported("only floating-point inputs are supported");
-  std::optional<SmallVector<int64_t>> axes = readReducedAxes(node, axesInputSince);
-  if (!axes)
-    return failure();
-  bool keepDims = node.intAttr("keepdims", 1) != 0;
-  if (llvm::any_of(*axes, [&](int64_t axis) { return type.isDynamicDim(axis); }))
-    return node.unsupported("a reduced axis has a dimension unknown at compile time");
-
+  if (llvm::any_of(axes, [&](int64_t axis) { return type.isDynamicDim(axis); })) {
+    (void)node.unsupported("a reduced axis has a dimension unknown at compile time");
+    return {};
+  }
   OpBuilder &b = node.builder();
   Location loc = node.loc();
   Value x = node.input(0);
@@ -91,47 +85,47 @@ LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
   switch (reduction) {
   case Reduction::Sum:
   case Reduction::Mean:
-    result = reduce(node, "sum", x, *axes);
+    result = reduce(node, "sum", x, axes);
     break;
   case Reduction::Prod:
-    result = reduce(node, "prod", x, *axes);
+    result = reduce(node, "prod", x, axes);
     break;
   case Reduction::Max:
-    result = reduce(node, "max", x, *axes);
+    result = reduce(node, "max", x, axes);
     break;
   case Reduction::Min:
-    result = reduce(node, "min", x, *axes);
+    result = reduce(node, "min", x, axes);
     break;
   case Reduction::SumSquare:
   case Reduction::L2:
-    result = reduce(node, "sum", MulOp::create(b, loc, type, x, x), *axes);
+    result = reduce(node, "sum", MulOp::create(b, loc, type, x, x), axes);
     break;
   case Reduction::L1:
-    result = reduce(node, "sum", AbsOp::create(b, loc, type, x), *axes);
+    result = reduce(node, "sum", AbsOp::create(b, loc, type, x), axes);
     break;
   case Reduction::LogSum:
-    result = reduce(node, "sum", x, *axes);
+    result = reduce(node, "sum", x, axes);
     break;
   case Reduction::LogSumExp: {
     // Shifting by the maximum keeps exp from overflowing.
-    Value max = reduce(node, "max", x, *axes);
+    Value max = reduce(node, "max", x, axes);
     if (!max)
-      return failure();
-    Value keptMax = ReshapeOp::create(b, loc, keptType(type, *axes, elementType), max);
+      return {};
+    Value keptMax = ReshapeOp::create(b, loc, keptType(type, axes, elementType), max);
     Value shifted = node.createInferred<SubOp>(x, keptMax);
-    Value sum = reduce(node, "sum", ExpOp::create(b, loc, type, shifted), *axes);
+    Value sum = reduce(node, "sum", ExpOp::create(b, loc, type, shifted), axes);
     if (!sum)
-      return failure();
+      return {};
     result = node.createInferred<AddOp>(LogOp::create(b, loc, sum.getType(), sum), max);
     break;
   }
   }
   if (!result)
-    return failure();
+    return {};
   auto resultType = cast<RankedTensorType>(result.getType());
   if (reduction == Reduction::Mean) {
     int64_t count = 1;
-    for (int64_t axis : *axes)
+    for (int64_t axis : axes)
       count *= type.getDimSize(axis);
     result = DivOp::create(b, loc, resultType, result,
                            node.splatConstant(elementType, double(count)));
@@ -141,9 +135,130 @@ LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
     result = LogOp::create(b, loc, resultType, result);
   }
   if (keepDims)
-    result = ReshapeOp::create(b, loc, keptType(type, *axes, elementType), result);
-  node.setOutput(0, result);
-  return success();
+    result = ReshapeOp::create(b, loc, keptType(type, axes, elementType), result);
+  return result;
+}
+
+/// A reduction whose axes input is known only at run time, given the
+/// result shape the model states. Axes sets that differ only in axes of
+/// size 1 reduce alike; when distinct sets give the stated shape (keepdims
+/// = 0 over [3, 2, 2] to [3, 2]: axis 1 or 2), each is computed and the
+/// run selects the one its axes input names, after checking it names one.
+template <Reduction reduction>
+LogicalResult importReduceAlongRuntimeAxes(NodeImporter &node, bool keepDims) {
+  RankedTensorType type = node.inputType(0), axesType = node.inputType(1);
+  RankedTensorType stated = node.declaredOutputType(0);
+  int64_t rank = type.getRank();
+  auto refuse = [&] {
+    (void)shapeGivingInts(node, 1, "axes", [] { return std::optional<ImpliedInts>(); });
+    return failure();
+  };
+  if (!stated || !type.hasStaticShape() || !axesType.hasStaticShape() ||
+      axesType.getRank() != 1)
+    return refuse();
+  auto givesStated = [&](ArrayRef<int64_t> axes) {
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (!llvm::is_contained(axes, i))
+        shape.push_back(type.getDimSize(i));
+      else if (keepDims)
+        shape.push_back(1);
+    }
+    return ArrayRef<int64_t>(shape) == stated.getShape();
+  };
+  // One set per distinct choice of the axes longer than 1.
+  SmallVector<SmallVector<int64_t>> choices, wideAxes;
+  for (SmallVector<int64_t> &axes : axisSetsGiving(rank, axesType.getNumElements(), givesStated)) {
+    SmallVector<int64_t> wide;
+    llvm::copy_if(axes, std::back_inserter(wide),
+                  [&](int64_t axis) { return type.getDimSize(axis) != 1; });
+    if (llvm::is_contained(wideAxes, wide))
+      continue;
+    wideAxes.push_back(wide);
+    choices.push_back(std::move(axes));
+  }
+  // Each choice is a reduction computed at run time.
+  constexpr size_t kMaxChoices = 8;
+  if (choices.empty())
+    return refuse();
+  if (choices.size() > kMaxChoices)
+    return node.unsupported(Twine(choices.size()) + " axis sets give the stated result shape " +
+                            formatShape(stated.getShape()) + "; at most " + Twine(kMaxChoices) +
+                            " are computed at run time");
+  if (failed(checkIndices(node, 1, {rank})))
+    return failure();
+
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  auto i64Type = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, b.getI64Type());
+  };
+  int64_t count = axesType.getNumElements();
+  Value axes = runtimeInt64s(node, 1);
+  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), axes,
+                                                  node.int64Constant({0}, {}));
+  Value normalized = node.createInferred<WhereOp>(
+      negative, node.createInferred<AddOp>(axes, node.int64Constant({rank}, {})), axes);
+  // named[i]: 1 where the axes input lists axis i.
+  SmallVector<int64_t> positions(rank);
+  std::iota(positions.begin(), positions.end(), 0);
+  Value lists = node.createInferred<CompareOp>(
+      b.getStringAttr("eq"), ReshapeOp::create(b, loc, i64Type({count, 1}), normalized),
+      node.int64Constant(positions, {1, rank}));
+  Value named = node.createInferred<ReduceOp>(b.getStringAttr("max"),
+                                              CastOp::create(b, loc, i64Type({count, rank}), lists),
+                                              b.getDenseI64ArrayAttr({0}));
+  SmallVector<int64_t> isWide;
+  for (int64_t i = 0; i < rank; ++i)
+    isWide.push_back(type.getDimSize(i) != 1);
+  Value namedWide = node.createInferred<MulOp>(named, node.int64Constant(isWide, {rank}));
+
+  Value result, noneNamed;
+  for (auto [axesChoice, wide] : llvm::reverse(llvm::zip(choices, wideAxes))) {
+    Value reduced = reduceOver<reduction>(node, axesChoice, keepDims);
+    if (!reduced)
+      return failure();
+    reduced = ReshapeOp::create(b, loc, stated.clone(type.getElementType()), reduced);
+    SmallVector<int64_t> expected(rank, 0);
+    for (int64_t axis : wide)
+      expected[axis] = 1;
+    Value differs = node.createInferred<NotOp>(node.createInferred<CompareOp>(
+        b.getStringAttr("eq"), namedWide, node.int64Constant(expected, {rank})));
+    Value mismatch = node.createInferred<ReduceOp>(
+        b.getStringAttr("max"), CastOp::create(b, loc, i64Type({rank}), differs),
+        b.getDenseI64ArrayAttr({0}));
+    noneNamed = noneNamed ? node.createInferred<MulOp>(noneNamed, mismatch) : mismatch;
+    if (!result) {
+      result = reduced;
+      continue;
+    }
+    Value chosen = node.createInferred<CompareOp>(b.getStringAttr("eq"), mismatch,
+                                                  node.int64Constant({0}, {}));
+    result = node.createInferred<WhereOp>(chosen, reduced, result);
+  }
+  stopUnlessZero(node, noneNamed,
+                 "axes inputs naming none of the axis sets that give the result shape " +
+                     formatShape(stated.getShape()) + " the model states");
+  return node.setInferredOutput(0, result);
+}
+
+template <Reduction reduction>
+LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
+  Type elementType = node.inputType(0).getElementType();
+  constexpr bool needsFloat = reduction == Reduction::L1 || reduction == Reduction::L2 ||
+                              reduction == Reduction::LogSum ||
+                              reduction == Reduction::LogSumExp;
+  if (needsFloat && !isa<FloatType>(elementType))
+    return node.unsupported("only floating-point inputs are supported");
+  bool keepDims = node.intAttr("keepdims", 1) != 0;
+  if (node.opset() >= axesInputSince && node.input(1) && !node.constantInput(1)) {
+    (void)node.intAttr("noop_with_empty_axes", 0); // an empty axes input is a constant
+    return importReduceAlongRuntimeAxes<reduction>(node, keepDims);
+  }
+  std::optional<SmallVector<int64_t>> axes = readReducedAxes(node, axesInputSince);
+  if (!axes)
+    return failure();
+  return node.setInferredOutput(0, reduceOver<reduction>(node, *axes, keepDims));
 }
 
 /// Registers `reduction` for op `name`, whose axes became an input at
@@ -284,7 +399,13 @@ LogicalResult importTopK(NodeImporter &node) {
     return node.unsupported("axis is out of range");
   int64_t k = 0;
   if (node.opset() >= 10) {
-    std::optional<SmallVector<int64_t>> given = node.constantInts(1, "K");
+    std::optional<SmallVector<int64_t>> given =
+        shapeGivingInts(node, 1, "K", [&]() -> std::optional<ImpliedInts> {
+          RankedTensorType stated = node.declaredOutputType(0);
+          if (!stated || stated.getRank() != type.getRank())
+            return std::nullopt;
+          return exactly({stated.getDimSize(*axis)});
+        });
     if (!given)
       return failure();
     k = given->front();

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/ops/Handlers.h"
+#include "compiler/onnx/ops/ResizeMode.h"
 #include "dialects/tessel/TesselDialect.h"
 
 #include <cmath>
@@ -21,16 +22,6 @@ using namespace mlir;
 
 namespace tessel::onnx_import {
 namespace {
-
-struct ResizeMode {
-  std::string mode = "nearest";               // nearest, linear, cubic
-  std::string coordinates = "half_pixel";      // coordinate_transformation_mode
-  std::string nearest = "round_prefer_floor";  // nearest_mode
-  double cubicA = -0.75;
-  bool antialias = false;
-  bool excludeOutside = false;
-  double extrapolation = 0.0;
-};
 
 /// The interpolation weights of the taps around a position whose distance
 /// past its floor is `ratio` (1 at integer positions).
@@ -281,6 +272,54 @@ LogicalResult resize(NodeImporter &node, const ResizeMode &m, std::vector<double
   return success();
 }
 
+/// A Resize whose scales, sizes (fitted by an aspect-ratio policy) or
+/// region of interest are known only at run time, resized at run time to
+/// the shape the model states; nothing when they are all constants or the
+/// model states no shape (the compile-time path records why). Resize 11
+/// on reads roi, scales and sizes from inputs 1 to 3; Resize 10 and
+/// Upsample only scales, from input 1.
+std::optional<LogicalResult> resizeAtRunTimeIfNeeded(NodeImporter &node, const ResizeMode &m,
+                                                     SmallVector<int64_t> axes,
+                                                     size_t scalesInput = 2) {
+  bool scalesOnly = scalesInput != 2;
+  auto present = [&](size_t i) {
+    return (!scalesOnly || i == scalesInput) && node.input(i) &&
+           node.inputType(i).getNumElements() > 0;
+  };
+  auto atRunTime = [&](size_t i) { return present(i) && !node.constantInput(i); };
+  std::string policy = node.opset() >= 18
+                           ? node.stringAttr("keep_aspect_ratio_policy").value_or("stretch")
+                           : "stretch";
+  bool cropsAtRunTime = m.coordinates == "tf_crop_and_resize" && atRunTime(1);
+  bool fitsAtRunTime = atRunTime(3) && policy != "stretch";
+  RankedTensorType stated = node.declaredOutputType(0);
+  // Antialiasing's number of taps depends on the scale.
+  if (!(atRunTime(scalesInput) || fitsAtRunTime || cropsAtRunTime) || !stated || m.antialias)
+    return std::nullopt;
+  int64_t rank = node.inputType(0).getRank();
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  if (!normalizeAxes(node, axes, rank))
+    return failure();
+  RunTimeResize given;
+  given.policy = policy;
+  bool hasScales = present(scalesInput), hasSizes = present(3);
+  if (hasScales == hasSizes)
+    return node.unsupported("exactly one of scales and sizes must be given");
+  size_t perAxisInput = hasScales ? scalesInput : 3;
+  (hasScales ? given.scales : given.sizes) = node.input(perAxisInput);
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return node.unsupported("keep_aspect_ratio_policy '" + policy + "' is not supported");
+  if (m.coordinates == "tf_crop_and_resize")
+    given.roi = node.input(1);
+  int64_t perAxis = node.inputType(perAxisInput).getNumElements();
+  if (perAxis != static_cast<int64_t>(axes.size()) ||
+      (given.roi && node.inputType(1).getNumElements() != 2 * perAxis))
+    return node.unsupported("scales, sizes and roi need one entry (two for roi) per resized axis");
+  return resizeAtRunTime(node, m, given, axes, stated);
+}
+
 /// Resize 11 and later: X, roi, scales, sizes.
 LogicalResult importResize(NodeImporter &node) {
   ResizeMode m;
@@ -298,14 +337,36 @@ LogicalResult importResize(NodeImporter &node) {
   if (node.opset() >= 18)
     if (std::optional<std::vector<int64_t>> given = node.intsAttr("axes"))
       axes.assign(given->begin(), given->end());
-  std::optional<std::vector<double>> roi = constantFloats(node, 1, "roi");
+  if (std::optional<LogicalResult> done = resizeAtRunTimeIfNeeded(node, m, axes))
+    return *done;
+  // Only tf_crop_and_resize reads the region of interest.
+  std::optional<std::vector<double>> roi = m.coordinates == "tf_crop_and_resize"
+                                               ? constantFloats(node, 1, "roi")
+                                               : std::vector<double>();
   std::optional<std::vector<double>> scales = roi ? constantFloats(node, 2, "scales")
                                                   : std::nullopt;
   if (!roi || !scales)
     return failure();
   SmallVector<int64_t> sizes;
   if (node.input(3)) {
-    std::optional<SmallVector<int64_t>> given = node.constantInts(3, "sizes");
+    std::optional<SmallVector<int64_t>> given =
+        shapeGivingInts(node, 3, "sizes", [&]() -> std::optional<ImpliedInts> {
+          // Other policies fit the image inside or around the sizes.
+          RankedTensorType stated = node.declaredOutputType(0);
+          if (!stated || stated.getRank() != node.inputType(0).getRank() ||
+              node.stringAttr("keep_aspect_ratio_policy").value_or("stretch") != "stretch")
+            return std::nullopt;
+          if (axes.empty())
+            return exactly(stated.getShape());
+          SmallVector<int64_t> resized;
+          for (int64_t axis : axes) {
+            std::optional<int64_t> normalized = normalizeAxis(axis, stated.getRank());
+            if (!normalized)
+              return std::nullopt;
+            resized.push_back(stated.getDimSize(*normalized));
+          }
+          return exactly(resized);
+        });
     if (!given)
       return failure();
     sizes = *given;
@@ -332,6 +393,9 @@ LogicalResult importScalesOnly(NodeImporter &node, size_t scalesInput) {
   std::vector<double> scales;
   if (std::optional<std::vector<float>> given = node.floatsAttr("scales")) {
     scales.assign(given->begin(), given->end());
+  } else if (std::optional<LogicalResult> done =
+                 resizeAtRunTimeIfNeeded(node, m, {}, scalesInput)) {
+    return *done;
   } else {
     std::optional<std::vector<double>> input = constantFloats(node, scalesInput, "scales");
     if (!input)
@@ -355,7 +419,19 @@ SmallVector<double> normalizedCoordinates(int64_t size, bool alignCorners) {
 /// = the grid of homogeneous points (x, y[, z], 1) times theta's transpose.
 LogicalResult importAffineGrid(NodeImporter &node) {
   RankedTensorType theta = node.inputType(0);
-  std::optional<SmallVector<int64_t>> size = node.constantInts(1, "size");
+  std::optional<SmallVector<int64_t>> size =
+      shapeGivingInts(node, 1, "size", [&]() -> std::optional<ImpliedInts> {
+        // [N, (D,) H, W, d] states all of size but its channels, which
+        // the grid does not depend on.
+        RankedTensorType stated = node.declaredOutputType(0);
+        if (!stated || stated.getRank() < 4)
+          return std::nullopt;
+        ArrayRef<int64_t> points = stated.getShape().drop_back();
+        ImpliedInts implied = exactly(points);
+        implied.values.insert(implied.values.begin() + 1, 1);
+        implied.accepted.insert(implied.accepted.begin() + 1, SmallVector<int64_t>());
+        return implied;
+      });
   if (!size)
     return failure();
   int64_t dimensions = int64_t(size->size()) - 2;

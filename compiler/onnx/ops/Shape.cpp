@@ -47,7 +47,11 @@ LogicalResult importSize(NodeImporter &node) {
 
 /// The axes of Squeeze or Unsqueeze: an attribute before opset 13, an
 /// optional constant input from 13 on. nullopt after reporting a problem.
-std::optional<std::vector<int64_t>> readAxes(NodeImporter &node, bool &given) {
+/// A run-time axes input is taken to name the axes for which `gives`
+/// holds (the stated result shape).
+std::optional<std::vector<int64_t>>
+readAxes(NodeImporter &node, bool &given, int64_t rank,
+         llvm::function_ref<bool(ArrayRef<int64_t>)> gives) {
   given = true;
   if (node.opset() < 13) {
     if (std::optional<std::vector<int64_t>> axes = node.intsAttr("axes"))
@@ -59,7 +63,32 @@ std::optional<std::vector<int64_t>> readAxes(NodeImporter &node, bool &given) {
     given = false;
     return std::vector<int64_t>();
   }
-  std::optional<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
+  std::optional<SmallVector<int64_t>> axes =
+      shapeGivingInts(node, 1, "axes", [&]() -> std::optional<ImpliedInts> {
+        if (!node.declaredOutputType(0) || node.inputType(1).getRank() != 1)
+          return std::nullopt;
+        // Sets giving the same shape give the same data. The input may
+        // name any axes among them all if every such choice is one of the
+        // sets ([1, 3, 1, 5] unsqueezed at 2 or 3); else it must name the
+        // first.
+        int64_t count = node.inputType(1).getNumElements();
+        SmallVector<SmallVector<int64_t>> named = axisSetsGiving(rank, count, gives);
+        if (named.empty())
+          return std::nullopt;
+        SmallVector<int64_t> any;
+        for (const SmallVector<int64_t> &set : named)
+          any.append(set);
+        llvm::sort(any);
+        any.erase(std::unique(any.begin(), any.end()), any.end());
+        bool everyChoiceGives =
+            axisSetsGiving(static_cast<int64_t>(any.size()), count,
+                           [](ArrayRef<int64_t>) { return true; })
+                .size() == named.size();
+        ImpliedInts implied = anyOrderOf(named.front(), rank);
+        if (everyChoiceGives)
+          implied.accepted.assign(count, anyOrderOf(any, rank).accepted.front());
+        return implied;
+      });
   if (!axes)
     return std::nullopt;
   return std::vector<int64_t>(axes->begin(), axes->end());
@@ -73,7 +102,15 @@ Value reshapeTo(NodeImporter &node, ArrayRef<int64_t> shape) {
 LogicalResult importSqueeze(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   bool given;
-  std::optional<std::vector<int64_t>> axes = readAxes(node, given);
+  std::optional<std::vector<int64_t>> axes =
+      readAxes(node, given, type.getRank(), [&](ArrayRef<int64_t> squeezed) {
+        SmallVector<int64_t> kept;
+        for (int64_t i = 0; i < type.getRank(); ++i)
+          if (!llvm::is_contained(squeezed, i))
+            kept.push_back(type.getDimSize(i));
+        return llvm::all_of(squeezed, [&](int64_t i) { return type.getDimSize(i) == 1; }) &&
+               ArrayRef<int64_t>(kept) == node.declaredOutputType(0).getShape();
+      });
   if (!axes)
     return failure();
   std::set<int64_t> squeezed;
@@ -101,8 +138,17 @@ LogicalResult importSqueeze(NodeImporter &node) {
 
 LogicalResult importUnsqueeze(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
+  RankedTensorType stated = node.declaredOutputType(0);
   bool given;
-  std::optional<std::vector<int64_t>> axes = readAxes(node, given);
+  std::optional<std::vector<int64_t>> axes = readAxes(
+      node, given, stated ? stated.getRank() : 0, [&](ArrayRef<int64_t> inserted) {
+        SmallVector<int64_t> kept;
+        for (int64_t i = 0; i < stated.getRank(); ++i)
+          if (!llvm::is_contained(inserted, i))
+            kept.push_back(stated.getDimSize(i));
+        return llvm::all_of(inserted, [&](int64_t i) { return stated.getDimSize(i) == 1; }) &&
+               ArrayRef<int64_t>(kept) == type.getShape();
+      });
   if (!axes)
     return failure();
   if (!given)

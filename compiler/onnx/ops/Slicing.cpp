@@ -1,8 +1,9 @@
 //===- Slicing.cpp - Slice, Split, Pad, Tile, Expand, ... -----------------===//
 //
 // Parts and copies of a tensor. The starts, sizes, pads and repeats these
-// ops take as inputs must be known at compile time (the result shapes
-// depend on them); the data may not be.
+// ops take as inputs decide the result shapes: they are known at compile
+// time, or read at run time against the result shape the model states
+// (StatedShapes.cpp, SlicingAtRunTime.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,12 @@ LogicalResult importSlice(NodeImporter &node) {
   if (!type.hasStaticShape())
     return node.unsupported("the input must have a static shape");
   int64_t rank = type.getRank();
+  RankedTensorType stated = node.declaredOutputType(0);
+  bool atRunTime = false;
+  for (size_t i = 1; i <= 4 && node.opset() >= 10; ++i)
+    atRunTime |= node.input(i) && !node.constantInput(i);
+  if (atRunTime && stated && stated.getRank() == rank && node.inputType(1).hasStaticShape())
+    return importSliceAtRunTime(node, stated);
   std::optional<SmallVector<int64_t>> starts = intsFrom(node, 10, 1, "starts");
   std::optional<SmallVector<int64_t>> ends = starts ? intsFrom(node, 10, 2, "ends")
                                                     : std::nullopt;
@@ -103,7 +110,20 @@ LogicalResult importSplit(NodeImporter &node) {
     return node.unsupported("axis is out of range");
   if (type.isDynamicDim(*axis))
     return node.unsupported("the split axis must have a static size");
-  std::optional<SmallVector<int64_t>> sizes = intsFrom(node, 13, 1, "split");
+  std::optional<SmallVector<int64_t>> sizes =
+      node.opset() >= 13 && node.input(1)
+          ? shapeGivingInts(node, 1, "split",
+                            [&]() -> std::optional<ImpliedInts> {
+                              SmallVector<int64_t> parts;
+                              for (size_t i = 0; i < node.numOutputs(); ++i) {
+                                RankedTensorType stated = node.declaredOutputType(i);
+                                if (!stated || stated.getRank() != type.getRank())
+                                  return std::nullopt;
+                                parts.push_back(stated.getDimSize(*axis));
+                              }
+                              return exactly(parts);
+                            })
+          : intsFrom(node, 13, 1, "split");
   if (!sizes)
     return failure();
   int64_t size = type.getDimSize(*axis);
@@ -141,7 +161,23 @@ LogicalResult importSplit(NodeImporter &node) {
 /// Expand broadcasts the input with the shape input (both ways).
 LogicalResult importExpand(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
-  std::optional<SmallVector<int64_t>> shape = node.constantInts(1, "shape");
+  std::optional<SmallVector<int64_t>> shape =
+      shapeGivingInts(node, 1, "shape", [&]() -> std::optional<ImpliedInts> {
+        RankedTensorType stated = node.declaredOutputType(0);
+        int64_t entries = node.inputType(1).getNumElements();
+        if (!stated || stated.getRank() != std::max(entries, type.getRank()))
+          return std::nullopt;
+        // The shape aligns with the result's last axes; an entry of 1
+        // keeps the input's equal dimension.
+        ImpliedInts implied = exactly(stated.getShape().take_back(entries));
+        int64_t inputOffset = stated.getRank() - type.getRank();
+        for (auto [k, accepted] : llvm::enumerate(implied.accepted)) {
+          int64_t inputAxis = stated.getRank() - entries + static_cast<int64_t>(k) - inputOffset;
+          if (inputAxis >= 0 && type.getDimSize(inputAxis) == accepted.front())
+            accepted.push_back(1);
+        }
+        return implied;
+      });
   if (!shape)
     return failure();
   std::optional<SmallVector<int64_t>> broadcast = broadcastShapes(type.getShape(), *shape);
@@ -159,7 +195,25 @@ LogicalResult importTile(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   if (!type.hasStaticShape())
     return node.unsupported("the input must have a static shape");
-  std::optional<SmallVector<int64_t>> repeats = node.constantInts(1, "repeats");
+  std::optional<SmallVector<int64_t>> repeats =
+      shapeGivingInts(node, 1, "repeats", [&]() -> std::optional<ImpliedInts> {
+        RankedTensorType stated = node.declaredOutputType(0);
+        if (!stated || stated.getRank() != type.getRank())
+          return std::nullopt;
+        ImpliedInts implied;
+        for (auto [size, tiled] : llvm::zip(type.getShape(), stated.getShape())) {
+          if (size == 0) { // any repeat count gives an empty axis
+            implied.values.push_back(1);
+            implied.accepted.emplace_back();
+            continue;
+          }
+          if (tiled % size != 0)
+            return std::nullopt;
+          implied.values.push_back(tiled / size);
+          implied.accepted.push_back({tiled / size});
+        }
+        return implied;
+      });
   if (!repeats)
     return failure();
   if (static_cast<int64_t>(repeats->size()) != type.getRank())
@@ -185,11 +239,25 @@ LogicalResult importTile(NodeImporter &node) {
 LogicalResult importPad(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   int64_t rank = type.getRank();
-  std::optional<SmallVector<int64_t>> pads =
-      intsFrom(node, 11, 1, node.opset() >= 11 ? "pads" : "pads");
+  std::string mode = node.stringAttr("mode").value_or("constant");
+  Value value;
+  if (node.opset() >= 11 && node.input(2)) {
+    value = node.input(2);
+    if (cast<RankedTensorType>(value.getType()).getRank() != 0)
+      value = ReshapeOp::create(node.builder(), node.loc(),
+                                RankedTensorType::get({}, type.getElementType()), value);
+  } else {
+    value = node.splatConstant(type.getElementType(), node.floatAttr("value", 0.0f));
+  }
+  RankedTensorType stated = node.declaredOutputType(0);
+  bool atRunTime = node.opset() >= 11 && ((node.input(1) && !node.constantInput(1)) ||
+                                          (node.input(3) && !node.constantInput(3)));
+  if (atRunTime && stated && stated.getRank() == rank && type.hasStaticShape() &&
+      node.inputType(1).hasStaticShape())
+    return importPadAtRunTime(node, stated, mode, value);
+  std::optional<SmallVector<int64_t>> pads = intsFrom(node, 11, 1, "pads");
   if (!pads)
     return failure();
-  std::string mode = node.stringAttr("mode").value_or("constant");
   SmallVector<int64_t> axes;
   if (node.opset() >= 18 && node.input(3)) {
     std::optional<SmallVector<int64_t>> given = node.constantInts(3, "axes");
@@ -210,15 +278,6 @@ LogicalResult importPad(NodeImporter &node) {
     allPads[axis] = (*pads)[i];
     allPads[rank + axis] = (*pads)[axes.size() + i];
   }
-  Value value;
-  if (node.opset() >= 11 && node.input(2)) {
-    value = node.input(2);
-    if (cast<RankedTensorType>(value.getType()).getRank() != 0)
-      value = ReshapeOp::create(node.builder(), node.loc(),
-                                RankedTensorType::get({}, type.getElementType()), value);
-  } else {
-    value = node.splatConstant(type.getElementType(), node.floatAttr("value", 0.0f));
-  }
   return node.setInferredOutput(
       0, node.createInferred<PadOp>(node.input(0), value,
                                     node.builder().getDenseI64ArrayAttr(allPads),
@@ -231,9 +290,6 @@ LogicalResult importPad(NodeImporter &node) {
 LogicalResult importCenterCropPad(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
   int64_t rank = type.getRank();
-  std::optional<SmallVector<int64_t>> shape = node.constantInts(1, "shape");
-  if (!shape)
-    return failure();
   SmallVector<int64_t> axes;
   if (std::optional<std::vector<int64_t>> given = node.intsAttr("axes")) {
     axes.assign(given->begin(), given->end());
@@ -243,6 +299,18 @@ LogicalResult importCenterCropPad(NodeImporter &node) {
     for (int64_t axis = 0; axis < rank; ++axis)
       axes.push_back(axis);
   }
+  std::optional<SmallVector<int64_t>> shape =
+      shapeGivingInts(node, 1, "shape", [&]() -> std::optional<ImpliedInts> {
+        RankedTensorType stated = node.declaredOutputType(0);
+        if (!stated || stated.getRank() != rank)
+          return std::nullopt;
+        SmallVector<int64_t> sizes;
+        for (int64_t axis : axes)
+          sizes.push_back(stated.getDimSize(axis));
+        return exactly(sizes);
+      });
+  if (!shape)
+    return failure();
   if (shape->size() != axes.size())
     return node.unsupported("shape has " + Twine(shape->size()) + " entries for " +
                             Twine(axes.size()) + " axes");

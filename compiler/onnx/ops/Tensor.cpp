@@ -2,10 +2,11 @@
 
 #include "compiler/onnx/TensorProto.h"
 #include "compiler/onnx/ops/Handlers.h"
+#include "dialects/tessel/ShapeInference.h"
 #include "dialects/tessel/TesselDialect.h"
 
-#include "dialects/tessel/ShapeInference.h"
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 
@@ -115,10 +116,25 @@ LogicalResult importFlatten(NodeImporter &node) {
 /// dimension (unless allowzero) and one -1 takes what is left.
 LogicalResult importReshape(NodeImporter &node) {
   RankedTensorType inputType = node.inputType(0);
-  std::optional<SmallVector<int64_t>> constantShape = node.constantInts(1, "shape");
+  bool allowZero = node.opset() >= 14 && node.intAttr("allowzero", 0) != 0;
+  std::optional<SmallVector<int64_t>> constantShape =
+      shapeGivingInts(node, 1, "shape", [&]() -> std::optional<ImpliedInts> {
+        RankedTensorType stated = node.declaredOutputType(0);
+        if (!stated || stated.getNumElements() != inputType.getNumElements())
+          return std::nullopt;
+        // An entry may also be -1 (what is left), or 0 where it copies
+        // the input's equal dimension.
+        ImpliedInts implied = exactly(stated.getShape());
+        for (auto [i, accepted] : llvm::enumerate(implied.accepted)) {
+          accepted.push_back(-1);
+          if (!allowZero && static_cast<int64_t>(i) < inputType.getRank() &&
+              inputType.getDimSize(i) == accepted.front())
+            accepted.push_back(0);
+        }
+        return implied;
+      });
   if (!constantShape)
     return failure();
-  bool allowZero = node.opset() >= 14 && node.intAttr("allowzero", 0) != 0;
   SmallVector<int64_t> shape = *constantShape;
   std::optional<int64_t> total = elementCount(inputType.getShape());
   if (!total)
@@ -210,7 +226,8 @@ LogicalResult importBitCast(NodeImporter &node) {
 
 /// ConstantOfShape: the shape must be known, the value defaults to 0.f.
 LogicalResult importConstantOfShape(NodeImporter &node) {
-  std::optional<SmallVector<int64_t>> shape = node.constantInts(0, "shape");
+  std::optional<SmallVector<int64_t>> shape =
+      shapeGivingInts(node, 0, "shape", [&] { return statedShape(node); });
   if (!shape)
     return failure();
   OpBuilder &b = node.builder();
@@ -232,16 +249,60 @@ LogicalResult importConstantOfShape(NodeImporter &node) {
   return success();
 }
 
+/// Range whose start, limit or delta is known only at run time, with the
+/// length the model states: start + i * delta, after a run-time check that
+/// max(ceil((limit - start) / delta), 0) is that length.
+LogicalResult importRuntimeRange(NodeImporter &node) {
+  RankedTensorType stated = node.declaredOutputType(0);
+  if (!stated || stated.getRank() != 1) {
+    for (size_t i = 0; i < 3; ++i)
+      if (!node.constantInput(i))
+        (void)shapeGivingInts(node, i, i == 0 ? "start" : i == 1 ? "limit" : "delta",
+                              [] { return std::optional<ImpliedInts>(); });
+    return failure();
+  }
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Type elementType = node.inputType(0).getElementType();
+  int64_t length = stated.getDimSize(0);
+  auto scalar = [&](size_t i, Type type) -> Value {
+    Value value = ReshapeOp::create(b, loc, RankedTensorType::get({}, elementType), node.input(i));
+    return type == elementType ? value
+                               : CastOp::create(b, loc, RankedTensorType::get({}, type), value);
+  };
+  // Half-precision values are computed in f32 and rounded once.
+  Type computeType = isa<FloatType>(elementType) && elementType.getIntOrFloatBitWidth() < 32
+                         ? b.getF32Type()
+                         : elementType;
+  SmallVector<int64_t> positions(length);
+  std::iota(positions.begin(), positions.end(), 0);
+  auto positionType = RankedTensorType::get({length}, computeType);
+  Value position = CastOp::create(b, loc, positionType, node.int64Constant(positions, {length}));
+  Value range = node.createInferred<AddOp>(
+      node.createInferred<MulOp>(position, scalar(2, computeType)), scalar(0, computeType));
+  if (computeType != elementType)
+    range = CastOp::create(b, loc, positionType.clone(elementType), range);
+  // The length, computed in f64 as ONNX's reference does.
+  Type f64 = b.getF64Type();
+  Value steps = CeilOp::create(
+      b, loc, RankedTensorType::get({}, f64),
+      node.createInferred<DivOp>(node.createInferred<SubOp>(scalar(1, f64), scalar(0, f64)),
+                                 scalar(2, f64)));
+  Value count = node.createInferred<MaxOp>(steps, node.splatConstant(f64, 0.0));
+  Value wrong = node.createInferred<NotOp>(node.createInferred<CompareOp>(
+      b.getStringAttr("eq"), count, node.splatConstant(f64, double(length))));
+  stopUnlessZero(node, CastOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()), wrong),
+                 "Range whose start, limit and delta give another length than the " +
+                     Twine(length) + " the model states");
+  return node.setInferredOutput(0, range);
+}
+
 /// Range with constant start, limit and delta is a constant.
 LogicalResult importRange(NodeImporter &node) {
   ElementsAttr start = node.constantInput(0), limit = node.constantInput(1),
                delta = node.constantInput(2);
-  if (!start || !limit || !delta) {
-    for (size_t i = 0; i < 3; ++i)
-      if (!node.constantInput(i))
-        (void)node.constantInts(i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
-    return failure();
-  }
+  if (!start || !limit || !delta)
+    return importRuntimeRange(node);
   Type elementType = start.getElementType();
   auto scalar = [](ElementsAttr attr) -> double {
     Attribute value = *attr.getValues<Attribute>().begin();
@@ -300,7 +361,13 @@ LogicalResult importEyeLike(NodeImporter &node) {
 /// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) with N = size (periodic) or
 /// size - 1 (symmetric).
 LogicalResult importWindow(NodeImporter &node, double a0, double a1, double a2) {
-  std::optional<SmallVector<int64_t>> size = node.constantInts(0, "size");
+  std::optional<SmallVector<int64_t>> size =
+      shapeGivingInts(node, 0, "size", [&]() -> std::optional<ImpliedInts> {
+        RankedTensorType stated = node.declaredOutputType(0);
+        if (!stated || stated.getRank() != 1)
+          return std::nullopt;
+        return exactly({stated.getDimSize(0)});
+      });
   if (!size)
     return failure();
   int64_t count = size->front();
