@@ -6,7 +6,9 @@
 //  - a Scan is its body unrolled over the scanned axis (whose length is
 //    static), the states threaded from one step to the next;
 //  - a Loop whose trip count and conditions fold is its body unrolled as
-//    many times as it runs.
+//    many times as it runs; one whose trip count or condition is known
+//    only at run time, as many times as its scan outputs' stated shape
+//    says, checked when the model runs.
 // A subgraph's nodes are imported like the graph's own (importBody), its
 // names bound while it is imported and forgotten after: a loop body's next
 // step binds them anew, and no name outside a subgraph may refer to one
@@ -15,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/GraphImporter.h"
+#include "compiler/onnx/ModelValidation.h"
 #include "compiler/onnx/NodeImporter.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
@@ -28,6 +31,68 @@ using namespace mlir;
 namespace tessel::onnx_import {
 
 namespace {
+
+/// The run-time check of a Loop unrolled as many times as its stated scan
+/// outputs say, when its trip count M or condition is known only at run
+/// time: each iteration must be entered (i < M, the condition true), and
+/// the one after the last must not (i = M, or the condition false).
+class RunTimeLoopCheck {
+public:
+  /// `tripCount` and `condition` are the Loop's inputs (null when absent).
+  RunTimeLoopCheck(OpBuilder &builder, Location loc, Value tripCount, Value condition)
+      : b(builder), loc(loc), tripCount(scalarOf(tripCount)), condition(scalarOf(condition)) {}
+
+  void entering(int64_t iteration) {
+    if (!tripCount && !condition)
+      return;
+    Value entered = within(iteration);
+    if (condition)
+      entered = entered ? AndOp::create(b, loc, flagType(), entered, condition) : condition;
+    Value skipped = NotOp::create(b, loc, flagType(), entered);
+    wrong = wrong ? OrOp::create(b, loc, flagType(), wrong, skipped) : skipped;
+  }
+  /// The body's condition output for the next iteration.
+  void continuing(Value bodyCondition) { condition = scalarOf(bodyCondition); }
+  void finish(int64_t iterations, StringRef node) {
+    Value more = within(iterations);
+    if (more && condition)
+      more = AndOp::create(b, loc, flagType(), more, condition);
+    else if (!more)
+      more = condition;
+    if (more)
+      wrong = wrong ? OrOp::create(b, loc, flagType(), wrong, more) : more;
+    if (!wrong)
+      return;
+    Value count = CastOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()), wrong);
+    CheckZeroOp::create(b, loc, count, b.getStringAttr(node),
+                        b.getStringAttr("Loop trip count and conditions giving another "
+                                        "number of iterations than the " +
+                                        std::to_string(iterations) +
+                                        " its scan outputs' stated shape says"));
+  }
+
+private:
+  RankedTensorType flagType() { return RankedTensorType::get({}, b.getI1Type()); }
+  Value scalarOf(Value value) {
+    if (!value)
+      return {};
+    auto type = cast<RankedTensorType>(value.getType());
+    return ReshapeOp::create(b, loc, type.clone(ArrayRef<int64_t>{}), value);
+  }
+  /// iteration < M, or null without a trip count.
+  Value within(int64_t iteration) {
+    if (!tripCount)
+      return {};
+    auto type = RankedTensorType::get({}, b.getI64Type());
+    Value index = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(b.getI64Type(), iteration)));
+    return CompareOp::create(b, loc, flagType(), b.getStringAttr("lt"), index, tripCount);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Value tripCount, condition, wrong;
+};
 
 /// The graph-valued attribute `name` of `node`, if it has one.
 const onnx::GraphProto *graphAttribute(const onnx::NodeProto &node, llvm::StringRef name) {
@@ -345,19 +410,25 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
   if (!given)
     return poisonOutputs(node);
   ArrayRef<Value> inputs = *given;
-  std::optional<int64_t> tripCount;
-  if (inputs[0]) {
-    tripCount = constantScalar(inputs[0]);
-    if (!tripCount)
-      return refuse("the trip count M must be a constant" + freezeHint(inputs[0]));
+  std::optional<int64_t> tripCount = inputs[0] ? constantScalar(inputs[0]) : std::nullopt;
+  std::optional<int64_t> initialCondition = inputs[1] ? constantScalar(inputs[1]) : 1;
+  // A trip count or condition known only at run time: the loop runs as
+  // many times as a scan output's stated length says, checked at run time.
+  std::optional<int64_t> statedIterations;
+  if ((inputs[0] && !tripCount) || !initialCondition) {
+    for (int64_t k = 0; k < scanCount && !statedIterations; ++k)
+      if (RankedTensorType stated = declaredTypes.lookup(node.output(carriedCount + k));
+          stated && stated.getRank() > 0)
+        statedIterations = stated.getDimSize(0);
+    if (!statedIterations)
+      return refuse((inputs[0] && !tripCount ? "the trip count M must be a constant, or a scan "
+                                               "output's shape stated" +
+                                                   freezeHint(inputs[0])
+                                             : "the condition must be a constant, or a scan "
+                                               "output's shape stated" +
+                                                   freezeHint(inputs[1])));
   }
-  bool running = true;
-  if (inputs[1]) {
-    std::optional<int64_t> condition = constantScalar(inputs[1]);
-    if (!condition)
-      return refuse("the condition must be a constant" + freezeHint(inputs[1]));
-    running = *condition != 0;
-  }
+  bool running = initialCondition.value_or(1) != 0;
 
   Location loc = nodeLocation(node, index);
   auto scalar = [&](Type element, int64_t value) -> Value {
@@ -365,28 +436,39 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
     return ConstantOp::create(builder, loc,
                               DenseElementsAttr::get(type, builder.getIntegerAttr(element, value)));
   };
+  RunTimeLoopCheck check(builder, loc, statedIterations ? inputs[0] : Value(),
+                         statedIterations ? inputs[1] : Value());
   SmallVector<Value> carried(inputs.begin() + 2, inputs.end());
   std::vector<SmallVector<Value>> slices(scanCount);
-  for (int64_t iteration = 0; running && (!tripCount || iteration < *tripCount); ++iteration) {
+  for (int64_t iteration = 0;
+       statedIterations ? iteration < *statedIterations
+                        : running && (!tripCount || iteration < *tripCount);
+       ++iteration) {
     if (iteration >= kMaxUnrolledSteps)
       return refuse("a Loop of more than " + std::to_string(kMaxUnrolledSteps) +
                     " iterations is longer than it unrolls");
+    check.entering(iteration);
     SmallVector<Value> arguments{scalar(builder.getI64Type(), iteration),
                                  scalar(builder.getI1Type(), 1)};
     llvm::append_range(arguments, carried);
     std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
     if (!outputs)
       return poisonOutputs(node);
-    std::optional<int64_t> condition = constantScalar(foldConstantInputs((*outputs)[0]));
-    if (!condition)
+    Value bodyCondition = foldConstantInputs((*outputs)[0]);
+    std::optional<int64_t> condition = constantScalar(bodyCondition);
+    if (!condition && !statedIterations)
       return refuse("the body's condition is known only at run time; a Loop is supported "
-                    "when its trip count and conditions are constants");
-    running = *condition != 0;
+                    "when its trip count and conditions are constants, or when a scan "
+                    "output's shape is stated");
+    running = condition.value_or(1) != 0;
+    check.continuing(bodyCondition);
     for (int64_t i = 0; i < carriedCount; ++i)
       carried[i] = (*outputs)[1 + i];
     for (int64_t k = 0; k < scanCount; ++k)
       slices[k].push_back((*outputs)[1 + carriedCount + k]);
   }
+  if (statedIterations)
+    check.finish(*statedIterations, onnx_import::nodeLabel(node, index));
 
   SmallVector<Value> results = carried;
   for (int64_t k = 0; k < scanCount; ++k) {
