@@ -17,6 +17,7 @@
 #include "dialects/tessel/TesselDialect.h"
 
 #include <cmath>
+#include <functional>
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -33,19 +34,53 @@ Value matrixConstant(OpBuilder &b, Location loc, Type element, int64_t rows, int
       b, loc, DenseElementsAttr::get(RankedTensorType::get({rows, columns}, element), attributes));
 }
 
+/// The block shape a Col2Im of `input` [N, C * K, L] into the stated
+/// [N, C, image...] must have: the only one whose K and number of blocks
+/// L fit; nothing when none or several do.
+std::optional<ImpliedInts>
+impliedBlock(RankedTensorType input, RankedTensorType stated, ArrayRef<int64_t> image,
+             llvm::function_ref<int64_t(size_t, int64_t, int64_t)> gridSize) {
+  int64_t channels = stated.getDimSize(1);
+  if (channels <= 0 || input.getDimSize(1) % channels != 0)
+    return std::nullopt;
+  int64_t kernel = input.getDimSize(1) / channels, blocks = input.getDimSize(2);
+  std::optional<SmallVector<int64_t>> found;
+  SmallVector<int64_t> block;
+  bool ambiguous = false;
+  // Every factorization of the kernel size into one extent per axis.
+  std::function<void(int64_t)> search = [&](int64_t left) {
+    if (block.size() == image.size()) {
+      int64_t count = 1;
+      for (auto [i, extent] : llvm::enumerate(block))
+        count *= std::max<int64_t>(gridSize(i, image[i], extent), 0);
+      if (left == 1 && count == blocks) {
+        ambiguous |= found.has_value();
+        found = block;
+      }
+      return;
+    }
+    for (int64_t extent = 1; extent <= left && extent <= image[block.size()] + 64; ++extent) {
+      if (left % extent)
+        continue;
+      block.push_back(extent);
+      search(left / extent);
+      block.pop_back();
+    }
+  };
+  if (kernel > 0 && kernel <= kMaxComputedElements)
+    search(kernel);
+  if (!found || ambiguous)
+    return std::nullopt;
+  return exactly(*found);
+}
+
 /// Col2Im(input [N, C * K, L], image_shape, block_shape): [N, C, image...],
 /// where K is the block's size and L the number of blocks.
 LogicalResult importCol2Im(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
-  std::optional<SmallVector<int64_t>> image = node.constantInts(1, "image_shape");
-  std::optional<SmallVector<int64_t>> block = node.constantInts(2, "block_shape");
-  if (!image || !block)
-    return failure();
-  size_t d = image->size();
-  if (!type.hasStaticShape() || type.getRank() != 3 || block->size() != d || d == 0 ||
-      !isa<FloatType>(type.getElementType()))
-    return node.unsupported("input must be a static [N, C * prod(block_shape), L] of floats, "
-                            "with image_shape and block_shape of equal length");
+  if (!node.inputType(1).hasStaticShape() || node.inputType(1).getRank() != 1)
+    return node.unsupported("image_shape must be a static list");
+  size_t d = node.inputType(1).getNumElements();
   SmallVector<int64_t> dilations(d, 1), strides(d, 1), pads(2 * d, 0);
   if (auto given = node.intsAttr("dilations"))
     dilations.assign(given->begin(), given->end());
@@ -55,6 +90,33 @@ LogicalResult importCol2Im(NodeImporter &node) {
     pads.assign(given->begin(), given->end());
   if (dilations.size() != d || strides.size() != d || pads.size() != 2 * d)
     return node.unsupported("dilations, strides and pads must match image_shape");
+  // The number of blocks along axis i of an image of `extent`.
+  auto gridSize = [&](size_t i, int64_t extent, int64_t block) {
+    return (extent + pads[i] + pads[i + d] - dilations[i] * (block - 1) - 1) / strides[i] + 1;
+  };
+  RankedTensorType stated = node.declaredOutputType(0);
+  bool statesImage = stated && stated.getRank() == static_cast<int64_t>(d) + 2;
+  std::optional<SmallVector<int64_t>> image =
+      shapeGivingInts(node, 1, "image_shape", [&]() -> std::optional<ImpliedInts> {
+        if (!statesImage)
+          return std::nullopt;
+        return exactly(stated.getShape().drop_front(2));
+      });
+  std::optional<SmallVector<int64_t>> block =
+      image ? shapeGivingInts(node, 2, "block_shape",
+                              [&]() -> std::optional<ImpliedInts> {
+                                if (!statesImage || !type.hasStaticShape() ||
+                                    type.getRank() != 3)
+                                  return std::nullopt;
+                                return impliedBlock(type, stated, *image, gridSize);
+                              })
+            : std::nullopt;
+  if (!image || !block)
+    return failure();
+  if (!type.hasStaticShape() || type.getRank() != 3 || block->size() != d || d == 0 ||
+      !isa<FloatType>(type.getElementType()))
+    return node.unsupported("input must be a static [N, C * prod(block_shape), L] of floats, "
+                            "with image_shape and block_shape of equal length");
   int64_t kernel = 1, pixels = 1, blocks = 1;
   SmallVector<int64_t> grid(d);
   for (size_t i = 0; i < d; ++i) {
