@@ -422,10 +422,12 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
         statedIterations = stated.getDimSize(0);
     if (!statedIterations)
       return refuse((inputs[0] && !tripCount ? "the trip count M must be a constant, or a scan "
-                                               "output's shape stated" +
+                                               "output's shape stated (in the model, or with "
+                                               "--value-shape)" +
                                                    freezeHint(inputs[0])
                                              : "the condition must be a constant, or a scan "
-                                               "output's shape stated" +
+                                               "output's shape stated (in the model, or with "
+                                               "--value-shape)" +
                                                    freezeHint(inputs[1])));
   }
   bool running = initialCondition.value_or(1) != 0;

@@ -173,13 +173,24 @@ void GraphImporter::collectDeclaredTypes() {
   const onnx::GraphProto &graph = model.graph();
   // Run-time shape inputs build per-axis position tables: an axis longer
   // than the compute budget is not taken from a file's word.
+  auto withinBudget = [](ArrayRef<int64_t> shape) {
+    return llvm::all_of(shape,
+                        [](int64_t size) { return size <= onnx_import::kMaxComputedElements; });
+  };
   for (const auto *infos : {&graph.value_info(), &graph.output()})
     for (const onnx::ValueInfoProto &info : *infos)
       if (RankedTensorType type = staticTypeOf(context, info))
-        if (llvm::all_of(type.getShape(), [](int64_t size) {
-              return size <= onnx_import::kMaxComputedElements;
-            }))
+        if (withinBudget(type.getShape()))
           declaredTypes[info.name()] = type;
+  // Shapes stated with --value-shape replace the model's; only the shape
+  // is read, so a value the model does not type gets f32.
+  for (const auto &[name, shape] : options.statedShapes) {
+    if (!withinBudget(shape))
+      continue;
+    RankedTensorType known = declaredTypes.lookup(name);
+    declaredTypes[name] =
+        RankedTensorType::get(shape, known ? known.getElementType() : builder.getF32Type());
+  }
   // The shape stated for an elementwise result is its inputs' as well
   // (expanded functions state only their final result). A broadcast
   // input is smaller: a shape-giving node specialized to the wrong shape
@@ -619,6 +630,12 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     if (!llvm::is_contained(argumentNames, name))
       return importError(path + ": --shape names '" + name +
                          "', which is not a graph input");
+  for (const auto &stated : options.statedShapes)
+    if (llvm::none_of(graph.node(), [&](const onnx::NodeProto &node) {
+          return llvm::is_contained(node.output(), stated.first);
+        }))
+      return importError(path + ": --value-shape names '" + stated.first +
+                         "', which no node gives");
 
   Location moduleLoc = FileLineColLoc::get(&context, path, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(moduleLoc);

@@ -17,6 +17,11 @@ struct ImportOptions {
   /// Shapes for graph inputs, replacing symbolic (dim_param) dimensions:
   /// input name -> full shape.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Shapes of values (graph outputs or intermediate results) stated on the
+  /// command line, as if the model's value_info held them: value name ->
+  /// full shape. A node whose shape-giving input is a graph input compiles
+  /// for its stated result shape, checked at run time.
+  std::map<std::string, std::vector<int64_t>> statedShapes;
   /// Graph inputs given their value at compile time: input name -> path of
   /// a TensorProto file. Such an input becomes a constant and leaves the
   /// compiled signature (shape tensors and axes that ops need statically).

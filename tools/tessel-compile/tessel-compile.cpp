@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
   std::string model, output;
   std::string target = "x86", cpu, emit = "artifact";
   int optLevel = 3;
-  std::vector<std::string> shapes, frozen;
+  std::vector<std::string> shapes, statedShapes, frozen;
   bool quiet = false, forceProgress = false, check = false, noBiasCorrection = false;
   std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8",
               weightPairs = "auto";
@@ -160,6 +160,10 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember(tessel::emitKindNames()));
   app.add_option("--shape", shapes,
                  "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
+  app.add_option("--value-shape", statedShapes,
+                 "State the shape of a graph output or intermediate value: NAME=2x3x4. A node "
+                 "whose shape, axes or pads input is a graph input compiles for its stated "
+                 "result shape and checks the input at run time");
   app.add_option("--freeze-input", frozen,
                  "Give a graph input its value at compile time: NAME=VALUE.pb "
                  "(an ONNX TensorProto); it leaves the artifact's inputs");
@@ -237,6 +241,16 @@ int main(int argc, char **argv) {
       return 2;
     }
     options.import.inputShapes[name.str()] = *parsed;
+  }
+  for (const std::string &stated : statedShapes) {
+    auto [name, dims] = llvm::StringRef(stated).rsplit('=');
+    std::optional<std::vector<int64_t>> parsed = parseDims(dims);
+    if (name.empty() || !parsed) {
+      llvm::errs() << "tessel-compile: --value-shape expects NAME=2x3x4, got '" << stated
+                   << "'\n";
+      return 2;
+    }
+    options.import.statedShapes[name.str()] = *parsed;
   }
   for (const std::string &entry : frozen) {
     auto [name, file] = llvm::StringRef(entry).split('=');

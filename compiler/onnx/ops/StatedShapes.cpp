@@ -96,8 +96,8 @@ shapeGivingInts(NodeImporter &node, size_t input, StringRef role,
         return implied->values;
       }
   (void)node.unsupported("the " + role +
-                         " input must be a constant, or the model must state the shape of "
-                         "the node's result" +
+                         " input must be a constant, or the shape of the node's result "
+                         "stated (in the model, or with --value-shape)" +
                          freezeHint(node.input(input)));
   return std::nullopt;
 }
