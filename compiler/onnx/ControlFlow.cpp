@@ -438,8 +438,9 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
     return ConstantOp::create(builder, loc,
                               DenseElementsAttr::get(type, builder.getIntegerAttr(element, value)));
   };
-  RunTimeLoopCheck check(builder, loc, statedIterations ? inputs[0] : Value(),
-                         statedIterations ? inputs[1] : Value());
+  std::optional<RunTimeLoopCheck> check;
+  if (statedIterations)
+    check.emplace(builder, loc, inputs[0], inputs[1]);
   SmallVector<Value> carried(inputs.begin() + 2, inputs.end());
   std::vector<SmallVector<Value>> slices(scanCount);
   for (int64_t iteration = 0;
@@ -449,7 +450,8 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
     if (iteration >= kMaxUnrolledSteps)
       return refuse("a Loop of more than " + std::to_string(kMaxUnrolledSteps) +
                     " iterations is longer than it unrolls");
-    check.entering(iteration);
+    if (check)
+      check->entering(iteration);
     SmallVector<Value> arguments{scalar(builder.getI64Type(), iteration),
                                  scalar(builder.getI1Type(), 1)};
     llvm::append_range(arguments, carried);
@@ -463,14 +465,15 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
                     "when its trip count and conditions are constants, or when a scan "
                     "output's shape is stated");
     running = condition.value_or(1) != 0;
-    check.continuing(bodyCondition);
+    if (check)
+      check->continuing(bodyCondition);
     for (int64_t i = 0; i < carriedCount; ++i)
       carried[i] = (*outputs)[1 + i];
     for (int64_t k = 0; k < scanCount; ++k)
       slices[k].push_back((*outputs)[1 + carriedCount + k]);
   }
-  if (statedIterations)
-    check.finish(*statedIterations, onnx_import::nodeLabel(node, index));
+  if (check)
+    check->finish(*statedIterations, onnx_import::nodeLabel(node, index));
 
   SmallVector<Value> results = carried;
   for (int64_t k = 0; k < scanCount; ++k) {
