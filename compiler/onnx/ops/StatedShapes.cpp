@@ -2,8 +2,10 @@
 //
 // A Reshape's shape, a reduction's axes or a TopK's K decide the shape of
 // the node's result, which Tessel fixes at compile time. When such an
-// input is a graph input, the model's own statement of the result's shape
-// (a graph output's type or a value_info entry) still fixes it: the node is
+// input is a graph input, a statement of the result's shape (a graph
+// output's type, a value_info entry, the result of the elementwise ops it
+// feeds, or --value-shape; GraphImporter::collectDeclaredTypes) still
+// fixes it: the node is
 // compiled for the input value that gives that shape, and the run checks
 // that the input holds such a value, stopping with an error that names the
 // node otherwise. Nothing is assumed that the run does not verify.
@@ -51,7 +53,7 @@ void checkImplied(NodeImporter &node, size_t input, const ImpliedInts &implied,
   size_t widest = 1;
   for (const SmallVector<int64_t> &accepted : implied.accepted)
     widest = std::max(widest, accepted.size());
-  // One row of accepted values per entry, padded by repeating its first;
+  // One row of accepted values per entry, padded by repeating its last;
   // the mask leaves out entries that accept anything.
   SmallVector<int64_t> table, constrained;
   for (const SmallVector<int64_t> &accepted : implied.accepted) {
