@@ -5,10 +5,10 @@
 // input is a graph input, a statement of the result's shape (a graph
 // output's type, a value_info entry, the result of the elementwise ops it
 // feeds, or --value-shape; GraphImporter::collectDeclaredTypes) still
-// fixes it: the node is
-// compiled for the input value that gives that shape, and the run checks
-// that the input holds such a value, stopping with an error that names the
-// node otherwise. Nothing is assumed that the run does not verify.
+// fixes it: the node is compiled for the input value that gives that
+// shape, and the run checks that the input holds such a value, stopping
+// with an error that names the node otherwise. Nothing is assumed that the
+// run does not verify.
 //
 //===----------------------------------------------------------------------===//
 
