@@ -117,6 +117,24 @@ ImpliedInts anyOrderOf(llvm::ArrayRef<int64_t> axes, int64_t rank);
 /// giving it must hold; nothing when the model states none.
 std::optional<ImpliedInts> statedShape(NodeImporter &node, size_t output = 0);
 
+/// Records that shape-giving input `input` (`role` names it) must be a
+/// constant or its node's result shape stated, with the --freeze-input
+/// hint; fails.
+mlir::LogicalResult refuseRunTimeShapeInput(NodeImporter &node, size_t input,
+                                            llvm::StringRef role);
+
+/// [entries, rank] i64: 1 where entry k of `axes` (an [entries, 1] i64
+/// tensor, negative axes counted from `rank`) names axis j, at run time.
+mlir::Value axisTable(NodeImporter &node, mlir::Value axes, int64_t rank);
+
+/// Among `candidates` (an axis and what was computed along it), the one
+/// whose axis the one-element run-time input `input` names (negative axes
+/// counted from `rank`); the last when it names none. `namedAny`, when
+/// given, receives an i1 saying whether it names one.
+mlir::Value selectAlongRunTimeAxis(NodeImporter &node, size_t input, int64_t rank,
+                                   llvm::ArrayRef<std::pair<int64_t, mlir::Value>> candidates,
+                                   mlir::Value *namedAny = nullptr);
+
 /// The integers of shape-giving input `input` (`role` names it): its
 /// constant value; or, when it is known only at run time, what `imply`
 /// derives from the result types the model states (declaredOutputType),

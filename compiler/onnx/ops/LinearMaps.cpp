@@ -283,31 +283,14 @@ LogicalResult transformAlongRunTimeAxis(NodeImporter &node,
       if (Value result = transform(axis))
         if (cast<RankedTensorType>(result.getType()).getShape() == stated.getShape())
           candidates.push_back({axis, result});
-  if (candidates.empty()) { // records why, with a --freeze-input hint
-    (void)shapeGivingInts(node, 2, "axis", [] { return std::optional<ImpliedInts>(); });
-    return failure();
-  }
+  if (candidates.empty())
+    return refuseRunTimeShapeInput(node, 2, "axis");
   OpBuilder &b = node.builder();
-  Value axis = runtimeInt64s(node, 2);
-  auto names = [&](int64_t candidate) {
-    auto equals = [&](int64_t value) {
-      return node.createInferred<CompareOp>(b.getStringAttr("eq"), axis,
-                                            node.int64Constant({value}, {1}));
-    };
-    return node.createInferred<OrOp>(equals(candidate), equals(candidate - rank));
-  };
-  Value result = candidates.back().second, named = names(candidates.back().first);
-  for (auto [candidate, transformed] : llvm::reverse(ArrayRef(candidates).drop_back())) {
-    Value chosen = names(candidate);
-    Value scalar = ReshapeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI1Type()),
-                                     chosen);
-    result = node.createInferred<WhereOp>(scalar, transformed, result);
-    named = node.createInferred<OrOp>(named, chosen);
-  }
-  Value unnamed = CastOp::create(b, node.loc(), RankedTensorType::get({1}, b.getI64Type()),
+  Value named;
+  Value result = selectAlongRunTimeAxis(node, 2, rank, candidates, &named);
+  Value unnamed = CastOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
                                  node.createInferred<NotOp>(named));
-  stopUnlessZero(node, ReshapeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
-                                         unnamed),
+  stopUnlessZero(node, unnamed,
                  "DFT axis naming none of the axes that give the result shape " +
                      formatShape(stated.getShape()) + " the model states");
   return node.setInferredOutput(0, result);

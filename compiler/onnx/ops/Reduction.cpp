@@ -149,10 +149,7 @@ LogicalResult importReduceAlongRuntimeAxes(NodeImporter &node, bool keepDims) {
   RankedTensorType type = node.inputType(0), axesType = node.inputType(1);
   RankedTensorType stated = node.declaredOutputType(0);
   int64_t rank = type.getRank();
-  auto refuse = [&] {
-    (void)shapeGivingInts(node, 1, "axes", [] { return std::optional<ImpliedInts>(); });
-    return failure();
-  };
+  auto refuse = [&] { return refuseRunTimeShapeInput(node, 1, "axes"); };
   if (!stated || !type.hasStaticShape() || !axesType.hasStaticShape() ||
       axesType.getRank() != 1)
     return refuse();
@@ -194,19 +191,9 @@ LogicalResult importReduceAlongRuntimeAxes(NodeImporter &node, bool keepDims) {
     return RankedTensorType::get(shape, b.getI64Type());
   };
   int64_t count = axesType.getNumElements();
-  Value axes = runtimeInt64s(node, 1);
-  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), axes,
-                                                  node.int64Constant({0}, {}));
-  Value normalized = node.createInferred<WhereOp>(
-      negative, node.createInferred<AddOp>(axes, node.int64Constant({rank}, {})), axes);
   // named[i]: 1 where the axes input lists axis i.
-  SmallVector<int64_t> positions(rank);
-  std::iota(positions.begin(), positions.end(), 0);
-  Value lists = node.createInferred<CompareOp>(
-      b.getStringAttr("eq"), ReshapeOp::create(b, loc, i64Type({count, 1}), normalized),
-      node.int64Constant(positions, {1, rank}));
-  Value named = node.createInferred<ReduceOp>(b.getStringAttr("max"),
-                                              CastOp::create(b, loc, i64Type({count, rank}), lists),
+  Value axes = ReshapeOp::create(b, loc, i64Type({count, 1}), runtimeInt64s(node, 1));
+  Value named = node.createInferred<ReduceOp>(b.getStringAttr("max"), axisTable(node, axes, rank),
                                               b.getDenseI64ArrayAttr({0}));
   SmallVector<int64_t> isWide;
   for (int64_t i = 0; i < rank; ++i)
@@ -346,24 +333,15 @@ LogicalResult importCumulativeAlongRuntimeAxis(NodeImporter &node) {
   if (failed(checkIndices(node, 1, {rank})))
     return failure();
   OpBuilder &b = node.builder();
-  Location loc = node.loc();
-  Value axis = ReshapeOp::create(b, loc, axisType.clone(ArrayRef<int64_t>{}), node.input(1));
-  auto along = [&](int64_t dimension) -> Value {
-    return OpTy::create(b, loc, type, node.input(0), b.getI64IntegerAttr(dimension),
-                        b.getBoolAttr(node.intAttr("exclusive", 0) != 0),
-                        b.getBoolAttr(node.intAttr("reverse", 0) != 0));
-  };
-  auto names = [&](int64_t value) {
-    return node.createInferred<CompareOp>(
-        b.getStringAttr("eq"), axis, node.splatConstant(axisType.getElementType(), value));
-  };
+  SmallVector<std::pair<int64_t, Value>> alongEach;
+  for (int64_t dimension = 0; dimension < rank; ++dimension)
+    alongEach.push_back(
+        {dimension, OpTy::create(b, node.loc(), type, node.input(0),
+                                 b.getI64IntegerAttr(dimension),
+                                 b.getBoolAttr(node.intAttr("exclusive", 0) != 0),
+                                 b.getBoolAttr(node.intAttr("reverse", 0) != 0))});
   // The last axis is what remains once the others are ruled out.
-  Value result = along(rank - 1);
-  for (int64_t dimension = rank - 2; dimension >= 0; --dimension) {
-    Value chosen = node.createInferred<OrOp>(names(dimension), names(dimension - rank));
-    result = node.createInferred<WhereOp>(chosen, along(dimension), result);
-  }
-  return node.setInferredOutput(0, result);
+  return node.setInferredOutput(0, selectAlongRunTimeAxis(node, 1, rank, alongEach));
 }
 
 template <typename OpTy>

@@ -80,10 +80,11 @@ readAxes(NodeImporter &node, bool &given, int64_t rank,
           any.append(set);
         llvm::sort(any);
         any.erase(std::unique(any.begin(), any.end()), any.end());
-        bool everyChoiceGives =
-            axisSetsGiving(static_cast<int64_t>(any.size()), count,
-                           [](ArrayRef<int64_t>) { return true; })
-                .size() == named.size();
+        // Every choice among them is a set when the sets number C(|any|, count).
+        uint64_t choices = 1;
+        for (int64_t i = 0; i < count; ++i)
+          choices = choices * (any.size() - i) / (i + 1);
+        bool everyChoiceGives = choices == named.size();
         ImpliedInts implied = anyOrderOf(named.front(), rank);
         if (everyChoiceGives)
           implied.accepted.assign(count, anyOrderOf(any, rank).accepted.front());

@@ -61,12 +61,7 @@ public:
     return ReshapeOp::create(b, node.loc(), i64({entries, 1}), runtimeInt64s(node, input));
   }
   /// The table saying which axis each entry of `axes` (a column) lists.
-  Value lists(Value axes) {
-    SmallVector<int64_t> positions(rank);
-    std::iota(positions.begin(), positions.end(), 0);
-    Value named = equal(fromEnd(axes, scalar(rank)), constant(positions, {1, rank}));
-    return CastOp::create(b, node.loc(), i64({entries, rank}), named);
-  }
+  Value lists(Value axes) { return axisTable(node, axes, rank); }
   /// Per axis, the value of the entry listing it (0 when none does).
   Value perAxis(Value lists, Value table) { return sumFirstAxis(mul(lists, table)); }
   /// How many entries of an i1 tensor hold.

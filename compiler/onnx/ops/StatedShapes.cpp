@@ -19,6 +19,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/bit.h"
 
+#include <numeric>
+
 using namespace mlir;
 
 namespace tessel::onnx_import {
@@ -97,11 +99,56 @@ shapeGivingInts(NodeImporter &node, size_t input, StringRef role,
         checkImplied(node, input, *implied, role);
         return implied->values;
       }
-  (void)node.unsupported("the " + role +
-                         " input must be a constant, or the shape of the node's result "
-                         "stated (in the model, or with --value-shape)" +
-                         freezeHint(node.input(input)));
+  (void)refuseRunTimeShapeInput(node, input, role);
   return std::nullopt;
+}
+
+LogicalResult refuseRunTimeShapeInput(NodeImporter &node, size_t input, StringRef role) {
+  return node.unsupported("the " + role +
+                          " input must be a constant, or the shape of the node's result "
+                          "stated (in the model, or with --value-shape)" +
+                          freezeHint(node.input(input)));
+}
+
+Value axisTable(NodeImporter &node, Value axes, int64_t rank) {
+  OpBuilder &b = node.builder();
+  auto entries = cast<RankedTensorType>(axes.getType()).getDimSize(0);
+  Value rankValue = node.int64Constant({rank}, {});
+  Value negative = node.createInferred<CompareOp>(b.getStringAttr("lt"), axes,
+                                                  node.int64Constant({0}, {}));
+  Value normalized =
+      node.createInferred<WhereOp>(negative, node.createInferred<AddOp>(axes, rankValue), axes);
+  SmallVector<int64_t> positions(rank);
+  std::iota(positions.begin(), positions.end(), 0);
+  Value named = node.createInferred<CompareOp>(b.getStringAttr("eq"), normalized,
+                                               node.int64Constant(positions, {1, rank}));
+  return CastOp::create(b, node.loc(), RankedTensorType::get({entries, rank}, b.getI64Type()),
+                        named);
+}
+
+Value selectAlongRunTimeAxis(NodeImporter &node, size_t input, int64_t rank,
+                             ArrayRef<std::pair<int64_t, Value>> candidates, Value *namedAny) {
+  OpBuilder &b = node.builder();
+  Value axis = ReshapeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
+                                 runtimeInt64s(node, input));
+  auto names = [&](int64_t candidate) {
+    auto equals = [&](int64_t value) {
+      return node.createInferred<CompareOp>(b.getStringAttr("eq"), axis,
+                                            node.int64Constant({value}, {}));
+    };
+    return node.createInferred<OrOp>(equals(candidate), equals(candidate - rank));
+  };
+  Value result = candidates.back().second;
+  Value named = namedAny ? names(candidates.back().first) : Value();
+  for (auto [candidate, computed] : llvm::reverse(candidates.drop_back())) {
+    Value chosen = names(candidate);
+    result = node.createInferred<WhereOp>(chosen, computed, result);
+    if (namedAny)
+      named = node.createInferred<OrOp>(named, chosen);
+  }
+  if (namedAny)
+    *namedAny = named;
+  return result;
 }
 
 std::optional<ImpliedInts> statedShape(NodeImporter &node, size_t output) {

@@ -257,8 +257,7 @@ LogicalResult importRuntimeRange(NodeImporter &node) {
   if (!stated || stated.getRank() != 1) {
     for (size_t i = 0; i < 3; ++i)
       if (!node.constantInput(i))
-        (void)shapeGivingInts(node, i, i == 0 ? "start" : i == 1 ? "limit" : "delta",
-                              [] { return std::optional<ImpliedInts>(); });
+        (void)refuseRunTimeShapeInput(node, i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
     return failure();
   }
   OpBuilder &b = node.builder();
