@@ -120,9 +120,11 @@ signatureOf(func::FuncOp main, bool results) {
       return compileError("model " + Twine(results ? "output" : "input") + " '" +
                           label + "' has an element type the artifact cannot hold");
     Value edge = results ? main.front().getTerminator()->getOperand(i) : main.getArgument(i);
+    bool batched = results ? bool(main.getResultAttr(i, kBatchedAttr))
+                           : bool(main.getArgAttr(i, kBatchedAttr));
     tensors.push_back({label, *dtype,
                        std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()),
-                       edgeQuantization(edge, results)});
+                       edgeQuantization(edge, results), batched});
   }
   return tensors;
 }
@@ -146,6 +148,8 @@ std::string describeOptions(const CompileOptions &options) {
   llvm::raw_string_ostream os(text);
   os << "--target " << options.target << " -O" << options.optLevel
      << " --target-cpu " << (options.cpu.empty() ? "native" : options.cpu);
+  if (options.import.dynamicBatch)
+    os << " --dynamic-batch";
   for (const auto &[name, dims] : options.import.inputShapes) {
     os << " --shape " << name << "=";
     llvm::interleave(dims, os, "x");

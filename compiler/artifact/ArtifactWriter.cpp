@@ -78,7 +78,7 @@ signatures(fb::FlatBufferBuilder &builder,
                                             params->axis);
     result.push_back(sc::CreateTensorSignature(
         builder, builder.CreateString(tensor.name), static_cast<sc::DType>(tensor.dtype),
-        builder.CreateVector(tensor.shape), quantization));
+        builder.CreateVector(tensor.shape), quantization, tensor.batched));
   }
   return builder.CreateVector(result);
 }

@@ -30,6 +30,8 @@ struct TensorSignature {
   uint8_t dtype; // schema::DType
   std::vector<int64_t> shape;
   std::optional<SignatureQuantization> quantization;
+  /// Dimension 0 is the batch, and `shape` gives one sample.
+  bool batched = false;
 };
 
 struct Provenance {

@@ -12,6 +12,7 @@
 
 #include "compiler/onnx/OnnxImporter.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -87,6 +88,13 @@ private:
   llvm::Error problemsError() const;
   /// Fills declaredTypes.
   void collectDeclaredTypes();
+  /// --dynamic-batch: records graph input `name` as batched, its dimension
+  /// 0 named `symbol`.
+  llvm::Error addBatchedInput(const std::string &name, const std::string &symbol);
+  /// --dynamic-batch: follows the batch through the imported graph,
+  /// recording a problem for each node that may let samples meet, and
+  /// marks @main's batched arguments and results (kBatchedAttr).
+  void followBatch(mlir::func::FuncOp function);
 
   mlir::MLIRContext &context;
   onnx::ModelProto &model;
@@ -122,6 +130,10 @@ private:
   /// once (its weights are large), whose nodes are the prefix read last.
   std::optional<onnx::ModelProto> inferenceModel;
   std::map<std::string, int64_t> failingOpCounts;
+  /// --dynamic-batch: the batched graph inputs, and the name of their
+  /// dimension 0 ("" while none is named).
+  std::vector<std::string> batchedInputs;
+  std::string batchSymbol;
 };
 
 } // namespace tessel::onnx_import

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/OnnxImporter.h"
+#include "compiler/onnx/BatchAxes.h"
 #include "compiler/onnx/GraphImporter.h"
 #include "compiler/onnx/ModelValidation.h"
 #include "compiler/onnx/NodeImporter.h"
@@ -256,6 +257,18 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
                        " dimensions but the input has rank " + llvm::Twine(rank));
   for (int i = 0; i < rank; ++i) {
     const onnx::TensorShapeProto_Dimension &dim = tensor.shape().dim(i);
+    bool symbolic = !dim.has_dim_value() || dim.dim_value() < 0;
+    // The batch: imported for one sample, whatever --shape says.
+    if (i == 0 && symbolic && options.dynamicBatch) {
+      if (given != options.inputShapes.end() && given->second[0] != 1)
+        return importError("--shape " + name + " gives dimension 0 as " +
+                           llvm::Twine(given->second[0]) +
+                           ", but with --dynamic-batch it is the batch: give 1 (one sample)");
+      if (llvm::Error error = addBatchedInput(name, dim.dim_param()))
+        return std::move(error);
+      shape.push_back(1);
+      continue;
+    }
     if (given != options.inputShapes.end()) {
       int64_t wanted = given->second[i];
       if (dim.has_dim_value() && dim.dim_value() != wanted)
@@ -280,6 +293,48 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
     return importError("graph input '" + name + "' of shape " + formatShape(shape) + " " +
                        kTooLarge);
   return type;
+}
+
+llvm::Error GraphImporter::addBatchedInput(const std::string &name, const std::string &symbol) {
+  if (!batchedInputs.empty() && !symbol.empty() && !batchSymbol.empty() && symbol != batchSymbol)
+    return importError("--dynamic-batch: graph inputs '" + batchedInputs.front() + "' and '" +
+                       name + "' have different symbolic dimensions 0 ('" + batchSymbol +
+                       "' and '" + symbol + "'); the batch must be one dimension");
+  if (batchSymbol.empty())
+    batchSymbol = symbol;
+  batchedInputs.push_back(name);
+  return llvm::Error::success();
+}
+
+void GraphImporter::followBatch(func::FuncOp function) {
+  const onnx::GraphProto &graph = model.graph();
+  if (batchedInputs.empty()) {
+    problems.push_back("--dynamic-batch: no graph input has a symbolic dimension 0 to be the "
+                       "batch");
+    return;
+  }
+  BatchAxes batch(opset, [&](const std::string &name) { return lookup(name); });
+  for (const std::string &name : batchedInputs)
+    batch.addBatchedInput(name);
+  for (auto [index, node] : llvm::enumerate(graph.node()))
+    if (std::optional<std::string> why = batch.follow(node))
+      problems.push_back(onnx_import::nodeContext(node, index, opset) + "--dynamic-batch: " +
+                         *why);
+  for (auto [i, output] : llvm::enumerate(graph.output())) {
+    std::optional<int64_t> axis = batch.axisOf(output.name());
+    if (batch.holdsBatchSize(output.name()))
+      problems.push_back("graph output '" + output.name() + "' holds the batch size, which "
+                         "--dynamic-batch computes per sample");
+    if (axis && *axis != 0)
+      problems.push_back("graph output '" + output.name() + "' holds the batch in dimension " +
+                         std::to_string(*axis) + "; --dynamic-batch needs it in dimension 0");
+    if (axis)
+      function.setResultAttr(i, kBatchedAttr, builder.getUnitAttr());
+  }
+  for (unsigned i = 0; i < function.getNumArguments(); ++i)
+    if (llvm::is_contained(batchedInputs,
+                           function.getArgAttrOfType<StringAttr>(i, kValueNameAttr).str()))
+      function.setArgAttr(i, kBatchedAttr, builder.getUnitAttr());
 }
 
 /// A value computed from constants only becomes a constant, so that shape
@@ -676,6 +731,11 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                                            TypeRange(ValueRange(results))));
   for (auto [i, output] : llvm::enumerate(graph.output()))
     function.setResultAttr(i, kValueNameAttr, builder.getStringAttr(output.name()));
+  if (options.dynamicBatch) {
+    followBatch(function);
+    if (!problems.empty())
+      return problemsError();
+  }
   return module;
 }
 

@@ -26,6 +26,11 @@ struct ImportOptions {
   /// a TensorProto file. Such an input becomes a constant and leaves the
   /// compiled signature (shape tensors and axes that ops need statically).
   std::map<std::string, std::string> frozenInputs;
+  /// --dynamic-batch: dimension 0 of every graph input where it is symbolic
+  /// is the batch. The model is imported for one sample (that dimension 1),
+  /// and refused unless every node keeps the samples apart; the batched
+  /// arguments and results of @main carry `tessel.batched`.
+  bool dynamicBatch = false;
 };
 
 /// Imports the ONNX model at `path` into a module holding one public
@@ -62,6 +67,9 @@ checkOnnxModel(mlir::MLIRContext &context, llvm::StringRef path,
 
 /// Name of the argument/result attribute holding ONNX value names.
 inline constexpr llvm::StringLiteral kValueNameAttr = "tessel.name";
+/// On @main's arguments and results whose dimension 0 is the batch
+/// (--dynamic-batch).
+inline constexpr llvm::StringLiteral kBatchedAttr = "tessel.batched";
 
 } // namespace tessel
 

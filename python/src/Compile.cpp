@@ -18,6 +18,7 @@ std::optional<std::string> toOptions(const CompileRequest &request, CompileOptio
   options.optLevel = request.optLevel;
   options.import.inputShapes = request.shapes;
   options.import.frozenInputs = request.frozenInputs;
+  options.import.dynamicBatch = request.dynamicBatch;
   if (request.progress)
     options.progress = [&request](llvm::StringRef stage) { request.progress(stage.str()); };
   if (request.quantize.empty()) {

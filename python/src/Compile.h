@@ -28,6 +28,7 @@ struct CompileRequest {
   std::string emit = "artifact";
   std::map<std::string, std::vector<int64_t>> shapes;
   std::map<std::string, std::string> frozenInputs;
+  bool dynamicBatch = false;
   /// Empty, or "int8" with a calibration folder.
   std::string quantize;
   std::string calibration;

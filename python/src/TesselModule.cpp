@@ -442,13 +442,19 @@ NB_MODULE(_tessel, m) {
       .def_ro("dtype", &TensorInfo::dtype, "numpy.dtype of the arrays that carry it")
       .def_ro("element_type", &TensorInfo::elementType,
               "The runtime's element type: 'f32', 'bf16' (carried as uint16), 'u4', ...")
-      .def_prop_ro("shape",
-                   [](const TensorInfo &info) {
-                     nb::list dims;
-                     for (int64_t dim : info.shape)
-                       dims.append(dim);
-                     return nb::tuple(dims);
-                   })
+      .def_prop_ro(
+          "shape",
+          [](const TensorInfo &info) {
+            nb::list dims;
+            for (int64_t dim : info.shape) {
+              if (dim < 0)
+                dims.append(nb::none());
+              else
+                dims.append(dim);
+            }
+            return nb::tuple(dims);
+          },
+          "The dimensions; None for the batch of a model compiled with dynamic_batch")
       .def_ro("scales", &TensorInfo::scales, "Quantization scales; empty when not quantized")
       .def_ro("zero_points", &TensorInfo::zeroPoints)
       .def_ro("quantization_axis", &TensorInfo::quantizationAxis)
@@ -500,6 +506,7 @@ NB_MODULE(_tessel, m) {
       .def_rw("emit", &tessel::python::CompileRequest::emit)
       .def_rw("shapes", &tessel::python::CompileRequest::shapes)
       .def_rw("frozen_inputs", &tessel::python::CompileRequest::frozenInputs)
+      .def_rw("dynamic_batch", &tessel::python::CompileRequest::dynamicBatch)
       .def_rw("quantize", &tessel::python::CompileRequest::quantize)
       .def_rw("calibration", &tessel::python::CompileRequest::calibration)
       .def_rw("calibration_method", &tessel::python::CompileRequest::calibrationMethod)

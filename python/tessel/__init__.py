@@ -44,7 +44,7 @@ def read_public_key(path: str | os.PathLike) -> bytes:
 def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLike | None = None,
             shapes: Mapping[str, Shape] | None = None,
             freeze_inputs: Mapping[str, str | os.PathLike] | None = None,
-            quantize: str | None = None, calibration: str | os.PathLike | None = None,
+            dynamic_batch: bool = False, quantize: str | None = None, calibration: str | os.PathLike | None = None,
             calibration_method: str = "minmax", activations: str = "u8",
             min_sqnr: float = 15.0, calibration_samples: int = 0,
             quantize_report: str | os.PathLike | None = None, opt_level: int = 3,
@@ -61,6 +61,9 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     shapes       input name -> shape ("1x3x224x224" or a sequence) for
                  symbolic dimensions
     freeze_inputs  input name -> TensorProto file: a constant from now on
+    dynamic_batch  one artifact for any batch size: a symbolic dimension 0
+                 of the inputs is the batch (the model must keep samples
+                 apart); the signature gives it as None
     quantize     "int8": post-training quantization calibrated on the
                  inputs in `calibration` (test_data_set_* folders or .npy
                  files), with `calibration_method` (minmax, percentile,
@@ -78,6 +81,7 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     request.emit = emit
     request.shapes = {name: _parse_shape(name, shape) for name, shape in (shapes or {}).items()}
     request.frozen_inputs = {name: os.fspath(path) for name, path in (freeze_inputs or {}).items()}
+    request.dynamic_batch = dynamic_batch
     request.quantize = quantize or ""
     request.calibration = os.fspath(calibration) if calibration is not None else ""
     request.calibration_method = calibration_method

@@ -138,6 +138,27 @@ def test_compile_errors(tmp_path):
         tessel.compile(b"", shapes={"image": "1xAx28"})
 
 
+def test_dynamic_batch_runs_any_number_of_samples():
+    rng = np.random.default_rng(0)
+    weights = rng.standard_normal((4, 3)).astype(np.float32)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", "w"], ["product"]),
+         onnx.helper.make_node("Relu", ["product"], ["y"])],
+        "dense",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 3])],
+        initializer=[onnx.numpy_helper.from_array(weights, "w")])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    module = tessel.load(tessel.compile(model, dynamic_batch=True, progress=False))
+    assert module.inputs[0].shape == (None, 4) and module.outputs[0].shape == (None, 3)
+    session = module.session(threads=1)
+    for batch in (1, 5):
+        x = rng.standard_normal((batch, 4)).astype(np.float32)
+        assert_close(session.run({"x": x})["y"], np.maximum(x @ weights, 0))
+    with pytest.raises(tessel.TesselError, match="symbolic"):
+        tessel.compile(model, progress=False)
+
+
 def test_unknown_target_is_named(lenet_path):
     with pytest.raises(tessel.TesselError, match="unknown target 'gpu9'"):
         tessel.compile(lenet_path, target="gpu9", progress=False)

@@ -20,15 +20,27 @@ namespace sc = tessel::schema;
 
 namespace {
 
+/// Describes each tensor of `from` for callers; a batched one reports its
+/// dimension 0 as -1, from a copy of its shape kept in `reportedShapes`.
 void describeSignature(
     const flatbuffers::Vector<flatbuffers::Offset<sc::TensorSignature>> &from,
-    std::vector<tsl_tensor_info> &to) {
+    std::vector<tsl_tensor_info> &to, std::vector<bool> &batched,
+    std::vector<std::vector<int64_t>> &reportedShapes) {
   to.reserve(from.size());
   for (const sc::TensorSignature *signature : from) {
+    const int64_t *shape = signature->shape()->data();
+    batched.push_back(signature->batched());
+    if (signature->batched()) {
+      // Moving the outer vector keeps each inner vector's elements where
+      // they are, so the pointer stays valid.
+      reportedShapes.emplace_back(shape, shape + signature->shape()->size());
+      reportedShapes.back()[0] = -1;
+      shape = reportedShapes.back().data();
+    }
     tsl_tensor_info info{signature->name()->c_str(),
                          static_cast<tsl_dtype>(signature->dtype()),
                          signature->shape()->size(),
-                         signature->shape()->data(),
+                         shape,
                          0,
                          -1,
                          nullptr,
@@ -98,8 +110,10 @@ tsl_status createModule(AlignedBytes bytes, size_t size, const tsl_load_options 
   auto module = std::make_unique<tsl_module_t>();
   module->bytes = std::move(bytes);
   module->artifact = artifact;
-  describeSignature(*artifact->inputs(), module->inputs);
-  describeSignature(*artifact->outputs(), module->outputs);
+  describeSignature(*artifact->inputs(), module->inputs, module->inputBatched,
+                    module->reportedShapes);
+  describeSignature(*artifact->outputs(), module->outputs, module->outputBatched,
+                    module->reportedShapes);
 
   const auto &executables = *artifact->executables();
   module->executables.resize(executables.size());

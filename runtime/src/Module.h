@@ -25,8 +25,13 @@ struct tsl_module_t {
   tessel::runtime::AlignedBytes bytes;
   /// The verified root of `bytes`.
   const tessel::schema::Artifact *artifact = nullptr;
-  /// The signature; names and shapes point into `bytes`.
+  /// The signature; names and shapes point into `bytes`, except the shapes
+  /// of batched tensors, which report dimension 0 as -1 (reportedShapes).
   std::vector<tsl_tensor_info> inputs, outputs;
+  /// Per input and output: whether dimension 0 is the batch, run one sample
+  /// at a time.
+  std::vector<bool> inputBatched, outputBatched;
+  std::vector<std::vector<int64_t>> reportedShapes;
   /// Indexed like Artifact.executables; null where this process lacks the
   /// executable's device.
   std::vector<std::unique_ptr<tessel::runtime::Executable>> executables;

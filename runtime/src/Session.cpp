@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <string>
 
 using namespace tessel::runtime;
 namespace sc = tessel::schema;
@@ -109,6 +110,9 @@ struct tsl_session_t {
   /// With options.npu_trace: each record's spans of the last run.
   bool traceNpu = false;
   std::vector<std::vector<tsl_npu_instruction_span>> npuSpans;
+  /// The sample the schedule computes, for messages; -1 for a model
+  /// without batched tensors.
+  int64_t sample = -1;
   std::atomic<bool> running{false};
 };
 
@@ -336,9 +340,10 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
   return nullptr;
 }
 
-/// Checks a caller's tensor against its signature entry.
+/// Checks a caller's tensor against its signature entry; a batched one
+/// may have any dimension 0 (the entry's -1).
 tsl_status checkTensor(const char *role, size_t index,
-                       const tsl_tensor_info &expected,
+                       const tsl_tensor_info &expected, bool batched,
                        const tsl_tensor *tensor) {
   if (!tensor)
     return makeError(TSL_INVALID_ARGUMENT, "%s %zu ('%s') is NULL", role, index,
@@ -357,7 +362,8 @@ tsl_status checkTensor(const char *role, size_t index,
                      formatShape(expected.shape, expected.rank).c_str(),
                      shape.size(),
                      formatShape(shape.data(), shape.size()).c_str());
-  if (!std::equal(shape.begin(), shape.end(), expected.shape))
+  size_t fixedFrom = batched ? 1 : 0;
+  if (!std::equal(shape.begin() + fixedFrom, shape.end(), expected.shape + fixedFrom))
     return makeError(TSL_INVALID_ARGUMENT,
                      "%s %zu ('%s'): expected shape %s but got %s", role, index,
                      expected.name,
@@ -373,9 +379,47 @@ bool overlaps(const tsl_tensor *a, const tsl_tensor *b) {
          bBegin < aBegin + a->byteSize;
 }
 
+/// Checks that every batched tensor holds `batch` samples, the number the
+/// first batched input sets.
+tsl_status checkBatch(const tsl_module &module, tsl_tensor *const *inputs,
+                      tsl_tensor **outputs, int64_t &batch) {
+  batch = 1;
+  const tsl_tensor_info *first = nullptr;
+  auto check = [&](const char *role, size_t index, const tsl_tensor_info &info,
+                   const tsl_tensor *tensor) -> tsl_status {
+    int64_t samples = tensor->shape[0];
+    if (!first) {
+      first = &info;
+      batch = samples;
+      return nullptr;
+    }
+    if (samples == batch)
+      return nullptr;
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "%s %zu ('%s') holds %" PRId64 " samples but input '%s' holds %" PRId64
+                     ": every batched tensor must hold the same number",
+                     role, index, info.name, samples, first->name, batch);
+  };
+  for (size_t i = 0; i < module.inputs.size(); ++i)
+    if (module.inputBatched[i])
+      TSL_RETURN_IF_ERROR(check("input", i, module.inputs[i], inputs[i]));
+  for (size_t o = 0; o < module.outputs.size(); ++o)
+    if (module.outputBatched[o] && outputs[o])
+      TSL_RETURN_IF_ERROR(check("output", o, module.outputs[o], outputs[o]));
+  // With no samples the schedule never runs, so it writes no output.
+  if (batch == 0)
+    for (size_t o = 0; o < module.outputs.size(); ++o)
+      if (!module.outputBatched[o])
+        return makeError(TSL_INVALID_ARGUMENT,
+                         "the inputs hold no samples, and output %zu ('%s') is not batched: "
+                         "nothing would compute it",
+                         o, module.outputs[o].name);
+  return nullptr;
+}
+
 tsl_status checkArguments(const tsl_module &module, tsl_tensor *const *inputs,
                           size_t inputCount, tsl_tensor **outputs,
-                          size_t outputCount) {
+                          size_t outputCount, int64_t &batch) {
   if (inputCount != module.inputs.size())
     return makeError(TSL_INVALID_ARGUMENT, "expected %zu inputs but got %zu",
                      module.inputs.size(), inputCount);
@@ -387,13 +431,15 @@ tsl_status checkArguments(const tsl_module &module, tsl_tensor *const *inputs,
     return makeError(TSL_INVALID_ARGUMENT,
                      "the inputs or outputs array is NULL");
   for (size_t i = 0; i < inputCount; ++i)
-    TSL_RETURN_IF_ERROR(checkTensor("input", i, module.inputs[i], inputs[i]));
+    TSL_RETURN_IF_ERROR(
+        checkTensor("input", i, module.inputs[i], module.inputBatched[i], inputs[i]));
 
   for (size_t o = 0; o < outputCount; ++o) {
     const tsl_tensor *output = outputs[o];
     if (!output)
       continue;
-    TSL_RETURN_IF_ERROR(checkTensor("output", o, module.outputs[o], output));
+    TSL_RETURN_IF_ERROR(
+        checkTensor("output", o, module.outputs[o], module.outputBatched[o], output));
     // Kernels read inputs while they write outputs; shared memory would
     // make the result depend on their order.
     for (size_t i = 0; i < inputCount; ++i)
@@ -410,27 +456,42 @@ tsl_status checkArguments(const tsl_module &module, tsl_tensor *const *inputs,
                          o, module.outputs[o].name, other,
                          module.outputs[other].name);
   }
-  return nullptr;
+  return checkBatch(module, inputs, outputs, batch);
+}
+
+/// The part of a caller's tensor that one run of the schedule reads or
+/// writes: all of it, or one sample of a batched tensor.
+struct HostRegion {
+  void *data;
+  size_t bytes;
+};
+
+HostRegion sampleOf(tsl_tensor &tensor, bool batched, int64_t batch, int64_t sample) {
+  if (!batched)
+    return {tensor.data, tensor.byteSize};
+  size_t bytes = tensor.byteSize / static_cast<size_t>(batch);
+  return {static_cast<uint8_t *>(tensor.data) + bytes * static_cast<size_t>(sample), bytes};
 }
 
 /// Sets the device address of caller tensor `slot` (inputs, then outputs):
-/// the tensor's own memory when the device can use it in place, else a
+/// the region's own memory when the device can use it in place, else a
 /// staging buffer, filled here for an input.
-tsl_status bindTensor(tsl_session &session, size_t slot, tsl_tensor &tensor,
-                      bool isInput) {
+tsl_status bindRegion(tsl_session &session, size_t slot, HostRegion region, bool isInput) {
   Device &device = *session.device;
   const DeviceCapabilities &capabilities = device.capabilities();
-  auto address = reinterpret_cast<uintptr_t>(tensor.data);
+  auto address = reinterpret_cast<uintptr_t>(region.data);
   if (capabilities.hostAccessible &&
       address % capabilities.bufferAlignment == 0) {
-    session.addresses[slot] = tensor.data;
+    session.addresses[slot] = region.data;
     return nullptr;
   }
+  // A region always has the size of its signature entry (one sample of a
+  // batched tensor), so one staging buffer serves every run.
   DeviceBuffer &staging = session.staging[slot];
   if (!staging.get())
-    TSL_RETURN_IF_ERROR(staging.allocate(device, tensor.byteSize));
+    TSL_RETURN_IF_ERROR(staging.allocate(device, region.bytes));
   if (isInput)
-    TSL_RETURN_IF_ERROR(device.copy(staging.get(), tensor.data, tensor.byteSize,
+    TSL_RETURN_IF_ERROR(device.copy(staging.get(), region.data, region.bytes,
                                     CopyDirection::HostToDevice));
   session.addresses[slot] = staging.get();
   return nullptr;
@@ -453,9 +514,12 @@ tsl_status executeCheck(tsl_session &session, const StepPlan &step, void *count)
       session.device->copy(&value, count, sizeof(value), CopyDirection::DeviceToHost));
   if (value == 0)
     return nullptr;
+  std::string sample =
+      session.sample < 0 ? "" : " of sample " + std::to_string(session.sample);
   return makeError(TSL_INVALID_ARGUMENT,
-                   "run stopped at schedule step %u: node '%s': %s (%" PRId64 " of them)",
-                   step.index, step.check->node()->c_str(), step.check->problem()->c_str(), value);
+                   "run stopped at schedule step %u%s: node '%s': %s (%" PRId64 " of them)",
+                   step.index, sample.c_str(), step.check->node()->c_str(),
+                   step.check->problem()->c_str(), value);
 }
 
 /// Runs one step. `current` is the stream that ran the step before: a
@@ -514,11 +578,39 @@ tsl_status execute(tsl_session &session) {
   return nullptr;
 }
 
+/// Runs the schedule on sample `sample` of the batched tensors (and all of
+/// the others), copying staged outputs back.
+tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
+                     const std::vector<tsl_tensor *> &outputs, int64_t batch, int64_t sample) {
+  const tsl_module &module = *session.module.module;
+  size_t inputCount = module.inputs.size(), outputCount = outputs.size();
+  for (size_t i = 0; i < inputCount; ++i)
+    TSL_RETURN_IF_ERROR(bindRegion(
+        session, i, sampleOf(*inputs[i], module.inputBatched[i], batch, sample), true));
+  std::vector<HostRegion> outputRegions;
+  for (size_t o = 0; o < outputCount; ++o) {
+    outputRegions.push_back(sampleOf(*outputs[o], module.outputBatched[o], batch, sample));
+    TSL_RETURN_IF_ERROR(bindRegion(session, inputCount + o, outputRegions.back(), false));
+  }
+
+  TSL_RETURN_IF_ERROR(execute(session));
+
+  for (size_t o = 0; o < outputCount; ++o) {
+    void *address = session.addresses[inputCount + o];
+    if (address != outputRegions[o].data)
+      TSL_RETURN_IF_ERROR(session.device->copy(outputRegions[o].data, address,
+                                               outputRegions[o].bytes,
+                                               CopyDirection::DeviceToHost));
+  }
+  return nullptr;
+}
+
 tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
                size_t inputCount, tsl_tensor **outputs, size_t outputCount) {
   const tsl_module &module = *session.module.module;
+  int64_t batch;
   TSL_RETURN_IF_ERROR(
-      checkArguments(module, inputs, inputCount, outputs, outputCount));
+      checkArguments(module, inputs, inputCount, outputs, outputCount, batch));
 
   std::fill(session.created.begin(), session.created.end(), nullptr);
   // Created outputs belong to the caller only once the run succeeds.
@@ -536,29 +628,27 @@ tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
     if (outputs[o])
       continue;
     const tsl_tensor_info &info = module.outputs[o];
+    std::vector<int64_t> shape(info.shape, info.shape + info.rank);
+    if (module.outputBatched[o])
+      shape[0] = batch;
     TSL_RETURN_IF_ERROR(
-        allocateTensor(info.dtype, info.shape, info.rank, session.created[o]));
+        allocateTensor(info.dtype, shape.data(), info.rank, session.created[o]));
   }
-  auto outputAt = [&](size_t o) {
-    return outputs[o] ? outputs[o] : session.created[o];
-  };
-
-  for (size_t i = 0; i < inputCount; ++i)
-    TSL_RETURN_IF_ERROR(bindTensor(session, i, *inputs[i], /*isInput=*/true));
+  std::vector<tsl_tensor *> outputTensors(outputCount);
   for (size_t o = 0; o < outputCount; ++o)
-    TSL_RETURN_IF_ERROR(
-        bindTensor(session, inputCount + o, *outputAt(o), /*isInput=*/false));
+    outputTensors[o] = outputs[o] ? outputs[o] : session.created[o];
 
-  TSL_RETURN_IF_ERROR(execute(session));
-
-  for (size_t o = 0; o < outputCount; ++o) {
-    tsl_tensor &output = *outputAt(o);
-    void *address = session.addresses[inputCount + o];
-    if (address != output.data)
-      TSL_RETURN_IF_ERROR(session.device->copy(
-          output.data, address, output.byteSize, CopyDirection::DeviceToHost));
-    canonicalizeSubByteElements(output.dtype, output.data, output.byteSize);
+  // A batched model's schedule computes one sample (the compiler checked
+  // that no node lets samples meet) and runs once per sample; any other
+  // model's runs once.
+  bool batched = std::find(module.inputBatched.begin(), module.inputBatched.end(), true) !=
+                 module.inputBatched.end();
+  for (int64_t sample = 0; sample < batch; ++sample) {
+    session.sample = batched ? sample : -1;
+    TSL_RETURN_IF_ERROR(runSample(session, inputs, outputTensors, batch, sample));
   }
+  for (tsl_tensor *output : outputTensors)
+    canonicalizeSubByteElements(output->dtype, output->data, output->byteSize);
   for (size_t o = 0; o < outputCount; ++o) {
     if (!outputs[o])
       std::swap(outputs[o], session.created[o]);

@@ -6,6 +6,7 @@
 #include "Status.h"
 #include "TensorType.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cinttypes>
 #include <cstdarg>
@@ -83,6 +84,7 @@ public:
         checkSignatures("input", *artifact.inputs(), inputBytes));
     TSL_RETURN_IF_ERROR(
         checkSignatures("output", *artifact.outputs(), outputBytes));
+    TSL_RETURN_IF_ERROR(checkBatch());
     TSL_RETURN_IF_ERROR(checkBuffers());
     TSL_RETURN_IF_ERROR(checkExecutables());
     return checkSchedule();
@@ -163,10 +165,25 @@ private:
                        role, i, name.c_str(),
                        sc::EnumNameDType(signature.dtype()),
                        formatShape(shape.data(), shape.size()).c_str());
+      if (signature.batched() && (shape.size() == 0 || shape[0] != 1))
+        return invalid("artifact %s %" PRIu32 " ('%s') is batched, so its shape gives one "
+                       "sample, but its dimension 0 is not 1",
+                       role, i, name.c_str());
       if (const sc::Quantization *quantization = signature.quantization())
         TSL_RETURN_IF_ERROR(checkQuantization(role, i, signature, *quantization));
       bytes.push_back(size);
     }
+    return nullptr;
+  }
+
+  /// A batched output takes its batch size from the batched inputs.
+  tsl_status checkBatch() {
+    auto batched = [](const sc::TensorSignature *signature) { return signature->batched(); };
+    const auto &inputs = *artifact.inputs();
+    const auto &outputs = *artifact.outputs();
+    if (std::any_of(outputs.begin(), outputs.end(), batched) &&
+        std::none_of(inputs.begin(), inputs.end(), batched))
+      return invalid("artifact outputs are batched but no input is: the batch size is unknown");
     return nullptr;
   }
 

@@ -119,6 +119,8 @@ def main():
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dynamic-batch", action="store_true",
+                        help="leave the batch dimension symbolic ('batch')")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -134,8 +136,12 @@ def main():
     # exporter cannot express; with gradients on it traces the plain ops.
     context = torch.enable_grad() if args.model in ATTENTION_MODELS else torch.no_grad()
     with context:
+        batch_axis = 1 if args.model in RECURRENT_MODELS else 0
+        dynamic_axes = ({"input": {batch_axis: "batch"}, "output": {0: "batch"}}
+                        if args.dynamic_batch else None)
         torch.onnx.export(model, example, args.output, opset_version=args.opset,
-                          input_names=["input"], output_names=["output"])
+                          input_names=["input"], output_names=["output"],
+                          dynamic_axes=dynamic_axes)
 
 
 if __name__ == "__main__":

@@ -19,20 +19,21 @@ import onnxruntime
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-def graph_inputs(model):
+def graph_inputs(model, batch):
     """(name, numpy type, shape) of each graph input that is not an
-    initializer; symbolic dimensions are 1."""
+    initializer; a symbolic dimension 0 is `batch`, other symbolic
+    dimensions are 1."""
     initializers = {tensor.name for tensor in model.graph.initializer}
     return [(value.name,
              helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type),
-             [dim.dim_value if dim.HasField("dim_value") else 1
-              for dim in value.type.tensor_type.shape.dim])
+             [dim.dim_value if dim.HasField("dim_value") else (batch if i == 0 else 1)
+              for i, dim in enumerate(value.type.tensor_type.shape.dim)])
             for value in model.graph.input if value.name not in initializers]
 
 
-def random_feeds(model, rng, full_range):
+def random_feeds(model, rng, full_range, batch):
     feeds = {}
-    for name, dtype, shape in graph_inputs(model):
+    for name, dtype, shape in graph_inputs(model, batch):
         if np.issubdtype(dtype, np.floating):
             feeds[name] = rng.standard_normal(shape).astype(dtype)
         elif full_range and dtype != np.bool_:
@@ -54,10 +55,12 @@ def main():
     parser.add_argument("--input", action="append", default=[], metavar="NAME=V1,V2,...",
                         help="give input NAME these values instead of random ones "
                              "(a shape or axes input, say)")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="samples in inputs whose dimension 0 is symbolic")
     args = parser.parse_args()
 
     model = onnx.load(args.model)
-    feeds = random_feeds(model, np.random.default_rng(args.seed), args.full_range)
+    feeds = random_feeds(model, np.random.default_rng(args.seed), args.full_range, args.batch)
     for given in args.input:
         name, _, values = given.partition("=")
         if name not in feeds:

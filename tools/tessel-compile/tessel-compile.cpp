@@ -125,6 +125,7 @@ int main(int argc, char **argv) {
   int optLevel = 3;
   std::vector<std::string> shapes, statedShapes, frozen;
   bool quiet = false, forceProgress = false, check = false, noBiasCorrection = false;
+  bool dynamicBatch = false;
   std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8",
               weightPairs = "auto";
   std::string quantizeReport;
@@ -160,6 +161,10 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember(tessel::emitKindNames()));
   app.add_option("--shape", shapes,
                  "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
+  app.add_flag("--dynamic-batch", dynamicBatch,
+               "Compile one artifact for any batch size: dimension 0 of the inputs where it "
+               "is symbolic is the batch, and the model must keep its samples apart (no "
+               "node may mix them); the artifact computes one sample at a time");
   app.add_option("--value-shape", statedShapes,
                  "State the shape of a graph output or intermediate value: NAME=2x3x4. A node "
                  "whose shape, axes or pads input is a graph input compiles for its stated "
@@ -224,6 +229,7 @@ int main(int argc, char **argv) {
   };
   options.optLevel = optLevel;
   options.cpu = cpu;
+  options.import.dynamicBatch = dynamicBatch;
   llvm::SmallVector<llvm::StringRef> architectures;
   llvm::StringRef(cudaArchitectures).split(architectures, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef architecture : architectures)

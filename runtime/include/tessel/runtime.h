@@ -141,7 +141,9 @@ TSL_API void tsl_module_retain(tsl_module *module);
 TSL_API void tsl_module_release(tsl_module *module);
 
 /* A tensor of the model's signature. The pointers stay valid while the
- * module is alive. */
+ * module is alive. A dimension of -1 is dynamic: only dimension 0 of a
+ * batched tensor (tessel-compile --dynamic-batch) is, and a run takes any
+ * number of samples there, the same in every batched tensor. */
 typedef struct tsl_tensor_info {
   const char *name;
   tsl_dtype dtype;

@@ -28,7 +28,7 @@ signatures(fb::FlatBufferBuilder &builder,
           builder.CreateVector(tensor.quantization->zeroPoints), tensor.quantization->axis);
     result.push_back(sc::CreateTensorSignature(builder, builder.CreateString(tensor.name),
                                                tensor.dtype, builder.CreateVector(tensor.shape),
-                                               quantization));
+                                               quantization, tensor.batched));
   }
   return builder.CreateVector(result);
 }

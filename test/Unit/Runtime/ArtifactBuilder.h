@@ -31,6 +31,7 @@ struct TensorSpec {
   schema::DType dtype = schema::DType_f32;
   std::vector<int64_t> shape;
   std::optional<QuantizationSpec> quantization;
+  bool batched = false;
 };
 
 struct BufferSpec {

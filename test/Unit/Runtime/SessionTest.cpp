@@ -242,6 +242,103 @@ TEST_F(AddModelTest, NullSessionIsRefused) {
             TSL_INVALID_ARGUMENT);
 }
 
+/// The add model compiled for one sample of x and z ([1, 16], batched);
+/// y is shared by every sample.
+ArtifactSpec batchedAddModel() {
+  ArtifactSpec spec = addModel();
+  for (TensorSpec *tensor : {&spec.inputs[0], &spec.outputs[0]}) {
+    tensor->shape = {1, kElements};
+    tensor->batched = true;
+  }
+  return spec;
+}
+
+TensorPtr samples(int64_t batch, float start) {
+  std::vector<float> values(static_cast<size_t>(batch * kElements));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = start + static_cast<float>(i);
+  int64_t shape[] = {batch, kElements};
+  tsl_tensor *tensor = nullptr;
+  EXPECT_EQ(take(tsl_tensor_allocate(TSL_F32, shape, 2, &tensor)).code, TSL_OK);
+  if (tensor && !values.empty())
+    std::memcpy(tsl_tensor_data(tensor), values.data(), values.size() * sizeof(float));
+  return TensorPtr(tensor);
+}
+
+TEST(BatchedModelTest, SignatureReportsTheBatchAsDynamic) {
+  ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
+  ASSERT_TRUE(module);
+  tsl_tensor_info x, y, z;
+  ASSERT_EQ(take(tsl_module_input_info(module.get(), 0, &x)).code, TSL_OK);
+  ASSERT_EQ(take(tsl_module_input_info(module.get(), 1, &y)).code, TSL_OK);
+  ASSERT_EQ(take(tsl_module_output_info(module.get(), 0, &z)).code, TSL_OK);
+  ASSERT_EQ(x.rank, 2u);
+  EXPECT_EQ(x.shape[0], -1);
+  EXPECT_EQ(x.shape[1], kElements);
+  EXPECT_EQ(z.shape[0], -1);
+  ASSERT_EQ(y.rank, 1u);
+  EXPECT_EQ(y.shape[0], kElements);
+}
+
+TEST(BatchedModelTest, EachSampleIsComputedWithTheSharedInput) {
+  ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
+  SessionPtr session = createSession(module.get());
+  for (int64_t batch : {1, 3, 5}) {
+    TensorPtr x = samples(batch, 0);
+    TensorPtr y = floatTensor(ramp(100, -2));
+    tsl_tensor *inputs[] = {x.get(), y.get()};
+    tsl_tensor *output = nullptr;
+    StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+    ASSERT_EQ(status.code, TSL_OK) << status.message;
+    TensorPtr z(output);
+    ASSERT_EQ(tsl_tensor_rank(output), 2u);
+    EXPECT_EQ(tsl_tensor_shape(output)[0], batch);
+    std::vector<float> sums = floats(output);
+    for (int64_t sample = 0; sample < batch; ++sample)
+      for (int64_t i = 0; i < kElements; ++i)
+        EXPECT_EQ(sums[sample * kElements + i],
+                  static_cast<float>(sample * kElements + i) + (100.0f - 2.0f * i));
+  }
+}
+
+TEST(BatchedModelTest, NoSamplesGiveAnEmptyOutput) {
+  ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
+  SessionPtr session = createSession(module.get());
+  TensorPtr x = samples(0, 0);
+  TensorPtr y = floatTensor(ramp(100, -2));
+  tsl_tensor *inputs[] = {x.get(), y.get()};
+  tsl_tensor *output = nullptr;
+  StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+  ASSERT_EQ(status.code, TSL_OK) << status.message;
+  TensorPtr z(output);
+  EXPECT_EQ(tsl_tensor_shape(output)[0], 0);
+}
+
+TEST(BatchedModelTest, OutputHoldingAnotherBatchIsRefused) {
+  ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
+  SessionPtr session = createSession(module.get());
+  TensorPtr x = samples(3, 0);
+  TensorPtr y = floatTensor(ramp(100, -2));
+  TensorPtr z = samples(2, 0);
+  tsl_tensor *inputs[] = {x.get(), y.get()};
+  tsl_tensor *output = z.get();
+  StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message, HasSubstr("output 0 ('z') holds 2 samples but input 'x' holds 3"));
+}
+
+TEST(BatchedModelTest, SharedInputMustKeepItsShape) {
+  ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
+  SessionPtr session = createSession(module.get());
+  TensorPtr x = samples(3, 0);
+  TensorPtr y = samples(3, 0);
+  tsl_tensor *inputs[] = {x.get(), y.get()};
+  tsl_tensor *output = nullptr;
+  StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message, HasSubstr("input 1 ('y'): expected rank 1"));
+}
+
 TEST(SessionTest, PipelineUsesConstantsArenaScratchAndCopies) {
   ModulePtr module = loadModule(buildArtifact(pipelineModel()));
   ASSERT_TRUE(module);

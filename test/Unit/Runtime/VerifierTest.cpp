@@ -31,6 +31,20 @@ DispatchSpec &firstDispatch(ArtifactSpec &spec) {
   return std::get<DispatchSpec>(spec.steps[0]);
 }
 
+TEST(VerifierTest, BatchedTensorWhoseDimensionZeroIsNotOneIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].batched = true; // shape [16]: 16 samples, not one
+  expectRefused(spec, "artifact input 0 ('x') is batched, so its shape gives one sample, but "
+                      "its dimension 0 is not 1");
+}
+
+TEST(VerifierTest, BatchedOutputWithoutABatchedInputIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.outputs[0].shape = {1, kElements};
+  spec.outputs[0].batched = true;
+  expectRefused(spec, "artifact outputs are batched but no input is");
+}
+
 TEST(VerifierTest, EmptyInputNameIsRefused) {
   ArtifactSpec spec = addModel();
   spec.inputs[1].name = "";

@@ -1,0 +1,91 @@
+//===- BatchAxes.h - Where the batch lies, and whether samples meet -*- C++ -*-===//
+//
+// tessel-compile --dynamic-batch compiles a model for one sample and runs
+// it once per sample. That computes what the model computes only where no
+// node lets two samples meet: a Conv or a MatMul keeps them apart, a
+// reduction over the batch axis, a Softmax along it or a Reshape that
+// fixes its size does not. BatchAxes follows the batch axis from the graph
+// inputs through each node, by the node's ONNX semantics, and names the
+// first node it cannot follow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_COMPILER_ONNX_BATCHAXES_H
+#define TESSEL_COMPILER_ONNX_BATCHAXES_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tessel::onnx_import {
+
+class BatchAxes {
+public:
+  /// `valueOf` gives the imported value of a name (its type is the
+  /// one-sample type; constants are read from it).
+  BatchAxes(int64_t opset, std::function<mlir::Value(const std::string &)> valueOf)
+      : opset(opset), valueOf(std::move(valueOf)) {}
+
+  /// Graph input `name` holds the batch in dimension 0.
+  void addBatchedInput(const std::string &name) { axes[name] = 0; }
+
+  /// Follows `node`: its outputs' batch axes, or why it may let samples
+  /// meet.
+  std::optional<std::string> follow(const onnx::NodeProto &node);
+
+  /// The axis of `name` that holds the batch; none for a value that does
+  /// not depend on the batch.
+  std::optional<int64_t> axisOf(const std::string &name) const;
+  /// Whether `name` holds the batch size (read from a batched value's
+  /// shape) in some of its elements.
+  bool holdsBatchSize(const std::string &name) const { return sizeEntries.count(name); }
+
+private:
+  mlir::RankedTensorType typeOf(const std::string &name) const;
+  /// The integers of constant input `name`; none when it is not constant.
+  std::optional<llvm::SmallVector<int64_t>> constantInts(const std::string &name) const;
+  /// `node`'s integer list attribute `attribute`, else its constant input
+  /// `input` (the opsets moved such lists from attributes to inputs; -1:
+  /// none).
+  std::optional<llvm::SmallVector<int64_t>> intsOf(const onnx::NodeProto &node,
+                                                   const char *attribute, int input) const;
+
+  /// Whether `node`, or a subgraph of it, reads a batched value.
+  bool readsBatched(const onnx::NodeProto &node) const;
+  /// A Resize or Upsample's constant scale along axis 0.
+  std::optional<double> batchScale(const onnx::NodeProto &node) const;
+
+  using Result = std::optional<std::string>;
+  /// The rules, each for a family of ops: they set `out` to the axis of
+  /// the outputs (all alike) or return why the node mixes samples.
+  Result broadcasting(const onnx::NodeProto &node, int64_t &out);
+  Result perSampleImage(const onnx::NodeProto &node, int64_t &out);
+  Result alongAxis(const onnx::NodeProto &node, int64_t batch, int64_t &out);
+  Result reduction(const onnx::NodeProto &node, int64_t batch, int64_t &out);
+  Result reshaping(const onnx::NodeProto &node, int64_t batch, int64_t &out);
+  Result matrixProduct(const onnx::NodeProto &node, int64_t &out);
+  Result gather(const onnx::NodeProto &node, int64_t &out);
+  /// A node reading a value that holds the batch size: the shape
+  /// arithmetic of `x.view(x.size(0), -1)` or `zeros(x.size(0), ...)`.
+  Result followBatchSize(const onnx::NodeProto &node);
+  std::optional<llvm::SmallVector<int64_t>> sizeEntriesOf(const std::string &name) const;
+
+  int64_t opset;
+  std::function<mlir::Value(const std::string &)> valueOf;
+  llvm::StringMap<int64_t> axes;
+  /// Integer vectors and scalars computed from the shape of a batched
+  /// value: the positions of their elements that hold the batch size (a
+  /// scalar's is 0). Per sample they hold 1, so the model's reshapes and
+  /// broadcasts built from them are right for one sample.
+  llvm::StringMap<llvm::SmallVector<int64_t>> sizeEntries;
+};
+
+} // namespace tessel::onnx_import
+
+#endif // TESSEL_COMPILER_ONNX_BATCHAXES_H
