@@ -133,11 +133,17 @@ std::optional<SmallVector<int64_t>> BatchAxes::intsOf(const onnx::NodeProto &nod
   return std::nullopt;
 }
 
-std::optional<int64_t> BatchAxes::axisOf(const std::string &name) const {
+std::optional<BatchLayout> BatchAxes::layoutOf(const std::string &name) const {
   auto found = axes.find(name);
   if (found == axes.end())
     return std::nullopt;
   return found->second;
+}
+
+std::optional<int64_t> BatchAxes::axisOf(const std::string &name) const {
+  if (std::optional<BatchLayout> layout = layoutOf(name))
+    return layout->axis;
+  return std::nullopt;
 }
 
 std::optional<SmallVector<int64_t>> BatchAxes::sizeEntriesOf(const std::string &name) const {
@@ -169,11 +175,11 @@ std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
   if (!readsBatched(node))
     return std::nullopt;
   SmallVector<std::string> batchedInputs;
-  std::optional<int64_t> firstAxis;
+  std::optional<BatchLayout> first;
   for (const std::string &input : node.input())
-    if (std::optional<int64_t> axis = axisOf(input)) {
+    if (std::optional<BatchLayout> layout = layoutOf(input)) {
       batchedInputs.push_back(input);
-      firstAxis = firstAxis ? firstAxis : axis;
+      first = first ? first : layout;
     }
   bool readsDirectly = llvm::any_of(node.input(), [&](const std::string &input) {
     return axisOf(input) || holdsBatchSize(input);
@@ -196,7 +202,10 @@ std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
     if (!input.empty() && !typeOf(input))
       return "input '" + input + "' has no known type to follow the batch through";
   const std::string &op = node.op_type();
-  int64_t out = *firstAxis;
+  // Most ops keep the batch's layout and may move its axis.
+  BatchLayout layout = *first;
+  int64_t out = layout.axis;
+  int64_t batch = layout.axis;
   Result refusal;
   if (elementwiseUnary().contains(op)) {
     if (!axisOf(node.input(0)))
@@ -210,11 +219,12 @@ std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
   } else if (perSampleImageOps().count(op)) {
     refusal = perSampleImage(node, out);
   } else if (alongAxisOps().contains(op)) {
-    refusal = alongAxis(node, *firstAxis, out);
+    refusal = alongAxis(node, batch, out);
   } else if (reductionOps().contains(op)) {
-    refusal = reduction(node, *firstAxis, out);
+    refusal = reduction(node, batch, out);
   } else if (reshapingOps().contains(op)) {
-    refusal = reshaping(node, *firstAxis, out);
+    refusal = reshaping(node, layout);
+    out = layout.axis;
   } else if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul" || op == "Gemm") {
     refusal = matrixProduct(node, out);
   } else if (op == "Gather") {
@@ -241,9 +251,10 @@ std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
   }
   if (refusal)
     return refusal;
+  layout.axis = out;
   for (const std::string &output : node.output())
     if (!output.empty())
-      axes[output] = out;
+      axes[output] = layout;
   return std::nullopt;
 }
 
@@ -253,12 +264,15 @@ BatchAxes::Result BatchAxes::broadcasting(const onnx::NodeProto &node, int64_t &
     if (RankedTensorType type = typeOf(input))
       rank = std::max(rank, type.getRank());
   out = -1;
+  std::optional<BatchLayout> seen;
   for (const std::string &input : node.input())
-    if (std::optional<int64_t> axis = axisOf(input)) {
-      int64_t aligned = *axis + rank - typeOf(input).getRank();
-      if (out >= 0 && aligned != out)
-        return std::string("its inputs hold the batch in different axes");
+    if (std::optional<BatchLayout> layout = layoutOf(input)) {
+      int64_t aligned = layout->axis + rank - typeOf(input).getRank();
+      if (out >= 0 && (aligned != out || layout->outer != seen->outer ||
+                       layout->inner != seen->inner))
+        return std::string("its inputs hold the batch in different axes or layouts");
       out = aligned;
+      seen = layout;
     }
   // A shared input broadcast along the batch axis is the same for every
   // sample; one that spans it would give each sample a different slice.
@@ -322,10 +336,11 @@ BatchAxes::Result BatchAxes::alongAxis(const onnx::NodeProto &node, int64_t batc
   // Concat and GatherElements take several tensors of one layout; the
   // others one tensor and parameters (K, depth, scale) shared by all.
   bool sameData = op == "Concat" || op == "GatherElements";
+  std::optional<BatchLayout> data = layoutOf(node.input(0));
   for (int i = 0; i < node.input_size(); ++i) {
     std::optional<int64_t> axis = axisOf(node.input(i));
-    if (sameData && !node.input(i).empty() && axis != batch)
-      return "its inputs do not all hold the batch in " + axisText(batch);
+    if (sameData && !node.input(i).empty() && (!data || layoutOf(node.input(i)) != *data))
+      return "its inputs do not all hold the batch in " + axisText(batch) + " alike";
     if (!sameData && i > 0 && axis)
       return "input '" + node.input(i) + "' gives a parameter that depends on the batch";
   }
@@ -409,9 +424,26 @@ BatchAxes::Result BatchAxes::reduction(const onnx::NodeProto &node, int64_t batc
   return std::nullopt;
 }
 
-BatchAxes::Result BatchAxes::reshaping(const onnx::NodeProto &node, int64_t batch,
-                                       int64_t &out) {
+std::optional<BatchLayout> BatchAxes::reshapedLayout(ArrayRef<int64_t> in, BatchLayout layout,
+                                                     ArrayRef<int64_t> result,
+                                                     int64_t axis) const {
+  // A reshape keeps the row-major order of the elements: the batch stays
+  // between the same elements of each sample, `before` of them ahead of it
+  // and `after` behind. It lands on `axis` if that axis's outer part holds
+  // the elements ahead of it that earlier axes do not, and its inner part
+  // those behind it that later axes do not.
+  int64_t before = product(in.take_front(layout.axis)) * layout.outer;
+  int64_t after = layout.inner * product(in.drop_front(layout.axis + 1));
+  int64_t ahead = product(result.take_front(axis)), behind = product(result.drop_front(axis + 1));
+  if (ahead == 0 || behind == 0 || before % ahead != 0 || after % behind != 0)
+    return std::nullopt;
+  return BatchLayout{axis, before / ahead, after / behind};
+}
+
+BatchAxes::Result BatchAxes::reshaping(const onnx::NodeProto &node, BatchLayout &layout) {
   const std::string &op = node.op_type();
+  int64_t batch = layout.axis;
+  int64_t &out = layout.axis;
   for (int i = 1; i < node.input_size(); ++i)
     if (axisOf(node.input(i)))
       return "input '" + node.input(i) + "' gives a shape or amount that depends on the batch";
@@ -437,35 +469,38 @@ BatchAxes::Result BatchAxes::reshaping(const onnx::NodeProto &node, int64_t batc
   }
   if (op == "Flatten") {
     int64_t axis = normalized(intAttribute(node, "axis", 1), rank);
-    // The rows are [0, axis): with the batch the only one that is not 1,
-    // each row is one sample.
-    if (batch >= axis || product(in.take_front(axis)) != 1)
-      return "merges the batch with other dimensions (flattening at " + axisText(axis) + ")";
-    out = 0;
+    std::optional<BatchLayout> flattened =
+        reshapedLayout(in, layout, result, batch < axis ? 0 : 1);
+    if (!flattened)
+      return std::string("its result does not keep the samples apart");
+    layout = *flattened;
     return std::nullopt;
   }
   if (op == "Reshape") {
     std::optional<SmallVector<int64_t>> shape = constantInts(node.input(1));
     if (!shape)
       return std::string("its shape is not a constant");
-    int64_t before = product(in.take_front(batch)), after = product(in.drop_front(batch + 1));
     bool allowZero = intAttribute(node, "allowzero", 0) != 0;
-    // The batch lands on a result axis of size 1 with the same elements
-    // before and after it, whose entry lets the batch size through: -1,
-    // or 0 copying the input's batch axis.
-    for (int64_t j = 0; j < static_cast<int64_t>(result.size()); ++j) {
-      if (result[j] != 1 || product(result.take_front(j)) != before ||
-          product(result.drop_front(j + 1)) != after)
-        continue;
-      int64_t entry = (*shape)[j];
-      if (entry == -1 || (entry == 0 && !allowZero && j == batch) ||
-          llvm::is_contained(sizeEntriesOf(node.input(1)).value_or(SmallVector<int64_t>{}), j)) {
-        out = j;
-        return std::nullopt;
-      }
-    }
-    return std::string("its shape fixes the size of the batch axis (give it as -1, or 0 "
-                       "to copy it)");
+    // The batch lands where the shape lets its size through: an entry
+    // computed from the batch size, or 0 copying the input's batch axis;
+    // failing those, the -1 that takes what is left.
+    SmallVector<int64_t> sized = sizeEntriesOf(node.input(1)).value_or(SmallVector<int64_t>{});
+    std::optional<int64_t> landing;
+    for (int64_t j = 0; j < static_cast<int64_t>(shape->size()) && !landing; ++j)
+      if (llvm::is_contained(sized, j) || ((*shape)[j] == 0 && !allowZero && j == batch))
+        landing = j;
+    for (int64_t j = 0; j < static_cast<int64_t>(shape->size()) && !landing; ++j)
+      if ((*shape)[j] == -1)
+        landing = j;
+    if (!landing)
+      return std::string("its shape fixes the size of the batch axis (give it as -1, 0 to "
+                         "copy it, or compute it from the batch size)");
+    std::optional<BatchLayout> reshaped = reshapedLayout(in, layout, result, *landing);
+    if (!reshaped)
+      return "its result does not keep the samples apart (the batch cannot land on " +
+             axisText(*landing) + ")";
+    layout = *reshaped;
+    return std::nullopt;
   }
   if (op == "Squeeze" || op == "Unsqueeze") {
     std::optional<SmallVector<int64_t>> listed = intsOf(node, "axes", 1);
@@ -573,7 +608,9 @@ BatchAxes::Result BatchAxes::matrixProduct(const onnx::NodeProto &node, int64_t 
   int64_t rank = std::max(rankA, rankB);
   if (a && b) {
     // Both batched: the batch must be the same stacking axis of both.
-    if (*a >= rankA - 2 || *b >= rankB - 2 || *a + rank - rankA != *b + rank - rankB)
+    if (*a >= rankA - 2 || *b >= rankB - 2 || *a + rank - rankA != *b + rank - rankB ||
+        layoutOf(node.input(left))->outer != layoutOf(node.input(right))->outer ||
+        layoutOf(node.input(left))->inner != layoutOf(node.input(right))->inner)
       return std::string("its operands hold the batch in different or matrix axes");
     out = *a + rank - rankA;
     return std::nullopt;
@@ -598,6 +635,8 @@ BatchAxes::Result BatchAxes::matrixProduct(const onnx::NodeProto &node, int64_t 
 
 BatchAxes::Result BatchAxes::followBatchSize(const onnx::NodeProto &node) {
   const std::string &op = node.op_type();
+  if (op == "Mul")
+    return scaledBatchSize(node);
   for (int i = 1; i < node.input_size(); ++i)
     if (holdsBatchSize(node.input(i)) && op != "Concat" && op != "Expand")
       return "input '" + node.input(i) + "' holds the batch size, which the op would compute "
@@ -652,7 +691,10 @@ BatchAxes::Result BatchAxes::followBatchSize(const onnx::NodeProto &node) {
         (op == "Expand" && (axisOf(node.input(0)) || holdsBatchSize(node.input(0)))))
       return std::string("creates a tensor whose shape holds the batch size more than once");
     int64_t shapeLength = typeOf(node.input(op == "Expand")).getDimSize(0);
-    axes[node.output(0)] = (*shape)[0] + rank - shapeLength;
+    int64_t axis = (*shape)[0] + rank - shapeLength;
+    // Its elements are all alike, so any layout is right: the one a
+    // `size * k` entry gives.
+    axes[node.output(0)] = BatchLayout{axis, 1, typeOf(node.output(0)).getDimSize(axis)};
     return std::nullopt;
   } else {
     return std::string("computes with the batch size (read from the shape of a batched "
@@ -660,6 +702,22 @@ BatchAxes::Result BatchAxes::followBatchSize(const onnx::NodeProto &node) {
   }
   if (!entries.empty())
     sizeEntries[node.output(0)] = entries;
+  return std::nullopt;
+}
+
+BatchAxes::Result BatchAxes::scaledBatchSize(const onnx::NodeProto &node) {
+  // size * k is the batch size of k rows per sample (`batch * heads`); per
+  // sample it folds to k, which is what a one-sample reshape needs.
+  int sized = holdsBatchSize(node.input(0)) ? 0 : 1;
+  const std::string &size = node.input(sized), &factor = node.input(1 - sized);
+  RankedTensorType sizeType = typeOf(size), factorType = typeOf(factor);
+  if (holdsBatchSize(factor) || axisOf(factor))
+    return std::string("multiplies the batch size by a value that depends on the batch");
+  if (factorType.getNumElements() != 1 && factorType != sizeType)
+    return std::string("broadcasts the batch size against a larger value");
+  if (typeOf(node.output(0)) != sizeType)
+    return std::string("broadcasts the batch size into a larger value");
+  sizeEntries[node.output(0)] = *sizeEntriesOf(size);
   return std::nullopt;
 }
 

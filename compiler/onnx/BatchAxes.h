@@ -25,6 +25,20 @@
 
 namespace tessel::onnx_import {
 
+/// Where the batch lies in a value: along `axis`, whose one-sample size is
+/// outer * inner, and whose index in a run of N samples is
+/// (o * N + n) * inner + i for sample n. Reshapes merge the batch with
+/// other dimensions on either side (attention's [seq * N, E] and
+/// [N * heads, seq, d]); every sample's elements stay its own.
+struct BatchLayout {
+  int64_t axis = 0;
+  int64_t outer = 1, inner = 1;
+  bool operator==(const BatchLayout &other) const {
+    return axis == other.axis && outer == other.outer && inner == other.inner;
+  }
+  bool operator!=(const BatchLayout &other) const { return !(*this == other); }
+};
+
 class BatchAxes {
 public:
   /// `valueOf` gives the imported value of a name (its type is the
@@ -33,7 +47,7 @@ public:
       : opset(opset), valueOf(std::move(valueOf)) {}
 
   /// Graph input `name` holds the batch in dimension 0.
-  void addBatchedInput(const std::string &name) { axes[name] = 0; }
+  void addBatchedInput(const std::string &name) { axes[name] = BatchLayout(); }
 
   /// Follows `node`: its outputs' batch axes, or why it may let samples
   /// meet.
@@ -42,6 +56,7 @@ public:
   /// The axis of `name` that holds the batch; none for a value that does
   /// not depend on the batch.
   std::optional<int64_t> axisOf(const std::string &name) const;
+  std::optional<BatchLayout> layoutOf(const std::string &name) const;
   /// Whether `name` holds the batch size (read from a batched value's
   /// shape) in some of its elements.
   bool holdsBatchSize(const std::string &name) const { return sizeEntries.count(name); }
@@ -68,17 +83,24 @@ private:
   Result perSampleImage(const onnx::NodeProto &node, int64_t &out);
   Result alongAxis(const onnx::NodeProto &node, int64_t batch, int64_t &out);
   Result reduction(const onnx::NodeProto &node, int64_t batch, int64_t &out);
-  Result reshaping(const onnx::NodeProto &node, int64_t batch, int64_t &out);
+  /// `layout` is the data's on entry, the result's on return.
+  Result reshaping(const onnx::NodeProto &node, BatchLayout &layout);
+  /// The layout of a Reshape or Flatten from `in` to `result` (one-sample
+  /// shapes) with the batch at `layout` in `in`, where the batch lands on
+  /// result axis `axis`; none when it cannot land there.
+  std::optional<BatchLayout> reshapedLayout(llvm::ArrayRef<int64_t> in, BatchLayout layout,
+                                            llvm::ArrayRef<int64_t> result, int64_t axis) const;
   Result matrixProduct(const onnx::NodeProto &node, int64_t &out);
   Result gather(const onnx::NodeProto &node, int64_t &out);
   /// A node reading a value that holds the batch size: the shape
   /// arithmetic of `x.view(x.size(0), -1)` or `zeros(x.size(0), ...)`.
   Result followBatchSize(const onnx::NodeProto &node);
+  Result scaledBatchSize(const onnx::NodeProto &node);
   std::optional<llvm::SmallVector<int64_t>> sizeEntriesOf(const std::string &name) const;
 
   int64_t opset;
   std::function<mlir::Value(const std::string &)> valueOf;
-  llvm::StringMap<int64_t> axes;
+  llvm::StringMap<BatchLayout> axes;
   /// Integer vectors and scalars computed from the shape of a batched
   /// value: the positions of their elements that hold the batch size (a
   /// scalar's is 0). Per sample they hold 1, so the model's reshapes and

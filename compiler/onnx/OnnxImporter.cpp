@@ -321,14 +321,18 @@ void GraphImporter::followBatch(func::FuncOp function) {
       problems.push_back(onnx_import::nodeContext(node, index, opset) + "--dynamic-batch: " +
                          *why);
   for (auto [i, output] : llvm::enumerate(graph.output())) {
-    std::optional<int64_t> axis = batch.axisOf(output.name());
+    std::optional<onnx_import::BatchLayout> layout = batch.layoutOf(output.name());
     if (batch.holdsBatchSize(output.name()))
       problems.push_back("graph output '" + output.name() + "' holds the batch size, which "
                          "--dynamic-batch computes per sample");
-    if (axis && *axis != 0)
+    if (layout && layout->axis != 0)
       problems.push_back("graph output '" + output.name() + "' holds the batch in dimension " +
-                         std::to_string(*axis) + "; --dynamic-batch needs it in dimension 0");
-    if (axis)
+                         std::to_string(layout->axis) +
+                         "; --dynamic-batch needs it in dimension 0");
+    else if (layout && (layout->outer != 1 || layout->inner != 1))
+      problems.push_back("graph output '" + output.name() + "' merges the batch with other "
+                         "dimensions in dimension 0; --dynamic-batch needs it alone there");
+    if (layout)
       function.setResultAttr(i, kBatchedAttr, builder.getUnitAttr());
   }
   for (unsigned i = 0; i < function.getNumArguments(); ++i)
