@@ -188,6 +188,10 @@ std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
       !readsDirectly)
     return std::string("runs a subgraph that reads the batch, and control flow is not "
                        "followed through the batch");
+  // The rules read their inputs' one-sample types.
+  for (const std::string &input : node.input())
+    if (!input.empty() && !typeOf(input))
+      return "input '" + input + "' has no known type to follow the batch through";
   // A Reshape or Expand may take its shape from the batch size; any other
   // use of the size is arithmetic on it.
   bool sizedShape = (node.op_type() == "Reshape" || node.op_type() == "Expand") &&
@@ -197,10 +201,6 @@ std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
       }))
     return followBatchSize(node);
 
-  // The rules read their inputs' one-sample types.
-  for (const std::string &input : node.input())
-    if (!input.empty() && !typeOf(input))
-      return "input '" + input + "' has no known type to follow the batch through";
   const std::string &op = node.op_type();
   // Most ops keep the batch's layout and may move its axis.
   BatchLayout layout = *first;
@@ -485,6 +485,8 @@ BatchAxes::Result BatchAxes::reshaping(const onnx::NodeProto &node, BatchLayout 
     // computed from the batch size, or 0 copying the input's batch axis;
     // failing those, the -1 that takes what is left.
     SmallVector<int64_t> sized = sizeEntriesOf(node.input(1)).value_or(SmallVector<int64_t>{});
+    if (sized.size() > 1)
+      return std::string("its shape holds the batch size in more than one entry");
     std::optional<int64_t> landing;
     for (int64_t j = 0; j < static_cast<int64_t>(shape->size()) && !landing; ++j)
       if (llvm::is_contained(sized, j) || ((*shape)[j] == 0 && !allowZero && j == batch))
@@ -534,9 +536,12 @@ BatchAxes::Result BatchAxes::reshaping(const onnx::NodeProto &node, BatchLayout 
     int64_t outputRank = std::max<int64_t>(rank, amounts->size());
     out = batch + outputRank - rank;
     int64_t entry = op == "Tile" ? batch : out - (outputRank - amounts->size());
-    bool sizeEntry = op == "Expand" && llvm::is_contained(
-        sizeEntriesOf(node.input(1)).value_or(SmallVector<int64_t>{}), entry);
-    if (entry >= 0 && (*amounts)[entry] != 1 && !sizeEntry)
+    SmallVector<int64_t> sized = sizeEntriesOf(node.input(1)).value_or(SmallVector<int64_t>{});
+    // Broadcast to the batch size along another axis, each sample would
+    // be copied as many times as there are samples.
+    if (llvm::any_of(sized, [&](int64_t position) { return position != entry; }))
+      return std::string("broadcasts to the batch size along an axis other than the batch's");
+    if (entry >= 0 && (*amounts)[entry] != 1 && sized.empty())
       return "repeats or broadcasts the batch axis (" + std::to_string((*amounts)[entry]) +
              " times)";
     return std::nullopt;
