@@ -20,22 +20,21 @@ using namespace mlir;
 
 namespace tessel::onnx_import {
 
-namespace {
-
-const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node, llvm::StringRef name) {
+const onnx::AttributeProto *BatchAxes::findAttribute(const onnx::NodeProto &node,
+                                                     llvm::StringRef name) {
   for (const onnx::AttributeProto &attribute : node.attribute())
     if (attribute.name() == name)
       return &attribute;
   return nullptr;
 }
 
-int64_t intAttribute(const onnx::NodeProto &node, llvm::StringRef name, int64_t otherwise) {
+int64_t BatchAxes::intAttribute(const onnx::NodeProto &node, llvm::StringRef name,
+                                int64_t otherwise) {
   const onnx::AttributeProto *attribute = findAttribute(node, name);
   return attribute ? attribute->i() : otherwise;
 }
 
-/// `axis` counted from the front of a rank-`rank` tensor.
-int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+namespace {
 
 int64_t product(ArrayRef<int64_t> sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t(1), std::multiplies<int64_t>());
@@ -635,94 +634,6 @@ BatchAxes::Result BatchAxes::matrixProduct(const onnx::NodeProto &node, int64_t 
   int64_t position = out - (rank - rankA);
   if (*b < rankB - 2 && position >= 0 && typeOf(node.input(left)).getDimSize(position) != 1)
     return std::string("the first operand spans the batch axis");
-  return std::nullopt;
-}
-
-BatchAxes::Result BatchAxes::followBatchSize(const onnx::NodeProto &node) {
-  const std::string &op = node.op_type();
-  if (op == "Mul")
-    return scaledBatchSize(node);
-  for (int i = 1; i < node.input_size(); ++i)
-    if (holdsBatchSize(node.input(i)) && op != "Concat" && op != "Expand")
-      return "input '" + node.input(i) + "' holds the batch size, which the op would compute "
-             "with";
-  if (op == "Concat" ? intAttribute(node, "axis", 0) != 0 : !holdsBatchSize(node.input(0)) &&
-                                                               op != "Expand")
-    return std::string("computes with the batch size (read from the shape of a batched "
-                       "value)");
-  std::optional<SmallVector<int64_t>> data = sizeEntriesOf(node.input(0));
-  int64_t length = typeOf(node.input(0)).getRank() == 1 ? typeOf(node.input(0)).getDimSize(0) : 1;
-  SmallVector<int64_t> entries;
-  if (op == "Cast" || op == "Identity") {
-    entries = *data;
-  } else if (op == "Gather" || op == "Slice") {
-    // Picking from a shape: the picked positions that held the size.
-    std::optional<SmallVector<int64_t>> picks = constantInts(node.input(1));
-    std::optional<SmallVector<int64_t>> ends =
-        op == "Slice" ? constantInts(node.input(2)) : std::optional<SmallVector<int64_t>>();
-    std::optional<SmallVector<int64_t>> steps = intsOf(node, "steps", 4);
-    if (!picks || (op == "Slice" && (!ends || picks->size() != 1 || ends->size() != 1 ||
-                                     (steps && (*steps)[0] != 1))))
-      return std::string("picks from a shape holding the batch size with indices that are "
-                         "not constants (or a step other than 1)");
-    if (op == "Gather") {
-      for (auto [i, index] : llvm::enumerate(*picks))
-        if (llvm::is_contained(*data, normalized(index, length)))
-          entries.push_back(i);
-    } else {
-      int64_t start = std::clamp<int64_t>(normalized((*picks)[0], length), 0, length);
-      int64_t end = std::clamp<int64_t>(normalized((*ends)[0], length), 0, length);
-      for (int64_t position : *data)
-        if (position >= start && position < end)
-          entries.push_back(position - start);
-    }
-  } else if (op == "Unsqueeze" || op == "Squeeze") {
-    // The batch size as a scalar or as a one-element vector.
-    if (length != 1)
-      return std::string("reshapes a shape holding the batch size");
-    entries = *data;
-  } else if (op == "Concat") {
-    int64_t offset = 0;
-    for (const std::string &input : node.input()) {
-      for (int64_t position : sizeEntriesOf(input).value_or(SmallVector<int64_t>{}))
-        entries.push_back(offset + position);
-      offset += typeOf(input).getDimSize(0);
-    }
-  } else if (op == "ConstantOfShape" || op == "Expand") {
-    // A tensor created with the batch size as one of its dimensions.
-    std::optional<SmallVector<int64_t>> shape = sizeEntriesOf(node.input(op == "Expand"));
-    int64_t rank = typeOf(node.output(0)) ? typeOf(node.output(0)).getRank() : 0;
-    if (!shape || shape->size() != 1 ||
-        (op == "Expand" && (axisOf(node.input(0)) || holdsBatchSize(node.input(0)))))
-      return std::string("creates a tensor whose shape holds the batch size more than once");
-    int64_t shapeLength = typeOf(node.input(op == "Expand")).getDimSize(0);
-    int64_t axis = (*shape)[0] + rank - shapeLength;
-    // Its elements are all alike, so any layout is right: the one a
-    // `size * k` entry gives.
-    axes[node.output(0)] = BatchLayout{axis, 1, typeOf(node.output(0)).getDimSize(axis)};
-    return std::nullopt;
-  } else {
-    return std::string("computes with the batch size (read from the shape of a batched "
-                       "value)");
-  }
-  if (!entries.empty())
-    sizeEntries[node.output(0)] = entries;
-  return std::nullopt;
-}
-
-BatchAxes::Result BatchAxes::scaledBatchSize(const onnx::NodeProto &node) {
-  // size * k is the batch size of k rows per sample (`batch * heads`); per
-  // sample it folds to k, which is what a one-sample reshape needs.
-  int sized = holdsBatchSize(node.input(0)) ? 0 : 1;
-  const std::string &size = node.input(sized), &factor = node.input(1 - sized);
-  RankedTensorType sizeType = typeOf(size), factorType = typeOf(factor);
-  if (holdsBatchSize(factor) || axisOf(factor))
-    return std::string("multiplies the batch size by a value that depends on the batch");
-  if (factorType.getNumElements() != 1 && factorType != sizeType)
-    return std::string("broadcasts the batch size against a larger value");
-  if (typeOf(node.output(0)) != sizeType)
-    return std::string("broadcasts the batch size into a larger value");
-  sizeEntries[node.output(0)] = *sizeEntriesOf(size);
   return std::nullopt;
 }
 

@@ -62,6 +62,13 @@ public:
   bool holdsBatchSize(const std::string &name) const { return sizeEntries.count(name); }
 
 private:
+  static const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
+                                                   llvm::StringRef name);
+  static int64_t intAttribute(const onnx::NodeProto &node, llvm::StringRef name,
+                              int64_t otherwise);
+  /// `axis` counted from the front of a rank-`rank` tensor.
+  static int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
   mlir::RankedTensorType typeOf(const std::string &name) const;
   /// The integers of constant input `name`; none when it is not constant.
   std::optional<llvm::SmallVector<int64_t>> constantInts(const std::string &name) const;
@@ -94,8 +101,11 @@ private:
   Result gather(const onnx::NodeProto &node, int64_t &out);
   /// A node reading a value that holds the batch size: the shape
   /// arithmetic of `x.view(x.size(0), -1)` or `zeros(x.size(0), ...)`.
+  /// (BatchSizes.cpp)
   Result followBatchSize(const onnx::NodeProto &node);
   Result scaledBatchSize(const onnx::NodeProto &node);
+  Result comparedBatchSize(const onnx::NodeProto &node);
+  Result selectedBatchSize(const onnx::NodeProto &node);
   std::optional<llvm::SmallVector<int64_t>> sizeEntriesOf(const std::string &name) const;
 
   int64_t opset;
