@@ -317,9 +317,11 @@ void GraphImporter::followBatch(func::FuncOp function) {
   for (const std::string &name : batchedInputs)
     batch.addBatchedInput(name);
   for (auto [index, node] : llvm::enumerate(graph.node()))
-    if (std::optional<std::string> why = batch.follow(node))
+    if (std::optional<std::string> why = batch.follow(node)) {
       problems.push_back(onnx_import::nodeContext(node, index, opset) + "--dynamic-batch: " +
                          *why);
+      ++failingOpCounts[node.op_type()];
+    }
   for (auto [i, output] : llvm::enumerate(graph.output())) {
     std::optional<onnx_import::BatchLayout> layout = batch.layoutOf(output.name());
     if (batch.holdsBatchSize(output.name()))

@@ -229,6 +229,17 @@ LogicalResult importReduceAlongRuntimeAxes(NodeImporter &node, bool keepDims) {
   return node.setInferredOutput(0, result);
 }
 
+/// keepdims, which ONNX defines as 0 or 1: runtimes read other values
+/// differently (onnxruntime keeps dimensions only for 1), so they are
+/// refused rather than guessed at.
+std::optional<bool> keepDimsOf(NodeImporter &node) {
+  int64_t keep = node.intAttr("keepdims", 1);
+  if (keep == 0 || keep == 1)
+    return keep == 1;
+  (void)node.unsupported("keepdims is " + Twine(keep) + "; ONNX defines only 0 and 1");
+  return std::nullopt;
+}
+
 template <Reduction reduction>
 LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
   Type elementType = node.inputType(0).getElementType();
@@ -237,7 +248,10 @@ LogicalResult importReduce(NodeImporter &node, int64_t axesInputSince) {
                               reduction == Reduction::LogSumExp;
   if (needsFloat && !isa<FloatType>(elementType))
     return node.unsupported("only floating-point inputs are supported");
-  bool keepDims = node.intAttr("keepdims", 1) != 0;
+  std::optional<bool> keeping = keepDimsOf(node);
+  if (!keeping)
+    return failure();
+  bool keepDims = *keeping;
   if (node.opset() >= axesInputSince && node.input(1) && !node.constantInput(1)) {
     (void)node.intAttr("noop_with_empty_axes", 0); // an empty axes input is a constant
     return importReduceAlongRuntimeAxes<reduction>(node, keepDims);
@@ -259,6 +273,9 @@ void registerReduce(OpRegistry &registry, StringRef name, int64_t axesInputSince
 }
 
 LogicalResult importArgReduce(NodeImporter &node, StringRef kind) {
+  std::optional<bool> keepDims = keepDimsOf(node);
+  if (!keepDims)
+    return failure();
   RankedTensorType type = node.inputType(0);
   std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", 0), type.getRank());
   if (!axis)
@@ -270,7 +287,7 @@ LogicalResult importArgReduce(NodeImporter &node, StringRef kind) {
       b.getBoolAttr(selectLast));
   if (!result)
     return failure();
-  if (node.intAttr("keepdims", 1) != 0)
+  if (*keepDims)
     result = ReshapeOp::create(b, node.loc(), keptType(type, {*axis}, b.getI64Type()),
                                result);
   node.setOutput(0, result);
