@@ -619,22 +619,22 @@ BatchAxes::Result BatchAxes::matrixProduct(const onnx::NodeProto &node, int64_t 
     out = *a + rank - rankA;
     return std::nullopt;
   }
-  if (a) {
-    if (*a == rankA - 1)
+  // One operand batched: not along the axis the product contracts, and
+  // where the batch is a stacking axis the other operand broadcasts along it.
+  auto oneBatched = [&](int64_t axis, int64_t ownRank, int64_t contracted,
+                        const std::string &other, int64_t otherRank,
+                        llvm::StringRef otherName) -> Result {
+    if (axis == contracted)
       return std::string("the batch is the contracted axis");
-    out = *a + rank - rankA;
-    int64_t position = out - (rank - rankB);
-    if (*a < rankA - 2 && position >= 0 && typeOf(node.input(right)).getDimSize(position) != 1)
-      return std::string("the second operand spans the batch axis");
+    out = axis + rank - ownRank;
+    int64_t position = out - (rank - otherRank);
+    if (axis < ownRank - 2 && position >= 0 && typeOf(other).getDimSize(position) != 1)
+      return ("the " + otherName + " operand spans the batch axis").str();
     return std::nullopt;
-  }
-  if (*b == rankB - 2)
-    return std::string("the batch is the contracted axis");
-  out = *b + rank - rankB;
-  int64_t position = out - (rank - rankA);
-  if (*b < rankB - 2 && position >= 0 && typeOf(node.input(left)).getDimSize(position) != 1)
-    return std::string("the first operand spans the batch axis");
-  return std::nullopt;
+  };
+  if (a)
+    return oneBatched(*a, rankA, rankA - 1, node.input(right), rankB, "second");
+  return oneBatched(*b, rankB, rankB - 2, node.input(left), rankA, "first");
 }
 
 BatchAxes::Result BatchAxes::gather(const onnx::NodeProto &node, int64_t &out) {

@@ -584,22 +584,22 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
                      const std::vector<tsl_tensor *> &outputs, int64_t batch, int64_t sample) {
   const tsl_module &module = *session.module.module;
   size_t inputCount = module.inputs.size(), outputCount = outputs.size();
+  auto outputRegion = [&](size_t o) {
+    return sampleOf(*outputs[o], module.outputBatched[o], batch, sample);
+  };
   for (size_t i = 0; i < inputCount; ++i)
     TSL_RETURN_IF_ERROR(bindRegion(
         session, i, sampleOf(*inputs[i], module.inputBatched[i], batch, sample), true));
-  std::vector<HostRegion> outputRegions;
-  for (size_t o = 0; o < outputCount; ++o) {
-    outputRegions.push_back(sampleOf(*outputs[o], module.outputBatched[o], batch, sample));
-    TSL_RETURN_IF_ERROR(bindRegion(session, inputCount + o, outputRegions.back(), false));
-  }
+  for (size_t o = 0; o < outputCount; ++o)
+    TSL_RETURN_IF_ERROR(bindRegion(session, inputCount + o, outputRegion(o), false));
 
   TSL_RETURN_IF_ERROR(execute(session));
 
   for (size_t o = 0; o < outputCount; ++o) {
+    HostRegion region = outputRegion(o);
     void *address = session.addresses[inputCount + o];
-    if (address != outputRegions[o].data)
-      TSL_RETURN_IF_ERROR(session.device->copy(outputRegions[o].data, address,
-                                               outputRegions[o].bytes,
+    if (address != region.data)
+      TSL_RETURN_IF_ERROR(session.device->copy(region.data, address, region.bytes,
                                                CopyDirection::DeviceToHost));
   }
   return nullptr;

@@ -265,6 +265,14 @@ TensorPtr samples(int64_t batch, float start) {
   return TensorPtr(tensor);
 }
 
+/// Runs batchedAddModel's `session` on x and y; `output` as tsl_session_run
+/// takes it.
+StatusResult runBatchedAdd(tsl_session *session, const TensorPtr &x, const TensorPtr &y,
+                           tsl_tensor **output) {
+  tsl_tensor *inputs[] = {x.get(), y.get()};
+  return take(tsl_session_run(session, inputs, 2, output, 1));
+}
+
 TEST(BatchedModelTest, SignatureReportsTheBatchAsDynamic) {
   ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
   ASSERT_TRUE(module);
@@ -284,11 +292,9 @@ TEST(BatchedModelTest, EachSampleIsComputedWithTheSharedInput) {
   ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
   SessionPtr session = createSession(module.get());
   for (int64_t batch : {1, 3, 5}) {
-    TensorPtr x = samples(batch, 0);
-    TensorPtr y = floatTensor(ramp(100, -2));
-    tsl_tensor *inputs[] = {x.get(), y.get()};
     tsl_tensor *output = nullptr;
-    StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+    StatusResult status =
+        runBatchedAdd(session.get(), samples(batch, 0), floatTensor(ramp(100, -2)), &output);
     ASSERT_EQ(status.code, TSL_OK) << status.message;
     TensorPtr z(output);
     ASSERT_EQ(tsl_tensor_rank(output), 2u);
@@ -304,11 +310,9 @@ TEST(BatchedModelTest, EachSampleIsComputedWithTheSharedInput) {
 TEST(BatchedModelTest, NoSamplesGiveAnEmptyOutput) {
   ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
   SessionPtr session = createSession(module.get());
-  TensorPtr x = samples(0, 0);
-  TensorPtr y = floatTensor(ramp(100, -2));
-  tsl_tensor *inputs[] = {x.get(), y.get()};
   tsl_tensor *output = nullptr;
-  StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+  StatusResult status =
+      runBatchedAdd(session.get(), samples(0, 0), floatTensor(ramp(100, -2)), &output);
   ASSERT_EQ(status.code, TSL_OK) << status.message;
   TensorPtr z(output);
   EXPECT_EQ(tsl_tensor_shape(output)[0], 0);
@@ -317,12 +321,10 @@ TEST(BatchedModelTest, NoSamplesGiveAnEmptyOutput) {
 TEST(BatchedModelTest, OutputHoldingAnotherBatchIsRefused) {
   ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
   SessionPtr session = createSession(module.get());
-  TensorPtr x = samples(3, 0);
-  TensorPtr y = floatTensor(ramp(100, -2));
   TensorPtr z = samples(2, 0);
-  tsl_tensor *inputs[] = {x.get(), y.get()};
   tsl_tensor *output = z.get();
-  StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+  StatusResult status =
+      runBatchedAdd(session.get(), samples(3, 0), floatTensor(ramp(100, -2)), &output);
   EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
   EXPECT_THAT(status.message, HasSubstr("output 0 ('z') holds 2 samples but input 'x' holds 3"));
 }
@@ -330,11 +332,8 @@ TEST(BatchedModelTest, OutputHoldingAnotherBatchIsRefused) {
 TEST(BatchedModelTest, SharedInputMustKeepItsShape) {
   ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
   SessionPtr session = createSession(module.get());
-  TensorPtr x = samples(3, 0);
-  TensorPtr y = samples(3, 0);
-  tsl_tensor *inputs[] = {x.get(), y.get()};
   tsl_tensor *output = nullptr;
-  StatusResult status = take(tsl_session_run(session.get(), inputs, 2, &output, 1));
+  StatusResult status = runBatchedAdd(session.get(), samples(3, 0), samples(3, 0), &output);
   EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
   EXPECT_THAT(status.message, HasSubstr("input 1 ('y'): expected rank 1"));
 }
