@@ -98,11 +98,6 @@ bool isDotProductBody(linalg::LinalgOp op) {
          body->getOperations().size() == 5;
 }
 
-DotProductKind dotProductOf(linalg::LinalgOp op, DotProductKind isa) {
-  auto unpack = sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>();
-  return dotProductFor(isa, unpack && unpack->hasAttr(kBytePairsFitAttr));
-}
-
 Value vectorizeBody(OpBuilder &b, Location loc, linalg::GenericOp op,
                     ArrayRef<Value> arguments, int64_t width) {
   IRMapping mapping;

@@ -12,7 +12,6 @@
 #ifndef TESSEL_TARGETS_X86_BLOCKINGUTILS_H
 #define TESSEL_TARGETS_X86_BLOCKINGUTILS_H
 
-#include "targets/x86/DotProduct.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
@@ -32,11 +31,6 @@ inline int64_t stepCost(int64_t fmas, int64_t loads) {
   constexpr int64_t kLatencySlots = 8;
   return std::max({fmas, loads, kLatencySlots});
 }
-
-/// The dot product an INT8 op (isDotProductBody) computes on an ISA whose
-/// general one is `isa`: VPMADDUBSW when PackWeights found its weights'
-/// byte pairs to fit (DotProduct.h).
-DotProductKind dotProductOf(mlir::linalg::LinalgOp op, DotProductKind isa);
 
 /// Whether `op` (a generic) sums extui(input 0) * extsi(input 1) into an i32
 /// output: the product of u8 activations and s8 weights that dot-product

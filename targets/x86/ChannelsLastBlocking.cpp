@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/x86/ChannelsLastBlocking.h"
+#include "targets/x86/LoweringConfig.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/RegisterBudget.h"
 
@@ -297,7 +298,8 @@ Value maximum(OpBuilder &b, Location loc, Value sum, Value in) {
 /// Emits the block computation for `block`, whose producer's output is one
 /// block [1, height, width, channels] (and its epilogue), in place of it.
 void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
-               int64_t panelWidth, int64_t width, DotProductKind dot, bool &readsInit) {
+               int64_t panelWidth, int64_t width, std::optional<DotProductKind> dot,
+               bool &readsInit) {
   linalg::LinalgOp tile = block.producer;
   Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
@@ -462,7 +464,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
             b, at, weightType, panels->panels,
             ValueRange{panels->panel, kh, kw, quad, index(b, at, vector * width * 4)},
             zeroByte, ArrayRef<bool>{true});
-        weights.push_back(prepareWeights(b, at, dot, bytes));
+        weights.push_back(prepareWeights(b, at, *dot, bytes));
       }
       Value c = arith::MulIOp::create(b, at, quad, index(b, at, 4));
       for (int64_t row = 0; row < height; ++row)
@@ -473,9 +475,9 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
               vector::BitCastOp::create(b, at, VectorType::get({1}, b.getI32Type()), bytes);
           Value broadcast = vector::BroadcastOp::create(
               b, at, vectorType, vector::ExtractOp::create(b, at, word, int64_t(0)));
-          DotOperand activations = prepareActivations(b, at, dot, broadcast);
+          DotOperand activations = prepareActivations(b, at, *dot, broadcast);
           for (int64_t vector = 0; vector < vectors; ++vector)
-            updated.push_back(accumulateDot(b, at, dot, sums[updated.size()], activations,
+            updated.push_back(accumulateDot(b, at, *dot, sums[updated.size()], activations,
                                             weights[vector]));
         }
       return updated;
@@ -679,22 +681,25 @@ std::optional<int64_t> filterPanelWidth(linalg::LinalgOp op) {
 }
 
 bool isBlockableChannelsLast(linalg::LinalgOp op) {
+  std::optional<LoweringConfig> config = loweringConfigOf(op);
   // Dot products read their filter from dot panels only.
-  return matchChannelsLastWindow(op) && (!isDotConvolution(op) || filterPanelWidth(op));
+  return config && matchChannelsLastWindow(op) &&
+         (!isDotConvolution(op) || filterPanelWidth(op) == config->panelWidth());
+}
+
+PixelBlock pixelBlockOf(linalg::LinalgOp op) {
+  ArrayRef<int64_t> block = loweringConfigOf(op)->registerBlock;
+  return PixelBlock{block[kRow], block[kColumn], block[kChannel]};
 }
 
 PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind dot) {
   WindowKind kind = *windowKind(op);
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
   int64_t rows = extents[kRow], columns = extents[kColumn], channels = extents[kChannel];
-  // A packed filter fixes the block's channels: its panels.
-  std::optional<int64_t> panel = filterPanelWidth(op);
-  PixelBlock best{1, 1, panel.value_or(width)};
+  PixelBlock best{1, 1, width};
   int64_t bestCost = -1, bestBlocks = 0;
   for (int64_t vectors = 1; vectors <= kMaxChannelVectors; ++vectors) {
     int64_t blockChannels = vectors * width;
-    if (panel && blockChannels != *panel)
-      continue;
     if (blockChannels > static_cast<int64_t>(llvm::alignTo(channels, width)))
       break;
     int64_t maxPixels =
@@ -781,11 +786,11 @@ std::optional<int64_t> packedFilterDotPanelWidth(linalg::UnPackOp unpack) {
 }
 
 LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp op,
-                                        int64_t width, DotProductKind dot) {
+                                        int64_t width) {
   if (!isBlockableChannelsLast(op))
     return failure();
-  dot = dotProductOf(op, dot);
-  PixelBlock block = choosePixelBlock(op, width, dot);
+  std::optional<DotProductKind> dot = loweringConfigOf(op)->dotProduct;
+  PixelBlock block = pixelBlockOf(op);
   WindowKind kind = *windowKind(op);
   BlockedOp blocked(op);
   Operation *init = initComputation(op);

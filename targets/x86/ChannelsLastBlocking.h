@@ -34,13 +34,19 @@ bool isDotConvolution(mlir::linalg::LinalgOp op);
 /// filters into i32.
 bool matchChannelsLastWindow(mlir::linalg::LinalgOp op);
 
-/// matchChannelsLastWindow, where an INT8 convolution must also read its
-/// filter from dot panels: the window ops register blocking handles.
+/// matchChannelsLastWindow, for an op that carries a lowering config
+/// (LoweringConfig.h), where an INT8 convolution must also read its filter
+/// from dot panels of the config's width: the window ops register blocking
+/// handles.
 bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
 
 /// The block for `op` (matchChannelsLastWindow) with `width`-lane vectors
 /// (and `dot` products for an INT8 convolution).
 PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot);
+
+/// The block that the lowering config of `op` (isBlockableChannelsLast)
+/// names.
+PixelBlock pixelBlockOf(mlir::linalg::LinalgOp op);
 
 /// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that
 /// was packed into panels [F / P, KH, KW, C, P]; returns P.
@@ -55,8 +61,8 @@ std::optional<int64_t> packedFilterDotPanelWidth(mlir::linalg::UnPackOp unpack);
 /// materialized.
 bool padsChannelsLastWindow(mlir::tensor::PadOp pad);
 
-/// Rewrites `op` (isBlockableChannelsLast) into loops over register blocks,
-/// output channels outermost:
+/// Rewrites `op` (isBlockableChannelsLast) into loops over the register
+/// blocks of its lowering config, output channels outermost:
 ///
 ///   regular:    for kh, kw, c:  w[j] = filter[kh, kw, c, f + j * width ...]
 ///                 acc[p][j] = fma(broadcast(in[pixel p, kh, kw, c]), w[j], acc[p][j])
@@ -70,8 +76,7 @@ bool padsChannelsLastWindow(mlir::tensor::PadOp pad);
 /// A regular convolution's filter unpacked from panels (PackWeights) is read
 /// from the panels; an INT8 one's from dot panels.
 mlir::LogicalResult registerBlockChannelsLast(mlir::RewriterBase &rewriter,
-                                              mlir::linalg::LinalgOp op, int64_t width,
-                                              DotProductKind dot);
+                                              mlir::linalg::LinalgOp op, int64_t width);
 
 } // namespace tessel::x86
 

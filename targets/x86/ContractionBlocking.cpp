@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/x86/ContractionBlocking.h"
+#include "targets/x86/LoweringConfig.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/RegisterBudget.h"
 
@@ -295,8 +296,11 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block,
 
 
 std::optional<ContractionLoops> matchBlockableContraction(linalg::LinalgOp op) {
+  std::optional<LoweringConfig> config = loweringConfigOf(op);
+  if (!config)
+    return std::nullopt;
   std::optional<ContractionLoops> loops = matchContraction(op);
-  if (loops && loops->integer && !rightPanelWidth(op))
+  if (loops && loops->integer && rightPanelWidth(op) != config->panelWidth())
     return std::nullopt;
   return loops;
 }
@@ -348,18 +352,18 @@ std::optional<int64_t> rightPanelWidth(linalg::LinalgOp op) {
   return packedPanelWidth(unpack);
 }
 
-std::optional<ContractionBlock> contractionBlockFor(linalg::LinalgOp op,
-                                                    const ContractionLoops &loops,
-                                                    int64_t width, DotProductKind dot) {
-  SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  return chooseContractionBlock(extents[loops.m], extents[loops.n], width,
-                                rightPanelWidth(op),
-                                loops.integer ? std::optional(dot) : std::nullopt);
+ContractionBlock contractionBlockOf(linalg::LinalgOp op, const ContractionLoops &loops) {
+  LoweringConfig config = *loweringConfigOf(op);
+  AffineMap resultMap = op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0)));
+  ContractionBlock block{1, config.panelWidth()};
+  for (auto [axis, result] : llvm::enumerate(resultMap.getResults()))
+    if (cast<AffineDimExpr>(result).getPosition() == loops.m)
+      block.rows = config.registerBlock[axis];
+  return block;
 }
 
 std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
                                                        int64_t columnExtent, int64_t width,
-                                                       std::optional<int64_t> columns,
                                                        std::optional<DotProductKind> dot) {
   // Narrower products waste most lanes of every vector.
   if (columnExtent < width)
@@ -369,8 +373,6 @@ std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
   int64_t registers = vectorRegisters(width);
   for (int64_t vectors = 1; vectors <= kMaxRowVectors; ++vectors) {
     int64_t blockColumns = vectors * width;
-    if (columns && blockColumns != *columns)
-      continue;
     if (blockColumns > static_cast<int64_t>(llvm::alignTo(columnExtent, width)))
       break;
     int64_t panels = columnExtent / blockColumns;
@@ -432,15 +434,12 @@ std::optional<int64_t> packedPanelWidth(linalg::UnPackOp unpack) {
 }
 
 LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                       int64_t width, DotProductKind dot) {
+                                       int64_t width) {
   std::optional<ContractionLoops> loops = matchBlockableContraction(op);
   if (!loops)
     return failure();
-  dot = dotProductOf(op, dot);
-  // A packed right operand fixes the block's columns: its panels.
-  std::optional<ContractionBlock> block = contractionBlockFor(op, *loops, width, dot);
-  if (!block)
-    return failure();
+  ContractionBlock block = contractionBlockOf(op, *loops);
+  std::optional<DotProductKind> dot = loweringConfigOf(op)->dotProduct;
 
   // Blocks per axis of the result; columns outermost, so that a panel of
   // the right operand stays in cache while the rows walk it. The last block
@@ -454,10 +453,10 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
     unsigned loop = resultMap.getDimPosition(axis);
     if (loop == loops->m) {
       rowAxis = axis;
-      sizes.push_back(block->rows);
+      sizes.push_back(block.rows);
     } else if (loop == loops->n) {
       columnAxis = axis;
-      sizes.push_back(block->columns);
+      sizes.push_back(block.columns);
     } else {
       batchAxes.push_back(axis);
       sizes.push_back(1);
@@ -470,10 +469,10 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   if (failed(blockPieces(rewriter, blocked, blocked.root(), sizes, {columnAxis, rowAxis},
                          order, [&](const BlockTile &tile, ArrayRef<int64_t>) {
                            if (loops->integer)
-                             emitDotBlock(rewriter, tile, *loops, block->columns, width, dot,
+                             emitDotBlock(rewriter, tile, *loops, block.columns, width, *dot,
                                           readsInit);
                            else
-                             emitBlock(rewriter, tile, *loops, block->columns, width,
+                             emitBlock(rewriter, tile, *loops, block.columns, width,
                                        readsInit);
                          })))
     return failure();

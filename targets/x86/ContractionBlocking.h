@@ -30,10 +30,11 @@ struct ContractionLoops {
 /// contiguous along k; nullopt otherwise.
 std::optional<ContractionLoops> matchContraction(mlir::linalg::LinalgOp op);
 
-/// matchContraction, where an integer contraction must also read its right
-/// operand from dot panels: the contractions register blocking handles.
+/// matchContraction, for an op that carries a lowering config
+/// (LoweringConfig.h), where an integer contraction must also read its right
+/// operand from dot panels of the config's width: the contractions register
+/// blocking handles.
 std::optional<ContractionLoops> matchBlockableContraction(mlir::linalg::LinalgOp op);
-
 
 /// An accumulator block of `rows` x `columns` f32, `columns` a multiple of
 /// the vector width.
@@ -43,20 +44,16 @@ struct ContractionBlock {
 };
 
 /// The register block for a product of `rowExtent` x `columnExtent` results
-/// with `width`-lane vectors, `columns` wide when given (the panel width of
-/// a packed right operand), of f32 FMAs or, with `dot`, of integer dot
+/// with `width`-lane vectors, of f32 FMAs or, with `dot`, of integer dot
 /// products. The last block of rows or columns may be smaller. Nullopt for
 /// products narrower than a vector.
 std::optional<ContractionBlock>
 chooseContractionBlock(int64_t rowExtent, int64_t columnExtent, int64_t width,
-                       std::optional<int64_t> columns = std::nullopt,
                        std::optional<DotProductKind> dot = std::nullopt);
 
-/// The block registerBlockContraction gives `op` (matchBlockableContraction),
-/// an INT8 one computing `dot` products.
-std::optional<ContractionBlock> contractionBlockFor(mlir::linalg::LinalgOp op,
-                                                    const ContractionLoops &loops,
-                                                    int64_t width, DotProductKind dot);
+/// The block that the lowering config of `op` (matchBlockableContraction)
+/// names.
+ContractionBlock contractionBlockOf(mlir::linalg::LinalgOp op, const ContractionLoops &loops);
 
 /// The panel width of `op`'s right operand when it is (a slice of) a
 /// constant packed into panels.
@@ -72,7 +69,7 @@ std::optional<int64_t> packedPanelWidth(mlir::linalg::UnPackOp unpack);
 std::optional<int64_t> packedDotPanelWidth(mlir::linalg::UnPackOp unpack);
 
 /// Rewrites a contraction that matchBlockableContraction accepts into loops
-/// over register blocks:
+/// over the register blocks of its lowering config:
 ///
 ///   for each block of `columns` result columns, for each block of `rows`:
 ///     for k:   (rows x columns / width loop-carried vectors)
@@ -85,10 +82,9 @@ std::optional<int64_t> packedDotPanelWidth(mlir::linalg::UnPackOp unpack);
 ///
 /// An integer contraction steps four k at a time: it reads its right operand
 /// from dot panels (packedDotPanelWidth), broadcasts four bytes of a left
-/// row, and accumulates `dot` products (DotProduct.h).
+/// row, and accumulates the config's dot products (DotProduct.h).
 mlir::LogicalResult registerBlockContraction(mlir::RewriterBase &rewriter,
-                                             mlir::linalg::LinalgOp op,
-                                             int64_t width, DotProductKind dot);
+                                             mlir::linalg::LinalgOp op, int64_t width);
 
 } // namespace tessel::x86
 

@@ -40,10 +40,6 @@ bool bytePairsFitI16(llvm::ArrayRef<int8_t> weights, llvm::ArrayRef<int64_t> sha
 /// pairs fit.
 DotProductKind dotProductFor(DotProductKind isa, bool bytePairsFit);
 
-/// The unit attribute that PackWeights leaves on the unpack of dot panels
-/// whose byte pairs fit (bytePairsFitI16).
-inline constexpr llvm::StringLiteral kBytePairsFitAttr = "tessel.x86.byte_pairs_fit_i16";
-
 /// The option spelling ("vnni", "pmaddwd") and back.
 llvm::StringRef dotProductName(DotProductKind kind);
 std::optional<DotProductKind> parseDotProduct(llvm::StringRef name);

@@ -20,16 +20,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
+#include "targets/x86/KernelWeights.h"
+#include "targets/x86/LoweringConfig.h"
 #include "targets/x86/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/Matchers.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace tessel::x86 {
@@ -92,84 +91,49 @@ DenseElementsAttr packPanels(DenseElementsAttr weight, int64_t panel) {
   return DenseElementsAttr::get(packedType, ArrayRef<float>(packed));
 }
 
-/// The kernel argument that `operand` of `op` reads, when only `op` reads
-/// it.
-std::optional<unsigned> soleArgument(OpOperand &operand, func::FuncOp kernel) {
-  auto argument = dyn_cast<BlockArgument>(operand.get());
-  if (!argument || argument.getOwner()->getParentOp() != kernel || !argument.hasOneUse())
-    return std::nullopt;
-  return argument.getArgNumber();
-}
-
-/// A kernel argument to pack, its weight, the width of its panels, whether
-/// they are dot panels of 8-bit weights, and whether those weights' byte
-/// pairs fit VPMADDUBSW (bytePairsFitI16).
+/// A kernel argument to pack, its weight, the width of its panels (the
+/// last extent of its op's register block), and whether they are dot panels
+/// of 8-bit weights.
 struct Packing {
   unsigned argument;
   DenseElementsAttr weight;
   int64_t panel;
   bool dot = false;
-  bool bytePairsFit = false;
 };
 
-/// The constant that `call` passes to argument `index`, if it is one.
-DenseElementsAttr constantOperand(func::CallOp call, unsigned index) {
-  DenseElementsAttr weight;
-  if (!matchPattern(call.getOperand(index), m_Constant(&weight)))
-    return {};
-  return weight;
+/// How `op`'s constant `weight` packs for its lowering config.
+std::optional<Packing> packingFor(linalg::LinalgOp op, std::optional<KernelWeight> weight,
+                                  bool dot) {
+  std::optional<LoweringConfig> config = loweringConfigOf(op);
+  if (!weight || !config)
+    return std::nullopt;
+  return Packing{weight->argument, weight->value, config->panelWidth(), dot};
 }
 
-bool bytePairsFit(DenseElementsAttr weight) {
-  auto values = llvm::to_vector(weight.getValues<int8_t>());
-  return bytePairsFitI16(values, cast<ShapedType>(weight.getType()).getShape());
-}
-
-/// The packing of the right operand of `op`, when it is an argument of
-/// `kernel` that only `op` reads, indexed [k, n], and a constant of `call`.
+/// The packing of the right operand of `op`, when it is indexed [k, n] and
+/// a constant of `call` that only `op` reads.
 std::optional<Packing> contractionPacking(linalg::LinalgOp op, func::FuncOp kernel,
-                                          func::CallOp call, int64_t vectorWidth,
-                                          DotProductKind dot) {
+                                          func::CallOp call) {
   std::optional<ContractionLoops> loops = matchContraction(op);
   if (!loops || !loops->batch.empty())
     return std::nullopt;
   OpOperand *right = op.getDpsInputOperand(1);
-  std::optional<unsigned> argument = soleArgument(*right, kernel);
-  DenseElementsAttr weight = argument ? constantOperand(call, *argument) : DenseElementsAttr();
-  if (!weight)
-    return std::nullopt;
   AffineMap map = op.getMatchingIndexingMap(right);
   if (map.getNumResults() != 2 || map.getDimPosition(0) != loops->k ||
       map.getDimPosition(1) != loops->n)
     return std::nullopt;
-  bool fits = loops->integer && bytePairsFit(weight);
-  SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  std::optional<ContractionBlock> block = chooseContractionBlock(
-      extents[loops->m], extents[loops->n], vectorWidth, std::nullopt,
-      loops->integer ? std::optional(dotProductFor(dot, fits)) : std::nullopt);
-  if (!block)
-    return std::nullopt;
-  return Packing{*argument, weight, block->columns, loops->integer, fits};
+  return packingFor(op, constantWeight(*right, kernel, call), loops->integer);
 }
 
-/// The packing of the filter of `op`, an NHWC convolution that register
-/// blocking handles (an INT8 one from dot panels), when it is an argument
-/// of `kernel` that only `op` reads and a constant of `call`.
+/// The packing of the filter of `op`, an NHWC convolution (an INT8 one into
+/// dot panels), when it is a constant of `call` that only `op` reads.
 std::optional<Packing> convolutionPacking(linalg::LinalgOp op, func::FuncOp kernel,
-                                          func::CallOp call, int64_t vectorWidth,
-                                          DotProductKind dot) {
+                                          func::CallOp call) {
   bool integer = isDotConvolution(op);
   if ((!isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()) && !integer) ||
       !matchChannelsLastWindow(op))
     return std::nullopt;
-  std::optional<unsigned> filter = soleArgument(*op.getDpsInputOperand(1), kernel);
-  DenseElementsAttr weight = filter ? constantOperand(call, *filter) : DenseElementsAttr();
-  if (!weight)
-    return std::nullopt;
-  bool fits = integer && bytePairsFit(weight);
-  return Packing{*filter, weight,
-                 choosePixelBlock(op, vectorWidth, dotProductFor(dot, fits)).channels, integer,
-                 fits};
+  return packingFor(op, constantWeight(*op.getDpsInputOperand(1), kernel, call), integer);
 }
 
 /// A kernel argument that reads a constant weight, and how to pack it.
@@ -224,8 +188,6 @@ void unpackArgument(RewriterBase &rewriter, const WeightRead &read, Value packed
   llvm::append_range(outerPerm, llvm::seq<int64_t>(0, last));
   auto unpack =
       linalg::UnPackOp::create(rewriter, loc, argument, empty, innerDims, tiles, outerPerm);
-  if (packing.bytePairsFit)
-    unpack->setAttr(kBytePairsFitAttr, rewriter.getUnitAttr());
   rewriter.replaceAllUsesExcept(argument, unpack.getResult(), unpack);
 }
 
@@ -233,8 +195,7 @@ void unpackArgument(RewriterBase &rewriter, const WeightRead &read, Value packed
 bool packAlike(ArrayRef<WeightRead> reads) {
   const Packing &first = reads.front().packing;
   return llvm::all_of(reads, [&](const WeightRead &read) {
-    return read.packing.panel == first.panel && read.packing.dot == first.dot &&
-           read.packing.bytePairsFit == first.bytePairsFit;
+    return read.packing.panel == first.panel && read.packing.dot == first.dot;
   });
 }
 
@@ -244,30 +205,19 @@ struct TesselX86PackWeightsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<DotProductKind> dot = parseDotProduct(dotProduct);
-    if (!dot) {
-      module.emitError("unknown dot-product kind '") << dotProduct << "'";
-      return signalPassFailure();
-    }
-    SymbolTable symbols(module);
     IRRewriter rewriter(&getContext());
-    SmallVector<func::CallOp> calls;
-    module.walk([&](func::CallOp call) { calls.push_back(call); });
     SmallVector<WeightRead> reads;
-    for (func::CallOp call : calls) {
-      auto kernel = symbols.lookup<func::FuncOp>(call.getCallee());
-      if (!kernel || kernel.isExternal() || !kernel->hasAttr(kKernelAttr))
+    for (auto kernel : module.getOps<func::FuncOp>()) {
+      if (kernel.isExternal() || !kernel->hasAttr(kKernelAttr))
         continue;
       // The kernel's arguments change type: it must have no other caller.
-      std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(kernel, module);
-      if (!uses || !llvm::hasSingleElement(*uses))
+      func::CallOp call = soleCall(kernel, module);
+      if (!call)
         continue;
       kernel.walk([&](linalg::LinalgOp op) {
-        if (std::optional<Packing> packing =
-                contractionPacking(op, kernel, call, vectorWidth, *dot))
+        if (std::optional<Packing> packing = contractionPacking(op, kernel, call))
           reads.push_back({call, kernel, *packing});
-        else if (std::optional<Packing> packing =
-                     convolutionPacking(op, kernel, call, vectorWidth, *dot))
+        else if (std::optional<Packing> packing = convolutionPacking(op, kernel, call))
           reads.push_back({call, kernel, *packing});
       });
     }

@@ -31,13 +31,11 @@ struct X86CodegenOptions : public mlir::PassPipelineOptions<X86CodegenOptions> {
       llvm::cl::desc("f32 lanes of the widest vector register (8 for AVX2, "
                      "16 for AVX-512)"),
       llvm::cl::init(16)};
-  Option<std::string> dotProduct{
-      *this, "dot-product",
-      llvm::cl::desc("How INT8 blocks compute dot products: vnni or pmaddwd"),
-      llvm::cl::init("pmaddwd")};
 };
 
-/// Kernels on tensors (linalg) -> LLVM dialect with exported entries.
+/// Kernels on tensors (linalg), their register-blocked ops carrying the
+/// lowering configs of tessel-x86-choose-lowering -> LLVM dialect with
+/// exported entries.
 void buildX86CodegenPipeline(mlir::OpPassManager &pm,
                              const X86CodegenOptions &options);
 

@@ -20,6 +20,28 @@ def TesselX86FuseElementwisePass
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def TesselX86ChooseLoweringPass : Pass<"tessel-x86-choose-lowering", "mlir::ModuleOp"> {
+  let summary = "Choose each register-blocked op's blocks once and record them";
+  let description = [{
+    Runs on the whole module (kernels and the host function) before
+    PackWeights. Every contraction and NHWC window op that register blocking
+    handles gets a `tessel.lowering_config` (LoweringConfig.h): its register
+    block per result axis, chosen for the op's whole extents from the vector
+    width and register count of the ISA, and for an INT8 op its dot-product
+    instruction (VPMADDUBSW where its constant weight's byte pairs fit).
+    PackWeights, TileAndFuse and Vectorize read the attribute and decide
+    nothing of their own. An op that already carries a config keeps it,
+    after a check that the emitters can follow it.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "f32 lanes of the widest vector register (16 for AVX-512, 8 for AVX2)">,
+    Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
+           "The ISA's 4-way u8 x s8 dot product: vnni (VPDPBUSD) or pmaddwd "
+           "(two VPMADDWD); VPMADDUBSW is chosen per op where its weights fit">,
+  ];
+}
+
 def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::FuncOp"> {
   let summary = "Tile each kernel into workgroups and fuse its producers";
   let description = [{
@@ -27,7 +49,8 @@ def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::Fun
     into an `scf.forall` of workgroups sized from a cost estimate, and fuses
     every producer in the kernel into the tile (Conv+Add+Relu computes one
     output tile at a time). Workgroups are what the runtime's thread pool
-    spreads over its threads.
+    spreads over its threads. A kernel with a register-blocked op gives
+    each workgroup whole blocks of its `tessel.lowering_config`.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::tensor::TensorDialect"];
   let options = [
@@ -36,12 +59,6 @@ def TesselX86TileAndFusePass : Pass<"tessel-x86-tile-and-fuse", "mlir::func::Fun
     Option<"minWorkPerWorkgroup", "min-work-per-workgroup", "int64_t", "524288",
            "Scalar operations (iterations times body operations, a "
            "transcendental counting for twelve) below which a kernel is not split">,
-    Option<"vectorWidth", "vector-width", "int64_t", "16",
-           "f32 lanes of the widest vector register: contractions are split "
-           "into whole register blocks">,
-    Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
-           "How INT8 blocks compute 4-way u8 x s8 dot products: vnni (VPDPBUSD) "
-           "or pmaddwd (two VPMADDWD)">,
   ];
 }
 
@@ -51,8 +68,9 @@ def TesselX86PackWeightsPass : Pass<"tessel-x86-pack-weights", "mlir::ModuleOp">
     Runs on the whole module (kernels and the host function) before the
     kernels go to code generation. A kernel contraction C[M, N] += A[M, K] *
     B[K, N] whose B is a constant of the host function, read by that kernel
-    alone, gets B at compile time as panels [N / P, K, P], P the columns of
-    the contraction's register block, and restores it with a linalg.unpack
+    alone, gets B at compile time as panels [N / P, K, P], P the last
+    extent of the contraction's register block in its
+    `tessel.lowering_config` (tessel-x86-choose-lowering), and restores it with a linalg.unpack
     that register blocking reads through. Without it the rows of a block's
     B segment, N * 4 bytes apart, share cache sets for power-of-two N. NHWC
     convolution filters [KH, KW, C, F] become [F / P, KH, KW, C, P] alike.
@@ -62,35 +80,27 @@ def TesselX86PackWeightsPass : Pass<"tessel-x86-pack-weights", "mlir::ModuleOp">
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
-  let options = [
-    Option<"vectorWidth", "vector-width", "int64_t", "16",
-           "f32 lanes of the widest vector register: panels are a register block wide">,
-    Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
-           "How INT8 blocks compute 4-way u8 x s8 dot products: vnni (VPDPBUSD) "
-           "or pmaddwd (two VPMADDWD)">,
-  ];
 }
 
 def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> {
   let summary = "Tile the ops of each workgroup to vector sizes and vectorize them";
   let description = [{
-    Inside a workgroup, every linalg op with static shapes and
-    projected-permutation indexing maps is tiled once more so that each
-    step works on registers (a row of `vector-width`-multiple elements, or
-    an m x n register block of a contraction with k stepped one at a time),
-    and the step is vectorized with linalg's vectorizer. 2-D NCHW
-    convolutions become register blocks instead: a few output channels x one
-    output-row segment, accumulated over (c, kh, kw) in loop-carried vectors.
-    Ops it cannot vectorize (windowed reductions) stay as loops.
+    Inside a workgroup, contractions and NHWC window ops that carry a
+    `tessel.lowering_config` become loops over the register blocks it names
+    (ContractionBlocking, ChannelsLastBlocking). Every other linalg op with
+    static shapes and projected-permutation indexing maps is tiled once more
+    so that each step works on a row of `vector-width`-multiple elements, and
+    the step is vectorized with linalg's vectorizer. 2-D NCHW convolutions
+    become register blocks too: a few output channels x one output-row
+    segment, accumulated over (c, kh, kw) in loop-carried vectors, their
+    sizes divisors of the workgroup's extents. Ops it cannot vectorize
+    (windowed reductions) stay as loops.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::tensor::TensorDialect", "mlir::LLVM::LLVMDialect"];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of the widest vector register (16 for AVX-512, 8 for AVX2)">,
-    Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
-           "How INT8 blocks compute 4-way u8 x s8 dot products: vnni (VPDPBUSD) "
-           "or pmaddwd (two VPMADDWD)">,
   ];
 }
 

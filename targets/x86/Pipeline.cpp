@@ -30,14 +30,11 @@ void buildX86CodegenPipeline(OpPassManager &pm,
   // Tensors: one generic per elementwise chain, then workgroup tiles with
   // their producers fused in.
   pm.addNestedPass<func::FuncOp>(createTesselX86FuseElementwisePass());
-  TesselX86TileAndFusePassOptions workgroups;
-  workgroups.vectorWidth = options.vectorWidth;
-  workgroups.dotProduct = options.dotProduct;
-  pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass(workgroups));
+  pm.addNestedPass<func::FuncOp>(createTesselX86TileAndFusePass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   pm.addNestedPass<func::FuncOp>(
-      createTesselX86VectorizePass({options.vectorWidth, options.dotProduct}));
+      createTesselX86VectorizePass({options.vectorWidth}));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 

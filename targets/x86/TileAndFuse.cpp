@@ -3,6 +3,7 @@
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
+#include "targets/x86/LoweringConfig.h"
 #include "targets/x86/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -113,17 +114,13 @@ constexpr int64_t kScoreTileBytes = 32 * 1024;
 /// query rows as have their scores fit kScoreTileBytes, if a number that
 /// large divides them.
 TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp product,
-                                     TileConstraints constraints, int64_t vectorWidth,
-                                     DotProductKind dot) {
+                                     TileConstraints constraints) {
   std::optional<ContractionLoops> loops = matchBlockableContraction(product);
   std::optional<ContractionLoops> scoreLoops = matchBlockableContraction(scores);
   if (!loops || !scoreLoops)
     return constraints;
   SmallVector<int64_t> extents = product.getStaticLoopRanges();
-  std::optional<ContractionBlock> block =
-      contractionBlockFor(product, *loops, vectorWidth, dotProductOf(product, dot));
-  if (!block)
-    return constraints;
+  ContractionBlock block = contractionBlockOf(product, *loops);
   int64_t keys = scores.getStaticLoopRanges()[scoreLoops->n];
   AffineMap resultMap =
       product.getIndexingMapMatchingResult(cast<OpResult>(product->getResult(0)));
@@ -134,7 +131,7 @@ TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp p
     } else if (loop == loops->m) {
       // Any number of query rows from one block up: a workgroup's last
       // block of rows may be smaller (both products' blocks have tails).
-      constraints.minTiles[axis] = std::min(extents[loop], block->rows);
+      constraints.minTiles[axis] = std::min(extents[loop], block.rows);
       constraints.maxTiles[axis] = std::max<int64_t>(
           kScoreTileBytes / (keys * static_cast<int64_t>(sizeof(float))), 1);
     } else {
@@ -145,13 +142,12 @@ TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp p
 }
 
 /// A kernel with a register-blocked contraction (ContractionBlocking) or
-/// NHWC window op (ChannelsLastBlocking) needs whole blocks per workgroup,
-/// and splits the contraction's columns or the window's channels first: a
-/// workgroup then reads only its own panels of the weight, each once for
-/// all rows or pixels. Any number of whole blocks, or of whole batch
-/// entries, is worth a workgroup.
-TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
-                               int64_t vectorWidth, DotProductKind dot) {
+/// NHWC window op (ChannelsLastBlocking) needs whole blocks of its lowering
+/// config per workgroup, and splits the contraction's columns or the
+/// window's channels (the result's last axis) first: a workgroup then reads
+/// only its own panels of the weight, each once for all rows or pixels. Any
+/// number of whole blocks, or of whole batch entries, is worth a workgroup.
+TileConstraints constraintsFor(func::FuncOp function, TilingInterface root) {
   TileConstraints constraints;
   size_t rootLoops = root.getLoopIteratorTypes().size();
   constraints.granules.assign(rootLoops, 1);
@@ -189,38 +185,12 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root,
     return constraints;
   // Two products in one kernel: attention (see tessel-form-kernels).
   if (blockedOps.size() == 2)
-    return attentionConstraints(blockedOps.front(), blocked, std::move(constraints),
-                                vectorWidth, dot);
+    return attentionConstraints(blockedOps.front(), blocked, std::move(constraints));
 
-  // Per result axis of the blocked op: its extent, its block and whether it
-  // is split first.
-  SmallVector<int64_t> extents = blocked.getStaticLoopRanges();
-  SmallVector<int64_t> axisExtents, axisBlocks;
-  std::optional<unsigned> firstAxis;
-  if (std::optional<ContractionLoops> loops = matchBlockableContraction(blocked)) {
-    std::optional<ContractionBlock> block =
-        contractionBlockFor(blocked, *loops, vectorWidth, dotProductOf(blocked, dot));
-    if (!block)
-      return constraints;
-    AffineMap resultMap =
-        blocked.getIndexingMapMatchingResult(cast<OpResult>(blocked->getResult(0)));
-    for (unsigned axis = 0; axis < resultMap.getNumResults(); ++axis) {
-      unsigned loop = resultMap.getDimPosition(axis);
-      axisExtents.push_back(extents[loop]);
-      axisBlocks.push_back(loop == loops->n   ? block->columns
-                           : loop == loops->m ? block->rows
-                                              : 1);
-      if (loop == loops->n)
-        firstAxis = axis;
-    }
-  } else {
-    // (n, oh, ow, channel) are the window op's first loops and its result's
-    // axes.
-    PixelBlock block = choosePixelBlock(blocked, vectorWidth, dotProductOf(blocked, dot));
-    axisExtents.assign(extents.begin(), extents.begin() + 4);
-    axisBlocks = {1, block.height, block.width, block.channels};
-    firstAxis = 3;
-  }
+  ArrayRef<int64_t> axisExtents =
+      cast<RankedTensorType>(blocked->getResult(0).getType()).getShape();
+  SmallVector<int64_t> axisBlocks = loweringConfigOf(blocked)->registerBlock;
+  unsigned firstAxis = axisExtents.size() - 1;
   // A shorter last block cannot go to a workgroup of its own: workgroups
   // have one static shape.
   for (auto [d, axis] : llvm::enumerate(*axes)) {
@@ -308,14 +278,9 @@ struct TesselX86TileAndFusePass
     TilingInterface root = findRoot(function);
     if (!root)
       return;
-    std::optional<DotProductKind> dot = parseDotProduct(dotProduct);
-    if (!dot) {
-      function.emitError("unknown dot-product kind '") << dotProduct << "'";
-      return signalPassFailure();
-    }
     SmallVector<int64_t> tiles =
         chooseWorkgroupTiles(root, kernelWork(function), maxWorkgroups, minWorkPerWorkgroup,
-                             constraintsFor(function, root, vectorWidth, *dot));
+                             constraintsFor(function, root));
     if (llvm::all_of(tiles, [](int64_t t) { return t == 0; }))
       return;
 

@@ -4,6 +4,7 @@
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/ConvolutionBlocking.h"
+#include "targets/x86/LoweringConfig.h"
 #include "targets/x86/Passes.h"
 #include "targets/x86/RowReduction.h"
 #include "targets/x86/RegisterBudget.h"
@@ -209,20 +210,21 @@ struct TesselX86VectorizePass
     // those would be vectorized on their own.
     IRRewriter rewriter(context);
     SmallVector<linalg::LinalgOp> blockable;
-    function.walk([&](linalg::LinalgOp op) {
+    WalkResult configs = function.walk([&](linalg::LinalgOp op) {
+      if (op->hasAttr(kLoweringConfigAttr) &&
+          failed(verifyLoweringConfig(op, vectorWidth)))
+        return WalkResult::interrupt();
       if (isBlockableChannelsLast(op) || matchBlockableContraction(op) ||
           isa<linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNchwChwOp>(op.getOperation()))
         blockable.push_back(op);
+      return WalkResult::advance();
     });
-    std::optional<DotProductKind> dot = parseDotProduct(dotProduct);
-    if (!dot) {
-      function.emitError("unknown dot-product kind '") << dotProduct << "'";
+    if (configs.wasInterrupted())
       return signalPassFailure();
-    }
     for (linalg::LinalgOp op : blockable)
-      if (failed(registerBlockChannelsLast(rewriter, op, vectorWidth, *dot)) &&
+      if (failed(registerBlockChannelsLast(rewriter, op, vectorWidth)) &&
           failed(registerBlockConvolution(rewriter, op, vectorWidth)))
-        (void)registerBlockContraction(rewriter, op, vectorWidth, *dot);
+        (void)registerBlockContraction(rewriter, op, vectorWidth);
 
     SmallVector<linalg::LinalgOp> ops;
     function.walk([&](linalg::LinalgOp op) {

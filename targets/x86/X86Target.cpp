@@ -72,7 +72,8 @@ public:
       return failure();
     PassManager pm(module.getContext());
     pm.addPass(
-        x86::createTesselX86PackWeightsPass({vectorWidth(**machine), dotProduct(**machine)}));
+        x86::createTesselX86ChooseLoweringPass({vectorWidth(**machine), dotProduct(**machine)}));
+    pm.addPass(x86::createTesselX86PackWeightsPass());
     return pm.run(module);
   }
 
@@ -86,7 +87,6 @@ public:
 
     x86::X86CodegenOptions codegen;
     codegen.vectorWidth = vectorWidth(**machine);
-    codegen.dotProduct = dotProduct(**machine);
     PassManager pm(context);
     x86::buildX86CodegenPipeline(pm, codegen);
     if (failed(pm.run(kernels)))

@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s --tessel-x86-vectorize="vector-width=8" --canonicalize --cse --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --tessel-x86-choose-lowering="vector-width=8" --tessel-x86-vectorize="vector-width=8" --canonicalize --cse --split-input-file | FileCheck %s
 
 // An NHWC convolution becomes blocks of 4 output pixels x 16 channels (8
 // AVX2 accumulators), channels outermost. The 3x3 window is unrolled into

@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s --tessel-x86-pack-weights="vector-width=8" --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --tessel-x86-choose-lowering="vector-width=8" --tessel-x86-pack-weights --split-input-file | FileCheck %s
 
 #lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
 #rhs = affine_map<(d0, d1, d2) -> (d2, d1)>

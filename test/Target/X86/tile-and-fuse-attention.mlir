@@ -1,5 +1,5 @@
-// RUN: tessel-opt %s --tessel-x86-tile-and-fuse="min-work-per-workgroup=1000000000" --canonicalize --cse --split-input-file | FileCheck %s
-// RUN: tessel-opt %s --tessel-x86-tile-and-fuse="min-work-per-workgroup=1 max-workgroups=256" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=MANY
+// RUN: tessel-opt %s --tessel-x86-choose-lowering --tessel-x86-tile-and-fuse="min-work-per-workgroup=1000000000" --canonicalize --cse --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --tessel-x86-choose-lowering --tessel-x86-tile-and-fuse="min-work-per-workgroup=1 max-workgroups=256" --canonicalize --cse --split-input-file | FileCheck %s --check-prefix=MANY
 
 // Attention, softmax(Q x K) x V, 2 heads of 64 queries over 256 keys: even
 // a kernel not worth splitting over threads is split, one head and 32

@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s --tessel-x86-tile-and-fuse="min-work-per-workgroup=64 max-workgroups=4" --canonicalize --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --tessel-x86-choose-lowering --tessel-x86-tile-and-fuse="min-work-per-workgroup=64 max-workgroups=4" --canonicalize --split-input-file | FileCheck %s
 
 // Conv + bias + relu: the relu is tiled into workgroups along the output
 // channels (at least 8 per workgroup, a register block's worth) and the

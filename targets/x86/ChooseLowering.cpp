@@ -1,0 +1,115 @@
+//===- ChooseLowering.cpp - Register blocks chosen once per op ------------===//
+
+#include "targets/x86/ChannelsLastBlocking.h"
+#include "targets/x86/ContractionBlocking.h"
+#include "targets/x86/KernelWeights.h"
+#include "targets/x86/LoweringConfig.h"
+#include "targets/x86/Passes.h"
+
+namespace tessel::x86 {
+#define GEN_PASS_DEF_TESSELX86CHOOSELOWERINGPASS
+#include "targets/x86/Passes.h.inc"
+} // namespace tessel::x86
+
+using namespace mlir;
+
+namespace tessel::x86 {
+namespace {
+
+/// What is known of the op being configured: its kernel, the kernel's only
+/// call (null if none), and the ISA's dot product.
+struct KernelContext {
+  func::FuncOp kernel;
+  func::CallOp call;
+  int64_t width;
+  DotProductKind isa;
+
+  /// The dot product of an INT8 op whose weight `operand` reads: VPMADDUBSW
+  /// only where the constant weight is known to fit.
+  DotProductKind dotProductFor(OpOperand &operand) const {
+    std::optional<KernelWeight> weight = constantWeight(operand, kernel, call);
+    return x86::dotProductFor(isa, weight && bytePairsFit(weight->value));
+  }
+};
+
+std::optional<LoweringConfig> chooseForContraction(linalg::LinalgOp op,
+                                                   const ContractionLoops &loops,
+                                                   const KernelContext &context) {
+  std::optional<DotProductKind> dot;
+  if (loops.integer)
+    dot = context.dotProductFor(*op.getDpsInputOperand(1));
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  std::optional<ContractionBlock> block =
+      chooseContractionBlock(extents[loops.m], extents[loops.n], context.width, dot);
+  if (!block)
+    return std::nullopt;
+  LoweringConfig config;
+  config.dotProduct = dot;
+  AffineMap resultMap = op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0)));
+  for (AffineExpr result : resultMap.getResults()) {
+    unsigned loop = cast<AffineDimExpr>(result).getPosition();
+    config.registerBlock.push_back(loop == loops.n   ? block->columns
+                                   : loop == loops.m ? block->rows
+                                                     : 1);
+  }
+  return config;
+}
+
+LoweringConfig chooseForWindow(linalg::LinalgOp op, const KernelContext &context) {
+  LoweringConfig config;
+  if (isDotConvolution(op))
+    config.dotProduct = context.dotProductFor(*op.getDpsInputOperand(1));
+  PixelBlock block =
+      choosePixelBlock(op, context.width, config.dotProduct.value_or(context.isa));
+  config.registerBlock = {1, block.height, block.width, block.channels};
+  return config;
+}
+
+/// A config written into the input (by a test or a tuner) must be one the
+/// emitters can follow, and VPMADDUBSW is exact only for weights that fit.
+LogicalResult checkPinnedConfig(linalg::LinalgOp op, const KernelContext &context) {
+  if (failed(verifyLoweringConfig(op, context.width)))
+    return failure();
+  if (loweringConfigOf(op)->dotProduct == DotProductKind::MultiplyAddBytes &&
+      context.dotProductFor(*op.getDpsInputOperand(1)) != DotProductKind::MultiplyAddBytes)
+    return op->emitError("dot_product \"pmaddubsw\" needs a constant weight whose byte "
+                         "pairs sum into 16 bits exactly");
+  return success();
+}
+
+struct TesselX86ChooseLoweringPass
+    : impl::TesselX86ChooseLoweringPassBase<TesselX86ChooseLoweringPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<DotProductKind> isa = parseDotProduct(dotProduct);
+    if (!isa) {
+      module.emitError("unknown dot-product kind '") << dotProduct << "'";
+      return signalPassFailure();
+    }
+    for (func::FuncOp kernel : module.getOps<func::FuncOp>()) {
+      if (kernel.isExternal())
+        continue;
+      KernelContext context{kernel, soleCall(kernel, module), vectorWidth, *isa};
+      WalkResult walk = kernel.walk([&](linalg::LinalgOp op) {
+        if (op->hasAttr(kLoweringConfigAttr))
+          return failed(checkPinnedConfig(op, context)) ? WalkResult::interrupt()
+                                                        : WalkResult::advance();
+        std::optional<LoweringConfig> config;
+        if (std::optional<ContractionLoops> loops = matchContraction(op))
+          config = chooseForContraction(op, *loops, context);
+        else if (matchChannelsLastWindow(op))
+          config = chooseForWindow(op, context);
+        if (config)
+          setLoweringConfig(op, *config);
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace tessel::x86

@@ -1,0 +1,75 @@
+//===- LoweringConfig.cpp - Per-op code generation choices ----------------===//
+
+#include "targets/x86/LoweringConfig.h"
+#include "targets/x86/ChannelsLastBlocking.h"
+#include "targets/x86/ContractionBlocking.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace tessel::x86 {
+
+namespace {
+constexpr llvm::StringLiteral kRegisterBlock = "register_block";
+constexpr llvm::StringLiteral kDotProduct = "dot_product";
+} // namespace
+
+std::optional<LoweringConfig> loweringConfigOf(Operation *op) {
+  auto dictionary = op->getAttrOfType<DictionaryAttr>(kLoweringConfigAttr);
+  if (!dictionary)
+    return std::nullopt;
+  auto block = dictionary.getAs<DenseI64ArrayAttr>(kRegisterBlock);
+  if (!block || block.empty())
+    return std::nullopt;
+  LoweringConfig config;
+  config.registerBlock.assign(block.asArrayRef().begin(), block.asArrayRef().end());
+  if (Attribute dot = dictionary.get(kDotProduct)) {
+    auto name = dyn_cast<StringAttr>(dot);
+    config.dotProduct = name ? parseDotProduct(name.getValue()) : std::nullopt;
+    if (!config.dotProduct)
+      return std::nullopt;
+  }
+  return config;
+}
+
+void setLoweringConfig(Operation *op, const LoweringConfig &config) {
+  Builder b(op->getContext());
+  SmallVector<NamedAttribute> entries{
+      b.getNamedAttr(kRegisterBlock, b.getDenseI64ArrayAttr(config.registerBlock))};
+  if (config.dotProduct)
+    entries.push_back(
+        b.getNamedAttr(kDotProduct, b.getStringAttr(dotProductName(*config.dotProduct))));
+  op->setAttr(kLoweringConfigAttr, b.getDictionaryAttr(entries));
+}
+
+LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
+  std::optional<ContractionLoops> loops = matchContraction(op);
+  if (!loops && !matchChannelsLastWindow(op))
+    return op->emitError(kLoweringConfigAttr)
+           << " on an op that is neither a contraction nor an NHWC window op";
+  bool integer = loops ? loops->integer : isDotConvolution(op);
+  std::optional<LoweringConfig> config = loweringConfigOf(op);
+  if (!config)
+    return op->emitError("malformed ")
+           << kLoweringConfigAttr << ": expected {" << kRegisterBlock
+           << " = array<i64: ...>} with an optional " << kDotProduct
+           << " of \"vnni\", \"pmaddwd\" or \"pmaddubsw\"";
+  int64_t rank = cast<ShapedType>(op->getResult(0).getType()).getRank();
+  if (static_cast<int64_t>(config->registerBlock.size()) != rank)
+    return op->emitError(kRegisterBlock)
+           << " has " << config->registerBlock.size() << " extents for a result of rank "
+           << rank;
+  if (llvm::any_of(config->registerBlock, [](int64_t extent) { return extent <= 0; }))
+    return op->emitError(kRegisterBlock) << " extents must be positive";
+  if (config->panelWidth() % width != 0)
+    return op->emitError(kRegisterBlock)
+           << "'s last extent, " << config->panelWidth()
+           << ", is not a whole number of " << width << "-lane vectors";
+  if (integer != config->dotProduct.has_value())
+    return op->emitError(kDotProduct)
+           << (integer ? " is required for an INT8 op" : " is only for INT8 ops");
+  return success();
+}
+
+} // namespace tessel::x86
