@@ -687,10 +687,6 @@ bool isBlockableChannelsLast(linalg::LinalgOp op) {
          (!isDotConvolution(op) || filterPanelWidth(op) == config->panelWidth());
 }
 
-PixelBlock pixelBlockOf(linalg::LinalgOp op) {
-  ArrayRef<int64_t> block = loweringConfigOf(op)->registerBlock;
-  return PixelBlock{block[kRow], block[kColumn], block[kChannel]};
-}
 
 PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind dot) {
   WindowKind kind = *windowKind(op);
@@ -789,8 +785,7 @@ LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp
                                         int64_t width) {
   if (!isBlockableChannelsLast(op))
     return failure();
-  std::optional<DotProductKind> dot = loweringConfigOf(op)->dotProduct;
-  PixelBlock block = pixelBlockOf(op);
+  LoweringConfig config = *loweringConfigOf(op);
   WindowKind kind = *windowKind(op);
   BlockedOp blocked(op);
   Operation *init = initComputation(op);
@@ -803,12 +798,11 @@ LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp
   SmallVector<unsigned> order = largeFilter
                                     ? SmallVector<unsigned>{kBatch, kChannel, kRow, kColumn}
                                     : SmallVector<unsigned>{kBatch, kRow, kColumn, kChannel};
-  if (failed(blockPieces(rewriter, blocked, blocked.root(),
-                         {1, block.height, block.width, block.channels},
+  if (failed(blockPieces(rewriter, blocked, blocked.root(), config.registerBlock,
                          {kRow, kColumn, kChannel}, order,
                          [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                           emitBlock(rewriter, tile, kind, block.channels, width, dot,
-                                     readsInit);
+                           emitBlock(rewriter, tile, kind, config.panelWidth(), width,
+                                     config.dotProduct, readsInit);
                          })))
     return failure();
   if (!readsInit)

@@ -44,10 +44,6 @@ bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
 /// (and `dot` products for an INT8 convolution).
 PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot);
 
-/// The block that the lowering config of `op` (isBlockableChannelsLast)
-/// names.
-PixelBlock pixelBlockOf(mlir::linalg::LinalgOp op);
-
 /// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that
 /// was packed into panels [F / P, KH, KW, C, P]; returns P.
 std::optional<int64_t> packedFilterPanelWidth(mlir::linalg::UnPackOp unpack);

@@ -438,42 +438,37 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   std::optional<ContractionLoops> loops = matchBlockableContraction(op);
   if (!loops)
     return failure();
-  ContractionBlock block = contractionBlockOf(op, *loops);
-  std::optional<DotProductKind> dot = loweringConfigOf(op)->dotProduct;
+  LoweringConfig config = *loweringConfigOf(op);
+  int64_t columns = config.panelWidth();
 
-  // Blocks per axis of the result; columns outermost, so that a panel of
-  // the right operand stays in cache while the rows walk it. The last block
-  // of columns or rows may be narrower.
+  // Blocks per axis of the result, the config's; columns outermost, so that
+  // a panel of the right operand stays in cache while the rows walk it. The
+  // last block of columns or rows may be narrower.
   BlockedOp blocked(op);
   AffineMap resultMap = op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0)));
-  SmallVector<int64_t> sizes;
   SmallVector<unsigned> batchAxes;
   unsigned rowAxis = 0, columnAxis = 0;
   for (unsigned axis = 0; axis < resultMap.getNumResults(); ++axis) {
     unsigned loop = resultMap.getDimPosition(axis);
-    if (loop == loops->m) {
+    if (loop == loops->m)
       rowAxis = axis;
-      sizes.push_back(block.rows);
-    } else if (loop == loops->n) {
+    else if (loop == loops->n)
       columnAxis = axis;
-      sizes.push_back(block.columns);
-    } else {
+    else
       batchAxes.push_back(axis);
-      sizes.push_back(1);
-    }
   }
   SmallVector<unsigned> order = batchAxes;
   order.append({columnAxis, rowAxis});
   Operation *init = initComputation(op);
   bool readsInit = false;
-  if (failed(blockPieces(rewriter, blocked, blocked.root(), sizes, {columnAxis, rowAxis},
-                         order, [&](const BlockTile &tile, ArrayRef<int64_t>) {
+  if (failed(blockPieces(rewriter, blocked, blocked.root(), config.registerBlock,
+                         {columnAxis, rowAxis}, order,
+                         [&](const BlockTile &tile, ArrayRef<int64_t>) {
                            if (loops->integer)
-                             emitDotBlock(rewriter, tile, *loops, block.columns, width, *dot,
-                                          readsInit);
+                             emitDotBlock(rewriter, tile, *loops, columns, width,
+                                          *config.dotProduct, readsInit);
                            else
-                             emitBlock(rewriter, tile, *loops, block.columns, width,
-                                       readsInit);
+                             emitBlock(rewriter, tile, *loops, columns, width, readsInit);
                          })))
     return failure();
   if (!readsInit)

@@ -66,6 +66,23 @@ LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
     return op->emitError(kRegisterBlock)
            << "'s last extent, " << config->panelWidth()
            << ", is not a whole number of " << width << "-lane vectors";
+  // Blocks hold one batch entry: a contraction's batch axes, or dimension
+  // 0 of a window op's (n, oh, ow, channel) result.
+  SmallVector<unsigned> batchAxes{0};
+  if (loops) {
+    AffineMap resultMap = op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0)));
+    batchAxes.clear();
+    for (auto [axis, result] : llvm::enumerate(resultMap.getResults())) {
+      unsigned loop = cast<AffineDimExpr>(result).getPosition();
+      if (loop != loops->m && loop != loops->n)
+        batchAxes.push_back(axis);
+    }
+  }
+  for (unsigned axis : batchAxes)
+    if (config->registerBlock[axis] != 1)
+      return op->emitError(kRegisterBlock)
+             << "'s extent along batch axis " << axis << " is "
+             << config->registerBlock[axis] << "; blocks hold one batch entry";
   if (integer != config->dotProduct.has_value())
     return op->emitError(kDotProduct)
            << (integer ? " is required for an INT8 op" : " is only for INT8 ops");

@@ -49,9 +49,9 @@ void setLoweringConfig(mlir::Operation *op, const LoweringConfig &config);
 
 /// Checks a config recorded on `op` (which a test may have written): `op`
 /// is a contraction or an NHWC window op, the config has one positive
-/// extent per result axis, the last a multiple of `width` lanes, and a dot
-/// product exactly when the op computes INT8 dot products. Emits an error
-/// on `op` otherwise.
+/// extent per result axis, 1 along batch axes, the last a multiple of
+/// `width` lanes, and a dot product exactly when the op computes INT8 dot
+/// products. Emits an error on `op` otherwise.
 mlir::LogicalResult verifyLoweringConfig(mlir::linalg::LinalgOp op, int64_t width);
 
 } // namespace tessel::x86

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Passes.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/KernelWeights.h"
@@ -40,8 +41,6 @@ using namespace mlir;
 
 namespace tessel::x86 {
 namespace {
-
-constexpr llvm::StringLiteral kKernelAttr = "tessel.kernel";
 
 /// An 8-bit weight [..., K, N] (B [K, N], or an HWCF filter [KH, KW, C, F])
 /// as dot panels [ceil(N / panel), ..., ceil(K / 4), panel, 4]: per panel
@@ -208,7 +207,7 @@ struct TesselX86PackWeightsPass
     IRRewriter rewriter(&getContext());
     SmallVector<WeightRead> reads;
     for (auto kernel : module.getOps<func::FuncOp>()) {
-      if (kernel.isExternal() || !kernel->hasAttr(kKernelAttr))
+      if (kernel.isExternal() || !kernel->hasAttr(kKernelAttrName))
         continue;
       // The kernel's arguments change type: it must have no other caller.
       func::CallOp call = soleCall(kernel, module);

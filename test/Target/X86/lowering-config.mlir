@@ -354,3 +354,30 @@ module {
     return %0 : tensor<4x16xi32>
   }
 }
+
+// -----
+
+// Blocks hold one batch entry.
+func.func @batched(%a: tensor<2x6x4xf32>, %b: tensor<2x4x16xf32>, %c: tensor<2x6x16xf32>) -> tensor<2x6x16xf32> {
+  // expected-error @+1 {{register_block's extent along batch axis 0 is 2; blocks hold one batch entry}}
+  %0 = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<2x6x4xf32>, tensor<2x4x16xf32>) outs(%c : tensor<2x6x16xf32>)
+      attrs = {tessel.lowering_config = {register_block = array<i64: 2, 6, 16>}} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x6x16xf32>
+  return %0 : tensor<2x6x16xf32>
+}
+
+// -----
+
+func.func @batched_pool(%in: tensor<2x4x4x8xf32>, %window: tensor<2x2xf32>, %out: tensor<2x3x3x8xf32>) -> tensor<2x3x3x8xf32> {
+  // expected-error @+1 {{register_block's extent along batch axis 0 is 2; blocks hold one batch entry}}
+  %0 = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>,
+                                tessel.lowering_config = {register_block = array<i64: 2, 1, 3, 8>}}
+      ins(%in, %window : tensor<2x4x4x8xf32>, tensor<2x2xf32>) outs(%out : tensor<2x3x3x8xf32>) -> tensor<2x3x3x8xf32>
+  return %0 : tensor<2x3x3x8xf32>
+}
