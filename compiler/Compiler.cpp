@@ -24,6 +24,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -175,6 +176,10 @@ TargetOptions targetOptions(const CompileOptions &options) {
   targetOptions.npuConfigFile = options.npuConfigFile;
   if (!options.cudaArchitectures.empty())
     targetOptions.cudaArchitectures = options.cudaArchitectures;
+  targetOptions.cudaPrecision = llvm::StringSwitch<ProductPrecision>(options.cudaPrecision)
+                                    .Case("fp32", ProductPrecision::F32)
+                                    .Case("bf16", ProductPrecision::BF16)
+                                    .Default(ProductPrecision::F16);
   return targetOptions;
 }
 
@@ -185,6 +190,9 @@ llvm::Expected<std::vector<std::unique_ptr<Target>>> createTargets(const Compile
   llvm::StringRef(options.target).split(names, ',', -1, /*KeepEmpty=*/false);
   if (!llvm::is_contained(names, fallbackTargetName()))
     names.push_back(fallbackTargetName());
+  if (!llvm::is_contained({"fp32", "fp16", "bf16"}, options.cudaPrecision))
+    return compileError("unknown precision '" + options.cudaPrecision +
+                        "' (known: fp32, fp16, bf16)");
   std::vector<std::unique_ptr<Target>> targets;
   for (llvm::StringRef name : names) {
     llvm::Expected<std::unique_ptr<Target>> target = createTarget(name.trim(), targetOptions(options));

@@ -53,6 +53,9 @@ struct CompileOptions {
   /// GPU architectures of the CUDA target (--cuda-arch); empty means the
   /// target's default, sm_80 and sm_90.
   std::vector<std::string> cudaArchitectures;
+  /// The operand precision of the CUDA target's matrix products
+  /// (--precision: fp32, fp16 or bf16); fp16 puts them on the tensor cores.
+  std::string cudaPrecision = "fp16";
   ImportOptions import;
   /// Called at the start of each stage with a one-line description.
   std::function<void(llvm::StringRef)> progress;

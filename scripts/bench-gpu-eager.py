@@ -2,7 +2,7 @@
 """PyTorch eager on the GPU, the reference the CUDA target's latencies are
 reported next to: the test models of test/lib/export_torch_model.py (same
 constructors and input shapes, random weights), and torch.matmul at 4096³
-in fp32 and fp16 (cuBLAS). Prints one median per line, in milliseconds, over
+in fp32, fp16 and bf16 (cuBLAS). Prints one median per line, in milliseconds, over
 --runs runs after --warmup, each timed to its completion (synchronize).
 
   python3 scripts/bench-gpu-eager.py squeezenet mobilenet_v2 --batch 1
@@ -56,7 +56,7 @@ def main():
         with torch.no_grad():
             ms = median_ms(lambda: model(example), args.runs, args.warmup)
         print("eager %s batch %d: median %.3f ms" % (name, args.batch, ms))
-    for dtype in (torch.float32, torch.float16):
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
         a = torch.randn(4096, 4096, device=device, dtype=dtype)
         b = torch.randn(4096, 4096, device=device, dtype=dtype)
         ms = median_ms(lambda: torch.matmul(a, b), 20, 5)

@@ -11,12 +11,20 @@ artifacts, their test data, tessel-run with the libraries it needs, and
 gpu-checks.sh, which runs everything with `tessel-run --device cuda` and
 ends with a summary line `N passed, N failed`.
 
+Models are compiled once per --precisions entry (models/NAME.PRECISION).
+--products takes the folder scripts/tensor-core-products.py wrote and
+compiles each product at fp16, bf16 and fp32 with its data. --bench models
+(large ones, whose weights scripts/two-level-weights.py made compressible)
+are compiled without data and packed with xz, for latency only.
+
   scripts/cuda-device-bundle.py --build build --out .gpu \\
       --node-list test/EndToEnd/OnnxNode/onnx-1.22/expected-pass.txt \\
-      --model squeezenet=path/model.onnx:path/data ...
+      --model squeezenet=path/model.onnx:path/data ... \\
+      --products DIR --bench resnet50_b32=path/model.onnx ...
 """
 
 import argparse
+import lzma
 import os
 import shutil
 import subprocess
@@ -25,7 +33,16 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "lib"))
 import onnx_node_test  # noqa: E402
 
-CUDA = ["--target", "cuda", "--cuda-arch", "sm_80,sm_90"]
+PRODUCT_PRECISIONS = ("fp16", "bf16", "fp32")
+
+
+def cuda_flags(args, precision):
+    return ["--target", "cuda", "--cuda-arch", args.arch, "--precision", precision]
+
+
+def compile_model(tools, model, artifact, flags):
+    subprocess.check_call([os.path.join(tools, "tessel-compile"), model, "-q", "-o", artifact,
+                           *flags], stdout=subprocess.DEVNULL)
 
 
 def node_test_root(python):
@@ -44,7 +61,7 @@ def bundle_node_tests(args, tools, out):
     for i, name in enumerate(names):
         work = os.path.join(out, "node", name)
         outcome = onnx_node_test.run_node_test(tools, os.path.join(root, name), work,
-                                               compile_args=CUDA)
+                                               compile_args=cuda_flags(args, args.node_precision))
         if outcome.status != onnx_node_test.PASS:
             failed += 1
             print("%s: %s on the CPU: %s" % (name, outcome.status, outcome.detail))
@@ -64,13 +81,40 @@ def bundle_models(args, tools, out):
     for spec in args.model:
         name, paths = spec.split("=", 1)
         model, data = paths.split(":", 1)
-        folder = os.path.join(out, "models", name)
-        os.makedirs(folder, exist_ok=True)
-        subprocess.check_call([os.path.join(tools, "tessel-compile"), model, "-q", "-o",
-                               os.path.join(folder, "model.tsl"), *CUDA],
-                              stdout=subprocess.DEVNULL)
-        shutil.copytree(data, os.path.join(folder, "data"), dirs_exist_ok=True)
-        print("model %s: compiled" % name, flush=True)
+        for precision in args.precisions.split(","):
+            folder = os.path.join(out, "models", "%s.%s" % (name, precision))
+            os.makedirs(folder, exist_ok=True)
+            compile_model(tools, model, os.path.join(folder, "model.tsl"),
+                          cuda_flags(args, precision))
+            shutil.copytree(data, os.path.join(folder, "data"), dirs_exist_ok=True)
+            print("model %s: compiled at %s" % (name, precision), flush=True)
+
+
+def bundle_products(args, tools, out):
+    for name in sorted(os.listdir(args.products)):
+        source = os.path.join(args.products, name)
+        for precision in PRODUCT_PRECISIONS:
+            folder = os.path.join(out, "products", "%s.%s" % (name, precision))
+            os.makedirs(folder, exist_ok=True)
+            compile_model(tools, os.path.join(source, "model.onnx"),
+                          os.path.join(folder, "model.tsl"), cuda_flags(args, precision))
+            shutil.copytree(os.path.join(source, precision), os.path.join(folder, "data"),
+                            dirs_exist_ok=True)
+        print("product %s: compiled" % name, flush=True)
+
+
+def bundle_bench(args, tools, out):
+    folder = os.path.join(out, "bench")
+    os.makedirs(folder, exist_ok=True)
+    for spec in args.bench:
+        name, model = spec.split("=", 1)
+        for precision in args.precisions.split(","):
+            artifact = os.path.join(folder, "%s.%s.tsl" % (name, precision))
+            compile_model(tools, model, artifact, cuda_flags(args, precision))
+            with open(artifact, "rb") as source, lzma.open(artifact + ".xz", "wb") as packed:
+                shutil.copyfileobj(source, packed)
+            os.remove(artifact)
+            print("bench %s: compiled at %s" % (name, precision), flush=True)
 
 
 def copy_runtime(args, out):
@@ -100,6 +144,13 @@ def main():
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--model", action="append", default=[],
                         help="NAME=MODEL.onnx:DATA_DIR (input_N.pb and output_N.pb)")
+    parser.add_argument("--arch", default="sm_80,sm_90", help="--cuda-arch of every artifact")
+    parser.add_argument("--precisions", default="fp16",
+                        help="the --precision of each compilation of the models, comma-separated")
+    parser.add_argument("--node-precision", default="fp32",
+                        help="the node tests' --precision (their tolerance is fp32's)")
+    parser.add_argument("--products", help="the folder scripts/tensor-core-products.py wrote")
+    parser.add_argument("--bench", action="append", default=[], help="NAME=MODEL.onnx")
     args = parser.parse_args()
     tools = os.path.join(args.build, "bin")
     os.makedirs(args.out, exist_ok=True)
@@ -107,6 +158,10 @@ def main():
     shutil.copy(os.path.join(os.path.dirname(__file__), "gpu-checks.sh"), args.out)
     if args.model:
         bundle_models(args, tools, args.out)
+    if args.products:
+        bundle_products(args, tools, args.out)
+    if args.bench:
+        bundle_bench(args, tools, args.out)
     if args.node_list:
         bundle_node_tests(args, tools, args.out)
 

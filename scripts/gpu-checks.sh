@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # The CUDA target's checks on a machine with an NVIDIA GPU, run from the
-# folder scripts/cuda-device-bundle.py made: every model and node test with
-# `tessel-run --device cuda` against its expected outputs (onnxruntime's for
-# the models, ONNX's own for the node tests), then compute-sanitizer's
-# memcheck and racecheck on the models. Ends with `N passed, N failed`.
+# folder scripts/cuda-device-bundle.py made: every tensor-core product,
+# model and node test with `tessel-run --device cuda` against its expected
+# outputs (float64 products of the rounded inputs for the products,
+# onnxruntime's for the models, ONNX's own for the node tests), then
+# compute-sanitizer's memcheck and racecheck on the products and models,
+# then the latency of the bench models. Ends with `N passed, N failed`.
 #
-#   ./gpu-checks.sh [JOBS]
+# Tolerances: fp32 rtol 1e-3, atol 1e-4. The products, whatever their
+# precision, the same: their references round the inputs as the kernels do.
+# Models at fp16 rtol 1e-2, atol 1e-2, at bf16 5e-2: each product's inputs
+# are rounded (relative error 2^-11 for fp16, 2^-8 for bf16), and the
+# rounding errors of consecutive layers add up; the bounds are about 20 and
+# 13 units of that rounding, and the measured largest errors are printed.
+#
+#   ./gpu-checks.sh [JOBS] [SECTIONS]   (SECTIONS: products,models,sanitizer,node,bench)
+#   SANITIZE='products/*.fp16/ models/mlp.fp16/' ./gpu-checks.sh 8 sanitizer
 set -u
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH="$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 RUN="$PWD/bin/tessel-run"
 JOBS="${1:-8}"
+SECTIONS="${2:-products,models,sanitizer,node,bench}"
 passed=0
 failed=0
 
@@ -28,26 +39,50 @@ check() { # name, command...: one check, counted
   fi
 }
 
-for model in models/*/; do
-  name=$(basename "$model")
-  check "model $name" "$RUN" --device cuda "$model/model.tsl" --test-data "$model/data" \
-    --rtol 1e-3 --atol 1e-4
-done
+section() { [[ ",$SECTIONS," == *",$1,"* ]] && [ -d "${2:-.}" ]; }
 
-if command -v compute-sanitizer >/dev/null; then
+tolerance() { # folder name ending in .PRECISION: the models' tolerance for it
+  case "$1" in
+    *.fp16) echo "--rtol 1e-2 --atol 1e-2" ;;
+    *.bf16) echo "--rtol 5e-2 --atol 5e-2" ;;
+    *) echo "--rtol 1e-3 --atol 1e-4" ;;
+  esac
+}
+
+if section products products; then
+  for product in products/*/; do
+    name=$(basename "$product")
+    check "product $name" "$RUN" --device cuda "$product/model.tsl" --test-data "$product/data" \
+      --rtol 1e-3 --atol 1e-4
+  done
+fi
+
+if section models models; then
   for model in models/*/; do
     name=$(basename "$model")
+    # shellcheck disable=SC2046
+    check "model $name" "$RUN" --device cuda "$model/model.tsl" --test-data "$model/data" \
+      $(tolerance "$name")
+  done
+fi
+
+if section sanitizer && command -v compute-sanitizer >/dev/null; then
+  # $SANITIZE narrows the folders (racecheck on a large model takes long).
+  for folder in ${SANITIZE:-products/*.fp16/ models/*/}; do
+    [ -d "$folder" ] || continue
+    name=$(basename "$folder")
     for tool in memcheck racecheck; do
+      # shellcheck disable=SC2046
       check "$tool $name" timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        "$RUN" --device cuda "$model/model.tsl" --test-data "$model/data" --rtol 1e-3 --atol 1e-4
+        "$RUN" --device cuda "$folder/model.tsl" --test-data "$folder/data" $(tolerance "$name")
     done
   done
-else
+elif section sanitizer; then
   echo "compute-sanitizer: not installed here"
 fi
 
 # Node tests, several at once: each run starts the driver and JITs its PTX.
-if [ -d node ]; then
+if section node node; then
   node_test() {
     local dir="$1" name status=0
     name=$(basename "$dir")
@@ -69,6 +104,20 @@ if [ -d node ]; then
   echo "node tests on the GPU: $node_passed passed, $node_failed failed"
   passed=$((passed + node_passed))
   failed=$((failed + node_failed))
+fi
+
+# Latency: medians of 30 runs after 5, every model of models/ and bench/.
+if section bench; then
+  for artifact in models/*/model.tsl bench/*.tsl.xz; do
+    [ -f "$artifact" ] || continue
+    if [[ "$artifact" == *.xz ]]; then
+      xz -dkf "$artifact" && artifact="${artifact%.xz}"
+    fi
+    name=$(basename "$(dirname "$artifact")")
+    [[ "$artifact" == bench/* ]] && name=$(basename "$artifact" .tsl)
+    echo "latency $name: $("$RUN" --device cuda "$artifact" --bench 30 --warmup 5 2>&1 |
+      grep -E 'latency|error' | tr '\n' ' ')"
+  done
 fi
 
 echo "$passed passed, $failed failed"

@@ -17,6 +17,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,8 +50,8 @@ struct CudaArgument {
 /// One kernel launch of a CUDA entry.
 struct CudaLaunch {
   std::string function; // the .entry in the PTX
-  uint32_t grid[3] = {1, 1, 1};
-  uint32_t block[3] = {1, 1, 1};
+  std::array<uint32_t, 3> grid = {1, 1, 1};
+  std::array<uint32_t, 3> block = {1, 1, 1};
   uint32_t dynamicSharedMemory = 0;
   std::vector<CudaArgument> arguments;
 };
@@ -100,6 +101,11 @@ struct Executable {
   bool replacesFallback = false;
 };
 
+/// What the CUDA target's matrix products read their operands as
+/// (--precision): f32, or rounded to a half-precision type for the tensor
+/// cores. They accumulate in f32 either way.
+enum class ProductPrecision { F32, F16, BF16 };
+
 struct TargetOptions {
   int optLevel = 3;
   /// CPU or GPU architecture to generate code for; empty means the host CPU.
@@ -112,6 +118,8 @@ struct TargetOptions {
   std::string npuConfigFile;
   /// CUDA: the GPU architectures to generate PTX for (--cuda-arch).
   std::vector<std::string> cudaArchitectures = {"sm_80", "sm_90"};
+  /// CUDA: the operand precision of matrix products (--precision).
+  ProductPrecision cudaPrecision = ProductPrecision::F16;
   /// CUDA: when set, the target prints the PTX of every architecture here.
   llvm::raw_ostream *ptx = nullptr;
 };

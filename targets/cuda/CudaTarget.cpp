@@ -1,8 +1,9 @@
 //===- CudaTarget.cpp - PTX for NVIDIA GPUs -------------------------------===//
 //
-// The kernels, linalg on tensors, are bufferized and lowered to parallel
-// loops (Loops.cpp); every top-level loop nest becomes a GPU kernel with one
-// thread per iteration (Launches.cpp), lowered through the gpu and nvvm
+// The kernels, linalg on tensors, are bufferized; their large matrix
+// products become tensor-core launches (TensorCoreProducts.cpp) and the rest
+// parallel loops (Loops.cpp); every top-level loop nest becomes a GPU kernel
+// with one thread per iteration (Launches.cpp), all lowered through the gpu and nvvm
 // dialects and LLVM's NVPTX backend to PTX, once per architecture asked
 // for (Ptx.cpp). The
 // executables replace the CPU's at load time where a GPU is present.
@@ -24,8 +25,10 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -57,8 +60,8 @@ LogicalResult expandMath(gpu::GPUModuleOp module) {
 
 class CudaTarget : public Target {
 public:
-  explicit CudaTarget(std::vector<const cuda::Architecture *> architectures)
-      : architectures(std::move(architectures)) {}
+  CudaTarget(std::vector<const cuda::Architecture *> architectures, ProductPrecision precision)
+      : architectures(std::move(architectures)), precision(precision) {}
 
   llvm::StringRef name() const override { return "cuda"; }
   DeviceKind device() const override { return DeviceKind::Cuda; }
@@ -75,7 +78,7 @@ public:
                                                 const TargetOptions &options) override {
     MLIRContext &context = *kernels.getContext();
     context.loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
-    if (failed(cuda::lowerKernelsToLoops(kernels)))
+    if (failed(cuda::lowerKernelsToLoops(kernels, precision)))
       return failure();
 
     OpBuilder builder(kernels.getBodyRegion());
@@ -162,6 +165,8 @@ private:
     populateMathToLLVMConversionPatterns(converter, patterns, /*approximateLog1p=*/true,
                                          /*benefit=*/2);
     populateGpuToNVVMConversionPatterns(converter, patterns);
+    populateNVGPUToNVVMConversionPatterns(converter, patterns);
+    populateVectorToLLVMConversionPatterns(converter, patterns);
     LLVMConversionTarget target(*context);
     configureGpuToNVVMConversionLegality(target);
     target.addLegalOp<LLVM::FAbsOp, LLVM::FCeilOp, LLVM::FFloorOp, LLVM::FTruncOp,
@@ -171,6 +176,7 @@ private:
   }
 
   std::vector<const cuda::Architecture *> architectures;
+  ProductPrecision precision;
 };
 
 } // namespace
@@ -189,7 +195,7 @@ llvm::Expected<std::unique_ptr<Target>> createCudaTarget(const TargetOptions &op
   if (architectures.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "--cuda-arch names no architecture");
-  return std::make_unique<CudaTarget>(std::move(architectures));
+  return std::make_unique<CudaTarget>(std::move(architectures), options.cudaPrecision);
 }
 
 } // namespace tessel

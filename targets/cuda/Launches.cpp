@@ -206,6 +206,10 @@ LogicalResult formLaunches(func::FuncOp kernel, unsigned threadsPerBlock) {
       flushSerial();
       continue;
     }
+    if (isa<gpu::LaunchOp>(op)) { // a tensor-core product, launched already
+      flushSerial();
+      continue;
+    }
     if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
       flushSerial();
       if (failed(launchParallelLoop(loop, threadsPerBlock)))
@@ -250,8 +254,10 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
     auto dimension = [](Value value) {
       return static_cast<uint32_t>(*getConstantIntValue(value));
     };
-    record.grid[0] = dimension(launch.getGridSizeX());
-    record.block[0] = dimension(launch.getBlockSizeX());
+    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    record.grid = {dimension(grid.x), dimension(grid.y), dimension(grid.z)};
+    record.block = {dimension(block.x), dimension(block.y), dimension(block.z)};
     // Distinct arguments are distinct buffers or disjoint temporaries, so
     // LLVM may keep values in registers across stores to the ones written
     // (an accumulator). Only those are marked: a read-only noalias pointer
@@ -260,15 +266,25 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
     // bytes aligned (the arena's and the weights' 64, scratch offsets 256),
     // which lets loads go 16 bytes at a time.
     Builder attributes(kernel.getContext());
-    for (BlockArgument argument : function.getArguments()) {
+    // (The body's first arguments; those after them are the launch's
+    // shared-memory buffers.)
+    for (BlockArgument argument :
+         function.getArguments().take_front(function.getFunctionType().getNumInputs())) {
       if (isWritten(argument, function))
         function.setArgAttr(argument.getArgNumber(), LLVM::LLVMDialect::getNoAliasAttrName(),
                             attributes.getUnitAttr());
       function.setArgAttr(argument.getArgNumber(), LLVM::LLVMDialect::getAlignAttrName(),
                           attributes.getI64IntegerAttr(kArgumentAlignment));
     }
+    // Shared memory is read in whole words and more: its buffers start at
+    // 16-byte boundaries, as arguments do.
+    for (unsigned i = 0; i < function.getNumWorkgroupAttributions(); ++i)
+      function.setWorkgroupAttributionAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                                           attributes.getI64IntegerAttr(kArgumentAlignment));
     function.setKnownBlockSizeAttr(
-        DenseI32ArrayAttr::get(kernel.getContext(), {int32_t(record.block[0]), 1, 1}));
+        DenseI32ArrayAttr::get(kernel.getContext(), {int32_t(record.block[0]),
+                                                     int32_t(record.block[1]),
+                                                     int32_t(record.block[2])}));
     for (Value operand : operands) {
       FailureOr<CudaArgument> argument = argumentOf(operand, kernel, scratch);
       if (failed(argument))

@@ -1,7 +1,9 @@
 //===- Loops.cpp - Tessel kernels as buffers and loop nests ---------------===//
 
 #include "targets/cuda/Loops.h"
+#include "targets/cuda/TensorCoreProducts.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -9,8 +11,10 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -111,17 +115,49 @@ LogicalResult tileProducts(ModuleOp module) {
   return success();
 }
 
+bool isProduct(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  return linalgOp && linalg::isaContractionOpInterface(linalgOp);
+}
+
+/// Upstream's elementwise fusion (linalg-fuse-elementwise-ops), except that
+/// for the tensor cores a matrix product is neither fused into its consumer
+/// nor takes in its producers: their kernel reads plain operands, where a
+/// fused producer would put its arithmetic and its reshapes (of the weights
+/// the CPU's layout packed) inside the product's loops.
+LogicalResult fuseElementwise(ModuleOp kernels, ProductPrecision precision) {
+  MLIRContext *context = kernels.getContext();
+  bool keepProductsWhole = precision != ProductPrecision::F32;
+  linalg::ControlFusionFn control = [keepProductsWhole](OpOperand *fused) {
+    Operation *producer = fused->get().getDefiningOp();
+    if (!producer || !producer->hasOneUse())
+      return false;
+    return !keepProductsWhole || (!isProduct(producer) && !isProduct(fused->getOwner()));
+  };
+  RewritePatternSet patterns(context);
+  linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+  linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
+  tensor::populateBubbleUpExpandShapePatterns(patterns);
+  affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
+  linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
+  tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, context);
+  tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, context);
+  context->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
+  linalg::populateConstantFoldLinalgOperations(patterns, control);
+  return applyPatternsGreedily(kernels, std::move(patterns),
+                               GreedyRewriteConfig().setUseTopDownTraversal());
+}
+
 } // namespace
 
 uint64_t bufferBytes(MemRefType type) {
   return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
 }
 
-LogicalResult bufferizeKernels(ModuleOp kernels) {
-  if (failed(lowerPacking(kernels)))
+LogicalResult bufferizeKernels(ModuleOp kernels, ProductPrecision precision) {
+  if (failed(lowerPacking(kernels)) || failed(fuseElementwise(kernels, precision)))
     return failure();
   PassManager pm(kernels.getContext());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
@@ -136,8 +172,9 @@ LogicalResult bufferizeKernels(ModuleOp kernels) {
   return success();
 }
 
-LogicalResult lowerKernelsToLoops(ModuleOp kernels) {
-  if (failed(bufferizeKernels(kernels)) || failed(tileProducts(kernels)))
+LogicalResult lowerKernelsToLoops(ModuleOp kernels, ProductPrecision precision) {
+  if (failed(bufferizeKernels(kernels, precision)) ||
+      failed(launchProductsOnTensorCores(kernels, precision)) || failed(tileProducts(kernels)))
     return failure();
   PassManager loops(kernels.getContext());
   loops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

@@ -9,21 +9,26 @@
 #ifndef TESSEL_TARGETS_CUDA_LOOPS_H
 #define TESSEL_TARGETS_CUDA_LOOPS_H
 
+#include "targets/Target.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace tessel::cuda {
 
-/// Bufferizes the kernels of `kernels`: results become output bindings
-/// (after the inputs), temporaries allocations, copies linalg copies, and
-/// the packs and unpacks of weights packed for the CPU transposes.
-mlir::LogicalResult bufferizeKernels(mlir::ModuleOp kernels);
+/// Bufferizes the kernels of `kernels`, after fusing their elementwise ops
+/// (matrix products kept apart unless `precision` is F32): results become
+/// output bindings (after the inputs), temporaries allocations, copies
+/// linalg copies, and the packs and unpacks of weights packed for the CPU
+/// transposes.
+mlir::LogicalResult bufferizeKernels(mlir::ModuleOp kernels, ProductPrecision precision);
 
-/// bufferizeKernels, then the linalg ops as loops: matrix products tiled
-/// so that each thread computes a small block of outputs, every op an
-/// scf.parallel over its parallel dimensions around scf.for over its
-/// reductions.
-mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels);
+/// bufferizeKernels, then the linalg ops as loops: matrix products that
+/// fill the tensor cores launched on them unless `precision` is F32
+/// (TensorCoreProducts.h), the other products tiled so that each thread
+/// computes a small block of outputs, every op an scf.parallel over its
+/// parallel dimensions around scf.for over its reductions.
+mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels, ProductPrecision precision);
 
 /// The bytes a static buffer of `type` takes (a byte per element under 8
 /// bits).

@@ -155,6 +155,12 @@ int main(int argc, char **argv) {
   app.add_option("--cuda-arch", cudaArchitectures,
                  "GPU architectures of the CUDA target, comma-separated (sm_80, sm_86, sm_89, "
                  "sm_90); default: sm_80,sm_90");
+  std::string precision = "fp16";
+  app.add_option("--precision", precision,
+                 "What the CUDA target's matrix products read their operands as: fp16 or "
+                 "bf16 on the tensor cores, or fp32 on the FMA units; they accumulate in "
+                 "f32, and the model's inputs and outputs keep their types (default: fp16)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--emit", emit,
                  "What to produce: the artifact, an intermediate form, or (qdq-onnx) the "
                  "graph as Tessel quantized it, as a QDQ ONNX model")
@@ -230,6 +236,7 @@ int main(int argc, char **argv) {
   options.optLevel = optLevel;
   options.cpu = cpu;
   options.import.dynamicBatch = dynamicBatch;
+  options.cudaPrecision = precision;
   llvm::SmallVector<llvm::StringRef> architectures;
   llvm::StringRef(cudaArchitectures).split(architectures, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef architecture : architectures)

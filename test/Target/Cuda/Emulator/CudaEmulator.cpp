@@ -101,7 +101,7 @@ LogicalResult lowerToHost(ModuleOp module) {
 /// The reference: upstream's bufferization and loops, nothing of the CUDA
 /// target's tiles or launches.
 LogicalResult lowerReference(ModuleOp module) {
-  if (failed(tessel::cuda::bufferizeKernels(module)))
+  if (failed(tessel::cuda::bufferizeKernels(module, tessel::ProductPrecision::F32)))
     return failure();
   PassManager pm(module.getContext());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -111,7 +111,7 @@ LogicalResult lowerReference(ModuleOp module) {
 /// The CUDA target's lowering and launches, the launches run as loops.
 /// Counts the launches into `launches`.
 LogicalResult lowerEmulated(ModuleOp module, unsigned &launches) {
-  if (failed(tessel::cuda::lowerKernelsToLoops(module)))
+  if (failed(tessel::cuda::lowerKernelsToLoops(module, tessel::ProductPrecision::F32)))
     return failure();
   for (auto kernel : module.getOps<func::FuncOp>()) {
     if (failed(tessel::cuda::formLaunches(kernel, kThreadsPerBlock)))

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Writes the CUDA target's tensor-core product checks: small ONNX models
+of matrix products whose shapes reach every case of the kernel (edges that
+cut a block tile, batches, a second M loop, each operand with k innermost
+or not, packed weights), each with a test-data folder per precision.
+
+The expected outputs are the products computed in float64 from the inputs
+rounded to the precision the kernel reads (fp16 or bf16; fp32 unrounded).
+What is left between them and the GPU's outputs is the order of the f32
+sums, so a tight tolerance (rtol 1e-3, atol 1e-4 on outputs of magnitude
+about 10) catches any fragment, tile or edge that is wrong: those give
+errors of the outputs' own size.
+
+  scripts/tensor-core-products.py -o DIR   # DIR/NAME/model.onnx, DIR/NAME/PRECISION/
+"""
+
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+PRECISIONS = ("fp16", "bf16", "fp32")
+
+
+def round_to(values, precision):
+    values = values.astype(np.float32)
+    if precision == "fp16":
+        return values.astype(np.float16).astype(np.float64)
+    if precision == "bf16":  # round to nearest even on the upper 16 bits
+        bits = values.view(np.uint32).astype(np.uint64)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    return values.astype(np.float64)
+
+
+def matmul_case(a_shape, b_shape, b_constant=False):
+    """MatMul of two inputs (or of an input and a weight)."""
+    def build(random):
+        a = random.uniform(-1, 1, a_shape).astype(np.float32)
+        b = random.uniform(-1, 1, b_shape).astype(np.float32)
+        out_shape = list(np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape)
+        inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, a_shape)]
+        initializers = []
+        if b_constant:
+            initializers.append(numpy_helper.from_array(b, "b"))
+        else:
+            inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape))
+        graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "product",
+                                  inputs, [helper.make_tensor_value_info(
+                                      "y", TensorProto.FLOAT, out_shape)], initializers)
+        feeds = [a] if b_constant else [a, b]
+        return graph, feeds, lambda p: np.matmul(round_to(a, p), round_to(b, p))
+    return build
+
+
+def gemm_case(m, n, k, trans_a, trans_b):
+    """Gemm of two inputs with a bias, either operand transposed."""
+    def build(random):
+        a = random.uniform(-1, 1, (k, m) if trans_a else (m, k)).astype(np.float32)
+        b = random.uniform(-1, 1, (n, k) if trans_b else (k, n)).astype(np.float32)
+        c = random.uniform(-1, 1, (n,)).astype(np.float32)
+        node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transA=trans_a, transB=trans_b)
+        graph = helper.make_graph(
+            [node], "product",
+            [helper.make_tensor_value_info("a", TensorProto.FLOAT, a.shape),
+             helper.make_tensor_value_info("b", TensorProto.FLOAT, b.shape),
+             helper.make_tensor_value_info("c", TensorProto.FLOAT, c.shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, (m, n))])
+        def expected(p):
+            a_p, b_p = round_to(a, p), round_to(b, p)
+            return (a_p.T if trans_a else a_p) @ (b_p.T if trans_b else b_p) + c
+        return graph, [a, b, c], expected
+    return build
+
+
+CASES = {
+    # M and N cut the 128 x 128 block tiles; K a whole number of steps.
+    "ragged_200x136x96": matmul_case([200, 96], [96, 136]),
+    # A batch, and every extent ragged (K = 50 cuts the 32-deep steps).
+    "batched_3x70x90x50": matmul_case([3, 70, 50], [3, 50, 90]),
+    # Whole tiles, several reduction steps.
+    "tiles_256x256x256": matmul_case([256, 256], [256, 256]),
+    # A [1, 96, 256] activation by a weight (packed for the CPU, unpacked
+    # for the GPU): two M loops.
+    "weight_1x96x384x256": matmul_case([1, 96, 256], [256, 384], b_constant=True),
+    # B with k innermost (transB), then A with m innermost (transA).
+    "gemm_transb_128x384x256": gemm_case(128, 384, 256, 0, 1),
+    "gemm_transa_128x192x256": gemm_case(128, 192, 256, 1, 0),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args()
+    for i, (name, build) in enumerate(sorted(CASES.items())):
+        graph, feeds, expected = build(np.random.default_rng(i))
+        folder = os.path.join(args.output, name)
+        os.makedirs(folder, exist_ok=True)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 9
+        onnx.checker.check_model(model)
+        onnx.save(model, os.path.join(folder, "model.onnx"))
+        for precision in PRECISIONS:
+            data = os.path.join(folder, precision)
+            os.makedirs(data, exist_ok=True)
+            for j, value in enumerate(feeds):
+                with open(os.path.join(data, "input_%d.pb" % j), "wb") as stream:
+                    stream.write(numpy_helper.from_array(value).SerializeToString())
+            with open(os.path.join(data, "output_0.pb"), "wb") as stream:
+                stream.write(numpy_helper.from_array(
+                    expected(precision).astype(np.float32)).SerializeToString())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,484 @@
+//===- TensorCoreProducts.cpp - Matrix products on tensor cores -----------===//
+//
+// A product C += A·B (batched or not, any operand layout the op's indexing
+// maps describe) becomes one launch whose blocks each own a kBlockM x
+// kBlockN tile of C. Per step of kBlockK along the reduction, the block's
+// threads load both operands' tiles from global memory, round them to half
+// precision and store them in shared memory; each of its eight warps then
+// multiplies its 64 x 32 part with mma.sync (m16n8k16), keeping the sums in
+// f32 registers. The next step's tiles are loaded into registers while the
+// warps multiply the current ones, so global latency overlaps the math.
+//
+// The fragment layouts are those of PTX's mma.m16n8k16 with A row-major
+// and B column-major: a thread (lane = 4 * group + t) holds
+//   A: rows group and group + 8, columns 2t, 2t + 1, 2t + 8, 2t + 9;
+//   B: column group, rows 2t, 2t + 1, 2t + 8, 2t + 9;
+//   C: rows group and group + 8, columns 2t and 2t + 1.
+// Shared memory keeps an operand whose innermost dimension is k as
+// [row][k] (A as [m][k], B as [n][k]): then each register of a fragment is
+// a pair of neighbouring values of a row of 8 x 8 matrices, and one
+// ldmatrix loads four such matrices per warp. An operand whose innermost
+// dimension is its rows (a weight [k][n]) is kept as [k][row], so that its
+// staging stores stay whole vectors, and ldmatrix transposes it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "targets/cuda/TensorCoreProducts.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+
+namespace tessel::cuda {
+
+namespace {
+
+// The tile of C a block computes, and the reduction step it stages.
+constexpr int64_t kBlockM = 128, kBlockN = 128, kBlockK = 32;
+// The block's warps as a 2 x 4 grid, each computing a 64 x 32 part of the
+// tile: 4 x 4 mma tiles, 64 f32 accumulators per thread.
+constexpr int64_t kWarpSize = 32, kWarpsM = 2, kWarpsN = 4;
+constexpr int64_t kThreads = kWarpSize * kWarpsM * kWarpsN;
+constexpr int64_t kWarpTileM = kBlockM / kWarpsM, kWarpTileN = kBlockN / kWarpsN;
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int64_t kTilesM = kWarpTileM / kMmaM, kTilesN = kWarpTileN / kMmaN;
+// Each mma tile's 16 x 8 f32 sums are four per thread.
+constexpr int64_t kAccumulators = kTilesM * kTilesN * 4;
+// One ldmatrix loads two neighbouring B tiles.
+static_assert(kTilesN % 2 == 0, "B tiles come in pairs");
+// A shared tile's rows are padded by 8 values (16 bytes): the 80-byte
+// ([row][k]) or 272-byte ([k][row]) stride puts the eight rows an ldmatrix
+// reads at once in distinct banks, and keeps every row 16-byte aligned.
+constexpr int64_t kSharedPadding = 8;
+// Staging loads 4 f32 (16 bytes) at a time where the operand allows.
+constexpr int64_t kVectorWidth = 4;
+// Products smaller than one warp's mma tiles in M or N waste most of each
+// mma; they stay on the FMA loops.
+constexpr int64_t kMinimumRows = 32, kMinimumColumns = 32, kMinimumDepth = kMmaK;
+
+/// A product the tensor cores take: its loops by role and their extents.
+/// `batch` holds every loop each block takes one value of: the batch loops,
+/// and the M and N loops but the innermost (a MatMul of [1, 128, 768] by
+/// [768, 768] has two M loops).
+struct Product {
+  linalg::LinalgOp op;
+  SmallVector<unsigned> batch;
+  unsigned m, n, k;
+  SmallVector<int64_t> extents;
+};
+
+/// Whether `op`'s body is out + a * b (in either order).
+bool isMultiplyAccumulate(linalg::LinalgOp op) {
+  Block &body = op->getRegion(0).front();
+  if (body.getOperations().size() != 3 || body.getNumArguments() != 3)
+    return false;
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value a = body.getArgument(0), b = body.getArgument(1), out = body.getArgument(2);
+  auto isProduct = [&](Value value) {
+    auto mul = value.getDefiningOp<arith::MulFOp>();
+    return mul && ((mul.getLhs() == a && mul.getRhs() == b) ||
+                   (mul.getLhs() == b && mul.getRhs() == a));
+  };
+  return (add.getLhs() == out && isProduct(add.getRhs())) ||
+         (add.getRhs() == out && isProduct(add.getLhs()));
+}
+
+std::optional<Product> matchProduct(linalg::LinalgOp op) {
+  if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()) || !op.hasPureBufferSemantics() ||
+      op.hasDynamicShape() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands())
+    if (!getElementTypeOrSelf(operand.get().getType()).isF32())
+      return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1 ||
+      dims->batch.size() + dims->m.size() + dims->n.size() + 1 != op.getNumLoops() ||
+      !isMultiplyAccumulate(op))
+    return std::nullopt;
+  Product product{op, SmallVector<unsigned>(dims->batch.begin(), dims->batch.end()),
+                  dims->m.back(), dims->n.back(), dims->k.front(), op.getStaticLoopRanges()};
+  product.batch.append(dims->m.begin(), dims->m.end() - 1);
+  product.batch.append(dims->n.begin(), dims->n.end() - 1);
+  int64_t batchCount = 1;
+  for (unsigned loop : product.batch)
+    batchCount *= product.extents[loop];
+  if (product.extents[product.m] < kMinimumRows ||
+      product.extents[product.n] < kMinimumColumns ||
+      product.extents[product.k] < kMinimumDepth || batchCount > 65535 ||
+      llvm::divideCeil(product.extents[product.m], kBlockM) > 65535)
+    return std::nullopt;
+  return product;
+}
+
+/// Builds the launch of one product. Values are named after the PTX
+/// fragment layout in the file comment.
+class ProductKernelBuilder {
+public:
+  ProductKernelBuilder(const Product &product, Type operandType)
+      : product(product), op(product.op), operandType(operandType), builder(op),
+        loc(op.getLoc()) {}
+
+  void build() {
+    int64_t rows = extent(product.m), columns = extent(product.n);
+    int64_t batchCount = 1;
+    for (unsigned loop : product.batch)
+      batchCount *= extent(loop);
+    auto workgroup = gpu::AddressSpaceAttr::get(builder.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    // A tile is [row][k] when k is its operand's innermost dimension, else
+    // [k][row], so that the staging stores are whole vectors either way;
+    // each row is padded by 16 bytes (kSharedPadding).
+    auto tileType = [&](int64_t tileRows, bool kFastest) {
+      SmallVector<int64_t> shape = kFastest
+                                       ? SmallVector<int64_t>{tileRows, kBlockK + kSharedPadding}
+                                       : SmallVector<int64_t>{kBlockK, tileRows + kSharedPadding};
+      return MemRefType::get(shape, operandType, MemRefLayoutAttrInterface(), workgroup);
+    };
+    bool aKFastest = isKFastest(op.getDpsInputOperand(0), product.k);
+    bool bKFastest = isKFastest(op.getDpsInputOperand(1), product.k);
+    auto launch = gpu::LaunchOp::create(
+        builder, loc, index(llvm::divideCeil(columns, kBlockN)),
+        index(llvm::divideCeil(rows, kBlockM)), index(batchCount), index(kThreads), index(1),
+        index(1), /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
+        /*asyncDependencies=*/ValueRange(),
+        /*workgroupAttributions=*/TypeRange{tileType(kBlockM, aKFastest),
+                                            tileType(kBlockN, bKFastest)});
+    Block &body = launch.getBody().front();
+    builder.setInsertionPointToStart(&body);
+    gpu::TerminatorOp::create(builder, loc);
+    builder.setInsertionPointToStart(&body);
+
+    Value thread = launch.getThreadIds().x;
+    Value warp = div(thread, kWarpSize);
+    lane = rem(thread, kWarpSize);
+    group = div(lane, 4);
+    inGroup = rem(lane, 4);
+    warpRow = mul(div(warp, kWarpsN), kWarpTileM);
+    warpColumn = mul(rem(warp, kWarpsN), kWarpTileN);
+    blockRow = mul(launch.getBlockIds().y, kBlockM);
+    blockColumn = mul(launch.getBlockIds().x, kBlockN);
+    loops.assign(op.getNumLoops(), index(0));
+    Value rest = launch.getBlockIds().z;
+    for (unsigned loop : llvm::reverse(product.batch)) {
+      loops[loop] = rem(rest, extent(loop));
+      rest = div(rest, extent(loop));
+    }
+
+    ArrayRef<BlockArgument> tiles = launch.getWorkgroupAttributions();
+    a = {op.getDpsInputOperand(0), product.m, kBlockM, blockRow, tiles[0]};
+    b = {op.getDpsInputOperand(1), product.n, kBlockN, blockColumn, tiles[1]};
+    a.kFastest = aKFastest;
+    b.kFastest = bKFastest;
+    for (Staged *staged : {&a, &b})
+      staged->width = vectorWidth(*staged);
+    emitMainLoop(thread);
+    op->erase();
+  }
+
+private:
+  /// One operand's staging: its rows are the loop `rowLoop` (m for A, n
+  /// for B), its tile in shared memory `tile`.
+  struct Staged {
+    OpOperand *operand = nullptr;
+    unsigned rowLoop = 0;
+    int64_t tileRows = 0;
+    Value blockBase, tile;
+    /// Whether k is the operand's innermost dimension: then neighbouring
+    /// threads load neighbouring k and the tile is [row][k], else they load
+    /// neighbouring rows and the tile is [k][row], so that a warp's loads
+    /// and stores are contiguous either way.
+    bool kFastest = false;
+    /// Elements per load: kVectorWidth where the innermost dimension's rows
+    /// are whole vectors (16-byte aligned), else 1.
+    int64_t width = 1;
+  };
+
+  int64_t extent(unsigned loop) const { return product.extents[loop]; }
+  Value index(int64_t value) { return arith::ConstantIndexOp::create(builder, loc, value); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(builder, loc, x, y); }
+  Value add(Value x, int64_t y) { return y == 0 ? x : add(x, index(y)); }
+  Value mul(Value x, int64_t y) { return arith::MulIOp::create(builder, loc, x, index(y)); }
+  Value div(Value x, int64_t y) { return arith::DivUIOp::create(builder, loc, x, index(y)); }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(builder, loc, x, index(y)); }
+  Value below(Value x, int64_t bound) {
+    return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult, x, index(bound));
+  }
+
+  bool isKFastest(OpOperand *operand, unsigned k) {
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    return map.getNumResults() > 0 && map.getResults().back().isFunctionOfDim(k);
+  }
+
+  /// kVectorWidth when `staged`'s operand is a plain row-major buffer whose
+  /// innermost dimension is a loop (k or the rows) in whole vectors, else 1.
+  int64_t vectorWidth(const Staged &staged) {
+    AffineMap map = op.getMatchingIndexingMap(staged.operand);
+    auto type = cast<MemRefType>(staged.operand->get().getType());
+    auto innermost = dyn_cast<AffineDimExpr>(map.getResults().back());
+    unsigned loop = staged.kFastest ? product.k : staged.rowLoop;
+    if (!type.getLayout().isIdentity() || !innermost || innermost.getPosition() != loop ||
+        type.getShape().back() % kVectorWidth != 0 || extent(loop) % kVectorWidth != 0)
+      return 1;
+    return kVectorWidth;
+  }
+
+  /// The element of `operand` at the loop values `loops`.
+  SmallVector<Value> indicesOf(OpOperand *operand) {
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    SmallVector<Value> indices;
+    for (unsigned result = 0; result < map.getNumResults(); ++result)
+      indices.push_back(
+          affine::AffineApplyOp::create(builder, loc, map.getSubMap({result}), loops));
+    return indices;
+  }
+
+  /// x && y, where a null condition holds always.
+  Value both(Value x, Value y) {
+    if (!x || !y)
+      return x ? x : y;
+    return arith::AndIOp::create(builder, loc, x, y);
+  }
+
+  /// The (row, k) of the first element of the `i`th vector a thread
+  /// stages; the vector runs along k or along the rows (kFastest).
+  std::pair<Value, Value> stagedVector(const Staged &staged, Value thread, int64_t i) {
+    Value vector = add(thread, i * kThreads);
+    if (staged.kFastest) {
+      int64_t perRow = kBlockK / staged.width;
+      return {div(vector, perRow), mul(rem(vector, perRow), staged.width)};
+    }
+    int64_t perK = staged.tileRows / staged.width;
+    return {mul(rem(vector, perK), staged.width), div(vector, perK)};
+  }
+
+  /// min(x, bound - width): the last whole vector's start.
+  Value clampBelow(Value x, int64_t bound, int64_t width = 1) {
+    return arith::MinUIOp::create(builder, loc, x, index(bound - width));
+  }
+
+  /// Loads this thread's share of `staged`'s tile at reduction offset
+  /// `kBase`, vector by vector, rounded to the operand type. Every load is
+  /// inside the operand, without a branch: a row past the operand's edge
+  /// reads the last rows instead, which only reach outputs that are never
+  /// stored, and a k past the reduction reads the last k and is replaced by
+  /// zero. So the step after the last may load too: its values are never
+  /// used.
+  void loadTile(const Staged &staged, Value thread, Value kBase, SmallVector<Value> &values) {
+    int64_t width = staged.width;
+    auto loaded = VectorType::get({width}, builder.getF32Type());
+    auto rounded = VectorType::get({width}, operandType);
+    Value zeros = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(rounded));
+    int64_t perThread = staged.tileRows * kBlockK / (kThreads * width);
+    int64_t rows = extent(staged.rowLoop), depth = extent(product.k);
+    for (int64_t i = 0; i < perThread; ++i) {
+      std::pair<Value, Value> start = stagedVector(staged, thread, i);
+      Value row = add(staged.blockBase, start.first);
+      Value k = add(kBase, start.second);
+      int64_t rowWidth = staged.kFastest ? 1 : width, kWidth = staged.kFastest ? width : 1;
+      loops[staged.rowLoop] =
+          rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row;
+      loops[product.k] = clampBelow(k, depth, kWidth);
+      Value value = vector::LoadOp::create(builder, loc, loaded, staged.operand->get(),
+                                           indicesOf(staged.operand), /*nontemporal=*/false,
+                                           llvm::Align(4 * width));
+      value = arith::TruncFOp::create(builder, loc, rounded, value);
+      if (depth % kBlockK)
+        value = arith::SelectOp::create(builder, loc, below(k, depth), value, zeros);
+      values.push_back(value);
+    }
+  }
+
+  /// Stores what loadTile loaded into the shared tile, [row][k] or
+  /// [k][row]: each vector runs along the tile's rows.
+  void storeTile(const Staged &staged, Value thread, ValueRange values) {
+    for (auto [i, value] : llvm::enumerate(values)) {
+      auto [row, k] = stagedVector(staged, thread, i);
+      SmallVector<Value> indices = staged.kFastest ? SmallVector<Value>{row, k}
+                                                   : SmallVector<Value>{k, row};
+      vector::StoreOp::create(builder, loc, value, staged.tile, indices,
+                              /*nontemporal=*/false, llvm::Align(2 * staged.width));
+    }
+  }
+
+  /// Four 8 x 8 matrices of a shared tile with one ldmatrix: lane l names
+  /// row l % 8 of matrix l / 8 at (row, column), and gets in register i
+  /// the pair (group, 2 * inGroup) of matrix i, or of its transpose: as
+  /// mma.sync takes it.
+  Value loadMatrices(Value tile, Value row, Value column, bool transpose) {
+    return nvgpu::LdMatrixOp::create(builder, loc, VectorType::get({4, 2}, operandType), tile,
+                                     ValueRange{row, column}, transpose, /*numTiles=*/4);
+  }
+
+  /// Register `i` of the matrices ldmatrix loaded, as mma.sync takes it
+  /// (f16x2 as such, bf16x2 as 32 bits).
+  Value fragmentRegister(Value matrices, int64_t i) {
+    Value pair = vector::ExtractOp::create(builder, loc, matrices, ArrayRef<int64_t>{i});
+    if (operandType.isF16())
+      return pair;
+    auto word = VectorType::get({1}, builder.getI32Type());
+    Value bits = vector::BitCastOp::create(builder, loc, word, pair);
+    return vector::ExtractOp::create(builder, loc, bits, ArrayRef<int64_t>{0});
+  }
+
+  /// The warp's mma tiles for one kMmaK slice of the shared tiles; each
+  /// tile's accumulators are four consecutive f32 of `accumulators`.
+  void multiplySlice(int64_t kOffset, SmallVector<Value> &accumulators) {
+    // An A tile is the matrices (m 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15)
+    // and (8-15, 8-15): the mma's a0..a3. Two neighbouring B tiles are
+    // (n 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15): b0, b1 of each.
+    // A [k][row] tile holds them transposed, which ldmatrix undoes.
+    Value rowInMatrix = rem(lane, 8), matrix = div(lane, 8);
+    Value low = mul(rem(matrix, 2), 8), high = mul(div(matrix, 2), 8);
+    SmallVector<SmallVector<Value, 4>> aFragments, bFragments;
+    for (int64_t i = 0; i < kTilesM; ++i) {
+      Value m = add(warpRow, i * kMmaM);
+      Value matrices =
+          a.kFastest
+              ? loadMatrices(a.tile, add(add(m, rowInMatrix), low), add(high, kOffset), false)
+              : loadMatrices(a.tile, add(add(high, rowInMatrix), kOffset), add(m, low), true);
+      aFragments.push_back({fragmentRegister(matrices, 0), fragmentRegister(matrices, 1),
+                            fragmentRegister(matrices, 2), fragmentRegister(matrices, 3)});
+    }
+    for (int64_t j = 0; j < kTilesN; j += 2) {
+      Value n = add(warpColumn, j * kMmaN);
+      Value matrices =
+          b.kFastest
+              ? loadMatrices(b.tile, add(add(n, rowInMatrix), high), add(low, kOffset), false)
+              : loadMatrices(b.tile, add(add(low, rowInMatrix), kOffset), add(n, high), true);
+      bFragments.push_back({fragmentRegister(matrices, 0), fragmentRegister(matrices, 1)});
+      bFragments.push_back({fragmentRegister(matrices, 2), fragmentRegister(matrices, 3)});
+    }
+    Type f32 = builder.getF32Type();
+    auto resultType = LLVM::LLVMStructType::getLiteral(builder.getContext(), {f32, f32, f32, f32});
+    NVVM::MMATypes ptxType =
+        operandType.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    for (int64_t i = 0; i < kTilesM; ++i)
+      for (int64_t j = 0; j < kTilesN; ++j) {
+        MutableArrayRef<Value> sums(&accumulators[(i * kTilesN + j) * 4], 4);
+        auto mma = NVVM::MmaOp::create(
+            builder, loc, resultType, aFragments[i], bFragments[j], sums,
+            ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK}, /*b1Op=*/std::nullopt,
+            /*intOverflow=*/std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+        for (int64_t e = 0; e < 4; ++e)
+          sums[e] = LLVM::ExtractValueOp::create(builder, loc, mma.getRes(), e);
+      }
+  }
+
+  void emitMainLoop(Value thread) {
+    SmallVector<Value> staged;
+    loadTile(a, thread, index(0), staged);
+    size_t aCount = staged.size();
+    loadTile(b, thread, index(0), staged);
+
+    Value zero = arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(0));
+    SmallVector<Value> initial(kAccumulators, zero);
+    initial.append(staged);
+    int64_t depth = extent(product.k);
+    auto loop = scf::ForOp::create(builder, loc, index(0), index(depth), index(kBlockK), initial);
+    {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(loop.getBody());
+      ValueRange carried = loop.getRegionIterArgs();
+      SmallVector<Value> accumulators(carried.begin(), carried.begin() + kAccumulators);
+      ValueRange current = carried.drop_front(kAccumulators);
+      storeTile(a, thread, current.take_front(aCount));
+      storeTile(b, thread, current.drop_front(aCount));
+      gpu::BarrierOp::create(builder, loc);
+
+      // The next step's tiles, loaded while the warps multiply these.
+      SmallVector<Value> next;
+      Value nextK = add(loop.getInductionVar(), kBlockK);
+      loadTile(a, thread, nextK, next);
+      loadTile(b, thread, nextK, next);
+      for (int64_t kOffset = 0; kOffset < kBlockK; kOffset += kMmaK)
+        multiplySlice(kOffset, accumulators);
+      gpu::BarrierOp::create(builder, loc);
+      SmallVector<Value> yielded(accumulators);
+      yielded.append(next);
+      scf::YieldOp::create(builder, loc, yielded);
+    }
+    emitEpilogue(loop.getResults().take_front(kAccumulators));
+  }
+
+  /// C += the accumulators, element by element, inside C.
+  void emitEpilogue(ValueRange accumulators) {
+    OpOperand *output = op.getDpsInitOperand(0);
+    bool rowsRagged = extent(product.m) % kBlockM != 0;
+    bool columnsRagged = extent(product.n) % kBlockN != 0;
+    loops[product.k] = index(0);
+    for (int64_t i = 0; i < kTilesM; ++i)
+      for (int64_t j = 0; j < kTilesN; ++j)
+        for (int64_t half = 0; half < 2; ++half)
+          for (int64_t c = 0; c < 2; ++c) {
+            Value row = add(add(add(blockRow, warpRow), i * kMmaM + half * 8), group);
+            Value column =
+                add(add(add(blockColumn, warpColumn), j * kMmaN + c), mul(inGroup, 2));
+            Value sum = accumulators[(i * kTilesN + j) * 4 + half * 2 + c];
+            Value inside = both(rowsRagged ? below(row, extent(product.m)) : Value(),
+                                columnsRagged ? below(column, extent(product.n)) : Value());
+            auto store = [&] {
+              loops[product.m] = row;
+              loops[product.n] = column;
+              SmallVector<Value> indices = indicesOf(output);
+              Value old = memref::LoadOp::create(builder, loc, output->get(), indices);
+              Value updated = arith::AddFOp::create(builder, loc, old, sum);
+              memref::StoreOp::create(builder, loc, updated, output->get(), indices);
+            };
+            if (!inside) {
+              store();
+              continue;
+            }
+            auto branch = scf::IfOp::create(builder, loc, inside, /*withElseRegion=*/false);
+            OpBuilder::InsertionGuard guard(builder);
+            builder.setInsertionPointToStart(&branch.getThenRegion().front());
+            store();
+          }
+  }
+
+  const Product &product;
+  linalg::LinalgOp op;
+  Type operandType;
+  OpBuilder builder;
+  Location loc;
+  Staged a, b;
+  /// The value of every loop of the op where the kernel reads or writes.
+  SmallVector<Value> loops;
+  Value lane, group, inGroup, warpRow, warpColumn, blockRow, blockColumn;
+};
+
+} // namespace
+
+LogicalResult launchProductsOnTensorCores(ModuleOp kernels, ProductPrecision precision) {
+  if (precision == ProductPrecision::F32)
+    return success();
+  MLIRContext *context = kernels.getContext();
+  context->loadDialect<affine::AffineDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                       NVVM::NVVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect>();
+  Type operandType = precision == ProductPrecision::F16 ? Type(Float16Type::get(context))
+                                                        : Type(BFloat16Type::get(context));
+  SmallVector<Product> products;
+  kernels.walk([&](linalg::LinalgOp op) {
+    if (std::optional<Product> product = matchProduct(op))
+      products.push_back(std::move(*product));
+  });
+  for (const Product &product : products)
+    ProductKernelBuilder(product, operandType).build();
+  return success();
+}
+
+} // namespace tessel::cuda

@@ -1,0 +1,29 @@
+//===- TensorCoreProducts.h - Matrix products on tensor cores ----*- C++ -*-===//
+//
+// The CUDA target's matrix products (matmul, batched, named or generic
+// contractions) as kernels of their own: each block stages a tile of both
+// operands in shared memory, in half precision, and its warps multiply the
+// tiles with mma.sync, accumulating in f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_TARGETS_CUDA_TENSORCOREPRODUCTS_H
+#define TESSEL_TARGETS_CUDA_TENSORCOREPRODUCTS_H
+
+#include "targets/Target.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace tessel::cuda {
+
+/// Replaces every f32 matrix product of `kernels` (bufferized, its ops at
+/// the top level of their kernel function) that is large enough to fill a
+/// tensor-core tile by a gpu.launch that computes it on tensor cores, its
+/// operands rounded to `precision` (F16 or BF16) and its sums kept in f32.
+/// What does not qualify stays for the loop lowering.
+mlir::LogicalResult launchProductsOnTensorCores(mlir::ModuleOp kernels,
+                                                ProductPrecision precision);
+
+} // namespace tessel::cuda
+
+#endif // TESSEL_TARGETS_CUDA_TENSORCOREPRODUCTS_H
