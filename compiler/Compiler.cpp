@@ -168,7 +168,17 @@ std::string describeOptions(const CompileOptions &options) {
   return text;
 }
 
-/// What every target is configured with.
+/// The precision --precision names, if it names one.
+std::optional<ProductPrecision> parseProductPrecision(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ProductPrecision>>(name)
+      .Case("fp32", ProductPrecision::F32)
+      .Case("fp16", ProductPrecision::F16)
+      .Case("bf16", ProductPrecision::BF16)
+      .Default(std::nullopt);
+}
+
+/// What every target is configured with (options.cudaPrecision is known to
+/// parse).
 TargetOptions targetOptions(const CompileOptions &options) {
   TargetOptions targetOptions;
   targetOptions.optLevel = options.optLevel;
@@ -176,10 +186,7 @@ TargetOptions targetOptions(const CompileOptions &options) {
   targetOptions.npuConfigFile = options.npuConfigFile;
   if (!options.cudaArchitectures.empty())
     targetOptions.cudaArchitectures = options.cudaArchitectures;
-  targetOptions.cudaPrecision = llvm::StringSwitch<ProductPrecision>(options.cudaPrecision)
-                                    .Case("fp32", ProductPrecision::F32)
-                                    .Case("bf16", ProductPrecision::BF16)
-                                    .Default(ProductPrecision::F16);
+  targetOptions.cudaPrecision = *parseProductPrecision(options.cudaPrecision);
   return targetOptions;
 }
 
@@ -190,7 +197,7 @@ llvm::Expected<std::vector<std::unique_ptr<Target>>> createTargets(const Compile
   llvm::StringRef(options.target).split(names, ',', -1, /*KeepEmpty=*/false);
   if (!llvm::is_contained(names, fallbackTargetName()))
     names.push_back(fallbackTargetName());
-  if (!llvm::is_contained({"fp32", "fp16", "bf16"}, options.cudaPrecision))
+  if (!parseProductPrecision(options.cudaPrecision))
     return compileError("unknown precision '" + options.cudaPrecision +
                         "' (known: fp32, fp16, bf16)");
   std::vector<std::unique_ptr<Target>> targets;

@@ -3,10 +3,10 @@
 // The kernels, linalg on tensors, are bufferized; their large matrix
 // products become tensor-core launches (TensorCoreProducts.cpp) and the rest
 // parallel loops (Loops.cpp); every top-level loop nest becomes a GPU kernel
-// with one thread per iteration (Launches.cpp), all lowered through the gpu and nvvm
-// dialects and LLVM's NVPTX backend to PTX, once per architecture asked
-// for (Ptx.cpp). The
-// executables replace the CPU's at load time where a GPU is present.
+// with one thread per iteration (Launches.cpp). All are lowered through the
+// gpu and nvvm dialects and LLVM's NVPTX backend to PTX, once per
+// architecture asked for (Ptx.cpp). The executables replace the CPU's at
+// load time where a GPU is present.
 //
 //===----------------------------------------------------------------------===//
 

@@ -115,14 +115,9 @@ LogicalResult tileProducts(ModuleOp module) {
   return success();
 }
 
-bool isProduct(Operation *op) {
-  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
-  return linalgOp && linalg::isaContractionOpInterface(linalgOp);
-}
-
 /// Upstream's elementwise fusion (linalg-fuse-elementwise-ops), except that
-/// for the tensor cores a matrix product is neither fused into its consumer
-/// nor takes in its producers: their kernel reads plain operands, where a
+/// a product the tensor cores will take is neither fused into its consumer
+/// nor takes in its producers: its kernel reads plain operands, where a
 /// fused producer would put its arithmetic and its reshapes (of the weights
 /// the CPU's layout packed) inside the product's loops.
 LogicalResult fuseElementwise(ModuleOp kernels, ProductPrecision precision) {
@@ -132,7 +127,8 @@ LogicalResult fuseElementwise(ModuleOp kernels, ProductPrecision precision) {
     Operation *producer = fused->get().getDefiningOp();
     if (!producer || !producer->hasOneUse())
       return false;
-    return !keepProductsWhole || (!isProduct(producer) && !isProduct(fused->getOwner()));
+    return !keepProductsWhole ||
+           (!takesTensorCores(producer) && !takesTensorCores(fused->getOwner()));
   };
   RewritePatternSet patterns(context);
   linalg::populateElementwiseOpsFusionPatterns(patterns, control);

@@ -17,7 +17,8 @@
 namespace tessel::cuda {
 
 /// Bufferizes the kernels of `kernels`, after fusing their elementwise ops
-/// (matrix products kept apart unless `precision` is F32): results become
+/// (the products the tensor cores take kept apart unless `precision` is
+/// F32): results become
 /// output bindings (after the inputs), temporaries allocations, copies
 /// linalg copies, and the packs and unpacks of weights packed for the CPU
 /// transposes.

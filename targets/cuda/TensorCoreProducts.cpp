@@ -96,9 +96,10 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
          (add.getRhs() == out && isProduct(add.getLhs()));
 }
 
+/// The product `op` is when the tensor cores take it, on tensors or
+/// buffers alike.
 std::optional<Product> matchProduct(linalg::LinalgOp op) {
-  if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()) || !op.hasPureBufferSemantics() ||
-      op.hasDynamicShape() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+  if (op.hasDynamicShape() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !linalg::isaContractionOpInterface(op))
     return std::nullopt;
   for (OpOperand &operand : op->getOpOperands())
@@ -463,6 +464,11 @@ private:
 
 } // namespace
 
+bool takesTensorCores(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  return linalgOp && matchProduct(linalgOp).has_value();
+}
+
 LogicalResult launchProductsOnTensorCores(ModuleOp kernels, ProductPrecision precision) {
   if (precision == ProductPrecision::F32)
     return success();
@@ -473,6 +479,8 @@ LogicalResult launchProductsOnTensorCores(ModuleOp kernels, ProductPrecision pre
                                                         : Type(BFloat16Type::get(context));
   SmallVector<Product> products;
   kernels.walk([&](linalg::LinalgOp op) {
+    if (!op.hasPureBufferSemantics() || !isa<func::FuncOp>(op->getParentOp()))
+      return;
     if (std::optional<Product> product = matchProduct(op))
       products.push_back(std::move(*product));
   });

@@ -16,6 +16,11 @@
 
 namespace tessel::cuda {
 
+/// Whether `op` is a product the tensor cores take: a plain
+/// multiply-accumulate on f32 with one reduction loop, static, at least one
+/// warp's mma tiles in M and N. On tensors or buffers alike.
+bool takesTensorCores(mlir::Operation *op);
+
 /// Replaces every f32 matrix product of `kernels` (bufferized, its ops at
 /// the top level of their kernel function) that is large enough to fill a
 /// tensor-core tile by a gpu.launch that computes it on tensor cores, its
