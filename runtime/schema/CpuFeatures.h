@@ -17,6 +17,12 @@ inline constexpr const char *kCheckedCpuFeatures[] = {
     "sse4.2",   "avx",      "avx2",     "fma",      "f16c",
     "bmi2",     "avx512f",  "avx512bw", "avx512dq", "avx512vl",
     "avx512vnni", "avxvnni",  "avx512bf16", "avx512fp16",
+    // Beyond the baseline of the CPUs that have the ones above, LLVM's
+    // vectorized code uses these where the target CPU has them: SSE4A's
+    // insertq (AMD Zen; an Intel CPU faults on it), VBMI's byte permutes,
+    // GFNI's byte shifts.
+    "sse4a",    "avx512vbmi", "avx512vbmi2", "avx512ifma", "avx512bitalg",
+    "avx512vpopcntdq", "gfni",
 };
 
 } // namespace tessel::schema

@@ -24,6 +24,13 @@ std::optional<bool> hostHasCpuFeature(std::string_view name) {
   TSL_CPU_FEATURE("avxvnni")
   TSL_CPU_FEATURE("avx512bf16")
   TSL_CPU_FEATURE("avx512fp16")
+  TSL_CPU_FEATURE("sse4a")
+  TSL_CPU_FEATURE("avx512vbmi")
+  TSL_CPU_FEATURE("avx512vbmi2")
+  TSL_CPU_FEATURE("avx512ifma")
+  TSL_CPU_FEATURE("avx512bitalg")
+  TSL_CPU_FEATURE("avx512vpopcntdq")
+  TSL_CPU_FEATURE("gfni")
 #undef TSL_CPU_FEATURE
 #endif
   return std::nullopt;

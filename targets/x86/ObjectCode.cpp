@@ -3,6 +3,7 @@
 #include "targets/x86/ObjectCode.h"
 #include "targets/LLVMOptimization.h"
 #include "targets/x86/Passes.h"
+#include "targets/x86/SingleLaneStores.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
@@ -87,6 +88,7 @@ SmallVector<OwningOpRef<ModuleOp>> splitByEntryPoint(ModuleOp kernels) {
 
 LogicalResult emitModule(llvm::Module &module, llvm::TargetMachine &machine,
                          llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out) {
+  storeSingleLanesAsScalars(module);
   llvm::raw_svector_ostream stream(out);
   llvm::legacy::PassManager codegen;
   if (machine.addPassesToEmitFile(codegen, stream, nullptr, kind))

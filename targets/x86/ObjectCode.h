@@ -34,7 +34,8 @@ inline constexpr llvm::StringLiteral kTriple = "x86_64-unknown-linux-gnu";
 /// A target machine for the kernels' CPU; every thread needs its own.
 using MachineFactory = std::function<std::unique_ptr<llvm::TargetMachine>()>;
 
-/// `module` as an object file or assembly text.
+/// `module` as an object file or assembly text, its masked stores of one
+/// lane made scalar first (SingleLaneStores.h).
 mlir::LogicalResult emitModule(llvm::Module &module, llvm::TargetMachine &machine,
                                llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out);
 

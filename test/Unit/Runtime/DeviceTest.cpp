@@ -108,8 +108,8 @@ TEST(DeviceTest, MissingEntrySymbolIsRefusedByName) {
                             "symbol 'softmax_f32_entry'");
 }
 
-/// An x86 extension this CPU lacks, from the newest down; empty on a CPU
-/// that has them all.
+/// An x86 extension this CPU lacks, from the newest down, then AMD's SSE4A
+/// (which Intel CPUs lack); empty on a CPU that has them all.
 std::string missingCpuFeature() {
   if (!__builtin_cpu_supports("avx512fp16"))
     return "avx512fp16";
@@ -117,6 +117,8 @@ std::string missingCpuFeature() {
     return "avx512bf16";
   if (!__builtin_cpu_supports("avx512f"))
     return "avx512f";
+  if (!__builtin_cpu_supports("sse4a"))
+    return "sse4a";
   return "";
 }
 
