@@ -77,6 +77,8 @@ bool parseCalibrationMethod(const std::string &text, CalibrationMethod &method) 
     method = CalibrationMethod::Percentile;
   else if (text == "entropy")
     method = CalibrationMethod::Entropy;
+  else if (text == "mse")
+    method = CalibrationMethod::Mse;
   else
     return false;
   return true;
@@ -90,6 +92,8 @@ const char *calibrationMethodName(CalibrationMethod method) {
     return "percentile";
   case CalibrationMethod::Entropy:
     return "entropy";
+  case CalibrationMethod::Mse:
+    return "mse";
   }
   return "";
 }
@@ -182,6 +186,83 @@ double entropyThreshold(const Histogram &histogram, int levels) {
   return best * width;
 }
 
+/// Sums over the bins below and above each bin edge of count, count x
+/// centre and count x centre^2: the squared error of clipping at any edge
+/// is then a few operations.
+class ClippingCosts {
+public:
+  explicit ClippingCosts(const Histogram &histogram) : histogram(histogram) {
+    const std::vector<uint64_t> &bins = histogram.bins();
+    for (auto *sums : {&count, &first, &second})
+      sums->assign(bins.size() + 1, 0.0);
+    for (size_t i = 0; i < bins.size(); ++i) {
+      double n = bins[i], c = histogram.binCentre(i);
+      count[i + 1] = count[i] + n;
+      first[i + 1] = first[i] + n * c;
+      second[i + 1] = second[i] + n * c * c;
+    }
+  }
+
+  /// Squared error of clamping to [lo, hi] where lo is edge `low` and hi
+  /// edge `high` (edge i: the lower edge of bin i), and the count inside.
+  std::pair<double, double> clip(size_t low, size_t high) const {
+    double lo = edge(low), hi = edge(high);
+    size_t last = count.size() - 1;
+    auto cost = [](double n, double sum, double squares, double at) {
+      return squares - 2.0 * at * sum + at * at * n;
+    };
+    double below = cost(count[low], first[low], second[low], lo);
+    double above = cost(count[last] - count[high], first[last] - first[high],
+                        second[last] - second[high], hi);
+    return {below + above, count[high] - count[low]};
+  }
+
+  double edge(size_t i) const {
+    return -histogram.limit() + i * (2.0 * histogram.limit() / histogram.bins().size());
+  }
+
+private:
+  const Histogram &histogram;
+  std::vector<double> count, first, second;
+};
+
+/// The edges [lo, hi] (bin edges between the extremes' bins, around zero)
+/// whose quantization to 256 levels has the least expected squared error.
+std::pair<double, double> leastSquaredErrorRange(const Histogram &histogram) {
+  const std::vector<uint64_t> &bins = histogram.bins();
+  size_t lowest = 0, highest = bins.size();
+  while (lowest < highest && bins[lowest] == 0)
+    ++lowest;
+  while (highest > lowest && bins[highest - 1] == 0)
+    --highest;
+  size_t zero = bins.size() / 2;
+  // A quantized range holds zero; its ends step inwards from the extremes'
+  // bins to zero, on a grid of at most kSteps edges each.
+  constexpr size_t kSteps = 128;
+  size_t lowStep = std::max<size_t>(1, (zero - std::min(lowest, zero)) / kSteps);
+  size_t highStep = std::max<size_t>(1, (std::max(highest, zero) - zero) / kSteps);
+  ClippingCosts costs(histogram);
+  double bestError = std::numeric_limits<double>::infinity();
+  std::pair<size_t, size_t> best{std::min(lowest, zero), std::max(highest, zero)};
+  for (size_t low = std::min(lowest, zero);; low += lowStep) {
+    low = std::min(low, zero);
+    for (size_t high = std::max(highest, zero);; high -= std::min(highStep, high - zero)) {
+      double step = (costs.edge(high) - costs.edge(low)) / 255.0;
+      auto [clipped, inside] = costs.clip(low, high);
+      double error = clipped + inside * step * step / 12.0;
+      if (error < bestError) {
+        bestError = error;
+        best = {low, high};
+      }
+      if (high == zero)
+        break;
+    }
+    if (low == zero)
+      break;
+  }
+  return {costs.edge(best.first), costs.edge(best.second)};
+}
+
 } // namespace
 
 std::pair<double, double> chooseRange(const Histogram &histogram, CalibrationMethod method,
@@ -200,6 +281,12 @@ std::pair<double, double> chooseRange(const Histogram &histogram, CalibrationMet
     double threshold = entropyThreshold(histogram, levels);
     lo = std::max(lo, -threshold);
     hi = std::min(hi, threshold);
+    break;
+  }
+  case CalibrationMethod::Mse: {
+    auto [low, high] = leastSquaredErrorRange(histogram);
+    lo = std::max(lo, low);
+    hi = std::min(hi, high);
     break;
   }
   }

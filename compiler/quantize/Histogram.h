@@ -48,9 +48,9 @@ private:
   uint64_t total = 0;
 };
 
-enum class CalibrationMethod { MinMax, Percentile, Entropy };
+enum class CalibrationMethod { MinMax, Percentile, Entropy, Mse };
 
-/// Parses "minmax", "percentile", "entropy".
+/// Parses "minmax", "percentile", "entropy", "mse".
 bool parseCalibrationMethod(const std::string &text, CalibrationMethod &method);
 const char *calibrationMethodName(CalibrationMethod method);
 
@@ -59,7 +59,11 @@ const char *calibrationMethodName(CalibrationMethod method);
 ///  - Percentile: the `percentile` and 100 - `percentile` percentiles;
 ///  - Entropy: the symmetric clip threshold that minimizes the KL divergence
 ///    between the histogram of |x| and its quantization to `levels` levels
-///    (TensorRT's and onnxruntime's method), intersected with the extremes.
+///    (TensorRT's and onnxruntime's method), intersected with the extremes;
+///  - Mse: the range within the extremes whose quantization to 256 levels
+///    has the least expected squared error over the histogram: values
+///    outside cost their distance to the range squared, values inside the
+///    rounding error of a uniform step, step^2 / 12.
 std::pair<double, double> chooseRange(const Histogram &histogram, CalibrationMethod method,
                                       double percentile = 99.999, int levels = 128);
 

@@ -51,7 +51,7 @@ struct QuantizeOptions {
   std::string calibrationDirectory;
   /// At most this many samples (0: all).
   size_t sampleLimit = 0;
-  quantize::CalibrationMethod method = quantize::CalibrationMethod::MinMax;
+  quantize::CalibrationMethod method = quantize::CalibrationMethod::Percentile;
   double percentile = 99.999;
   bool signedActivations = false;
   WeightPairs weightPairs = WeightPairs::Auto;

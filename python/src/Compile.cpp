@@ -34,7 +34,7 @@ std::optional<std::string> toOptions(const CompileRequest &request, CompileOptio
   quantize.calibrationDirectory = request.calibration;
   quantize.sampleLimit = request.calibrationSamples;
   if (!quantize::parseCalibrationMethod(request.calibrationMethod, quantize.method))
-    return "calibration_method must be minmax, percentile or entropy, not \"" +
+    return "calibration_method must be minmax, percentile, entropy or mse, not \"" +
            request.calibrationMethod + "\"";
   if (request.activations != "u8" && request.activations != "s8")
     return "activations must be \"u8\" or \"s8\", not \"" + request.activations + "\"";

@@ -32,7 +32,7 @@ struct CompileRequest {
   /// Empty, or "int8" with a calibration folder.
   std::string quantize;
   std::string calibration;
-  std::string calibrationMethod = "minmax";
+  std::string calibrationMethod = "percentile";
   std::string activations = "u8";
   double minSqnrDb = 15.0;
   size_t calibrationSamples = 0;

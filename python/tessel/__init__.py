@@ -45,7 +45,7 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
             shapes: Mapping[str, Shape] | None = None,
             freeze_inputs: Mapping[str, str | os.PathLike] | None = None,
             dynamic_batch: bool = False, quantize: str | None = None, calibration: str | os.PathLike | None = None,
-            calibration_method: str = "minmax", activations: str = "u8",
+            calibration_method: str = "percentile", activations: str = "u8",
             min_sqnr: float = 15.0, calibration_samples: int = 0,
             quantize_report: str | os.PathLike | None = None, opt_level: int = 3,
             cpu: str | None = None, emit: str = "artifact",
@@ -67,7 +67,7 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     quantize     "int8": post-training quantization calibrated on the
                  inputs in `calibration` (test_data_set_* folders or .npy
                  files), with `calibration_method` (minmax, percentile,
-                 entropy), `activations` ("u8" or "s8") and layers below
+                 entropy, mse), `activations` ("u8" or "s8") and layers below
                  `min_sqnr` dB kept in float; `quantize_report` receives
                  what it did per layer (JSON)
     opt_level    0 to 3;  cpu: the CPU to generate code for (default: this one)

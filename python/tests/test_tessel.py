@@ -1,5 +1,6 @@
 """The `tessel` package: compile, load, run, errors; against onnxruntime."""
 
+import ctypes
 import json
 import os
 import subprocess
@@ -184,6 +185,28 @@ def test_quantize_with_report(lenet_path, lenet_data, tmp_path):
     assert np.argmax(scores) == np.argmax(expected)
     with pytest.raises(tessel.TesselError, match="needs calibration"):
         tessel.compile(lenet_path, quantize="int8", progress=False)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86 rounding-mode constants")
+def test_quantized_results_ignore_the_callers_rounding_mode(lenet_path, lenet_data):
+    # The INT8 kernels' conversions round by the thread's mode (MXCSR) and
+    # mean round half to even; the runtime sets that mode while they run.
+    image, _ = lenet_data
+    calibration = os.path.dirname(lenet_path)
+    artifact = tessel.compile(lenet_path, quantize="int8", calibration=calibration,
+                              progress=False)
+    libc = ctypes.CDLL(None)
+    to_nearest, downward, upward = 0x0, 0x400, 0x800  # <fenv.h> on x86-64
+    for threads in (1, 2):
+        session = tessel.load(artifact).session(threads=threads)
+        expected = session.run({"image": image})["probabilities"].copy()
+        for mode in (downward, upward):
+            assert libc.fesetround(mode) == 0
+            try:
+                got = session.run({"image": image})["probabilities"].copy()
+            finally:
+                libc.fesetround(to_nearest)
+            np.testing.assert_array_equal(got, expected)
 
 
 def test_gil_is_released_while_compiling(lenet_path):

@@ -9,6 +9,7 @@
 #include "CpuFeatures.h"
 #include "Device.h"
 #include "Memory.h"
+#include "NearestRounding.h"
 #include "SharedObject.h"
 #include "ThreadPool.h"
 
@@ -80,6 +81,7 @@ public:
                       uint32_t step) override {
     const CpuEntry &kernel =
         static_cast<const CpuExecutable &>(executable).entry(entry);
+    NearestRounding rounding; // the pool's workers keep it from their start
     int64_t count = kernel.workgroupCount;
     auto run = [&](int64_t begin, int64_t end, unsigned thread) {
       tsl_cpu_kernel_call call{bindings.pointers, bindings.sizes, bindings.count, begin, end,

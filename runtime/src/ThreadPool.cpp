@@ -1,6 +1,7 @@
 //===- ThreadPool.cpp - Persistent workers for CPU dispatches -------------===//
 
 #include "ThreadPool.h"
+#include "NearestRounding.h"
 
 #include <algorithm>
 
@@ -100,6 +101,8 @@ void ThreadPool::runChunks(const Job &current, unsigned thread) {
 }
 
 void ThreadPool::workerMain(unsigned thread) {
+  // A worker inherits the mode of the thread that made the pool.
+  NearestRounding rounding;
   uint64_t seen = 0;
   for (;;) {
     for (int i = 0; i < kSpinIterations &&

@@ -3,6 +3,7 @@
 #include "targets/x86/ObjectCode.h"
 #include "targets/LLVMOptimization.h"
 #include "targets/x86/Passes.h"
+#include "targets/x86/RoundingConversions.h"
 #include "targets/x86/SingleLaneStores.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -89,6 +90,7 @@ SmallVector<OwningOpRef<ModuleOp>> splitByEntryPoint(ModuleOp kernels) {
 LogicalResult emitModule(llvm::Module &module, llvm::TargetMachine &machine,
                          llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out) {
   storeSingleLanesAsScalars(module);
+  convertRoundEvenWithLrint(module);
   llvm::raw_svector_ostream stream(out);
   llvm::legacy::PassManager codegen;
   if (machine.addPassesToEmitFile(codegen, stream, nullptr, kind))

@@ -35,7 +35,8 @@ inline constexpr llvm::StringLiteral kTriple = "x86_64-unknown-linux-gnu";
 using MachineFactory = std::function<std::unique_ptr<llvm::TargetMachine>()>;
 
 /// `module` as an object file or assembly text, its masked stores of one
-/// lane made scalar first (SingleLaneStores.h).
+/// lane made scalar (SingleLaneStores.h) and its rounding conversions one
+/// instruction (RoundingConversions.h) first.
 mlir::LogicalResult emitModule(llvm::Module &module, llvm::TargetMachine &machine,
                                llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out);
 

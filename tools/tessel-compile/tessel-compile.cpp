@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> shapes, statedShapes, frozen;
   bool quiet = false, forceProgress = false, check = false, noBiasCorrection = false;
   bool dynamicBatch = false;
-  std::string quantize, calibration, calibrationMethod = "minmax", activations = "u8",
+  std::string quantize, calibration, calibrationMethod = "percentile", activations = "u8",
               weightPairs = "auto";
   std::string quantizeReport;
   double percentile = 99.999, minSqnr = tessel::QuantizeOptions().minSqnrDb;
@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--calibration-method", calibrationMethod,
                  "How each tensor's range is chosen from its histogram")
-      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}));
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}));
   app.add_option("--calibration-percentile", percentile,
                  "Percentile kept by --calibration-method percentile")
       ->check(CLI::Range(50.0, 100.0));
