@@ -10,7 +10,8 @@
 // input vectors themselves. The INT8 convolution of quantized models steps
 // four input channels at a time: it broadcasts four input bytes per pixel
 // and accumulates dot products with the filter's dot panels (DotProduct.h);
-// an INT8 depthwise convolution widens byte vectors to i32 lanes.
+// an INT8 depthwise convolution widens byte vectors to i32 lanes, and an
+// INT8 max pool compares the byte vectors as they are.
 //
 // Blocks are walked channels outermost: the filter panel of a block of
 // output channels stays in cache while every pixel block reads it, which
@@ -99,7 +100,7 @@ std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
     return WindowKind::Convolution;
   if (isa<linalg::DepthwiseConv2DNhwcHwcOp>(op.getOperation()) || isIntegerDepthwise(op))
     return WindowKind::Depthwise;
-  if (isa<linalg::PoolingNhwcMaxOp>(op.getOperation()))
+  if (isa<linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcMaxUnsignedOp>(op.getOperation()))
     return WindowKind::MaxPool;
   if (isa<linalg::PoolingNhwcSumOp>(op.getOperation()))
     return WindowKind::SumPool;
@@ -266,12 +267,26 @@ std::optional<PaddedInput> tracePaddedInput(OpBuilder &b, Location loc, Value wi
   return padded;
 }
 
+/// A max pool of bytes (INT8 activations): u8 compared unsigned
+/// (linalg.pooling_nhwc_max_unsigned), s8 signed.
+bool isByteMaxPool(linalg::LinalgOp op) {
+  return isa<linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcMaxUnsignedOp>(op.getOperation()) &&
+         llvm::all_of(op->getOperandTypes(), [](Type type) {
+           auto tensor = dyn_cast<RankedTensorType>(type);
+           return tensor && tensor.getElementType().isInteger(8);
+         });
+}
+
 /// Whether a step that reads `padding` at every pixel leaves the sums as
-/// they are (a zero product or sum, -inf under max): a block skips the
-/// window positions where it would read nothing else.
-bool isIdentityOfStep(WindowKind kind, Value padding) {
+/// they are (a zero product or sum, -inf under max, the least byte under a
+/// byte max): a block skips the window positions where it would read
+/// nothing else.
+bool isIdentityOfStep(WindowKind kind, Value padding, bool unsignedMax) {
   if (kind == WindowKind::MaxPool) {
     APFloat value(0.0f);
+    APInt byte;
+    if (matchPattern(padding, m_ConstantInt(&byte)))
+      return unsignedMax ? byte.isMinValue() : byte.isMinSignedValue();
     return matchPattern(padding, m_ConstantFloat(&value)) && value.isInfinity() &&
            value.isNegative();
   }
@@ -318,7 +333,11 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   // the others compute in f32.
   bool dotProduct = kind == WindowKind::DotConvolution;
   bool integerDepthwise = kind == WindowKind::Depthwise && isDotProductBody(tile);
+  // Byte max pools compare the bytes themselves.
+  bool byteMax = isByteMaxPool(tile);
+  bool unsignedMax = isa<linalg::PoolingNhwcMaxUnsignedOp>(tile.getOperation());
   Type elementType = dotProduct || integerDepthwise ? Type(rewriter.getI32Type())
+                     : byteMax                      ? Type(rewriter.getI8Type())
                                                     : Type(rewriter.getF32Type());
   auto vectorType = VectorType::get({width}, elementType);
   Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
@@ -507,7 +526,12 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
             }
             break;
           case WindowKind::MaxPool:
-            updated.push_back(maximum(b, at, sum, in));
+            if (!byteMax)
+              updated.push_back(maximum(b, at, sum, in));
+            else if (unsignedMax)
+              updated.push_back(arith::MaxUIOp::create(b, at, sum, in));
+            else
+              updated.push_back(arith::MaxSIOp::create(b, at, sum, in));
             break;
           case WindowKind::SumPool:
             updated.push_back(arith::AddFOp::create(b, at, sum, in));
@@ -554,7 +578,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   // beside the border), it reads unchecked; where none does and padding
   // leaves the sums as they are, the position is skipped; only the others
   // check each read.
-  bool paddingIsIdentity = padded && isIdentityOfStep(kind, padded->padding);
+  bool paddingIsIdentity = padded && isIdentityOfStep(kind, padded->padding, unsignedMax);
   auto reduceBorderPosition = [&](OpBuilder &b, Location at, Value kh, Value kw,
                                   ValueRange sums) -> SmallVector<Value> {
     auto pixelsInside = [&](int64_t count, bool rows) -> std::pair<Value, Value> {
@@ -659,8 +683,9 @@ bool matchChannelsLastWindow(linalg::LinalgOp op) {
   std::optional<WindowKind> kind = windowKind(op);
   if (!kind || !op.hasPureTensorSemantics())
     return false;
-  // Static f32 tensors, or the bytes and i32 sums of INT8 convolutions.
-  bool integer = isDotProductBody(op);
+  // Static f32 tensors, or the bytes and i32 sums of INT8 convolutions, or
+  // the bytes of INT8 max pools.
+  bool integer = isDotProductBody(op) || isByteMaxPool(op);
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     if (!type || !type.hasStaticShape() || (!integer && !type.getElementType().isF32()))
