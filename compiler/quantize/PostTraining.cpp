@@ -265,6 +265,13 @@ llvm::Error PostTrainingQuantizer::calibrate() {
     auto [lo, hi] = quantize::chooseRange(histogram, options.method, options.percentile);
     setCalibratedRange(point, lo, hi);
   }
+  // A max pool picks values of its input: quantized over its input's range
+  // it is exact and needs no requantization (as in onnxruntime's QDQ form),
+  // and it stays one NPU layer.
+  for (Value point : points)
+    if (auto pool = point.getDefiningOp<MaxPoolOp>())
+      if (std::optional<std::pair<double, double>> range = calibratedRange(pool->getOperand(0)))
+        setCalibratedRange(point, range->first, range->second);
   // Bias correction reads each layer's input means (InsertQuantization).
   for (const Layer &layer : layers) {
     const std::vector<double> &means = observed.channelMeans[pointIndex.lookup(layer.input)];

@@ -1,7 +1,9 @@
 //===- LowerVectors.cpp - Vector ops down to what LLVM maps well ----------===//
 
 #include "targets/x86/Passes.h"
+#include "targets/x86/ByteLookup.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -23,6 +25,8 @@ namespace {
 
 struct TesselX86LowerVectorsPass
     : impl::TesselX86LowerVectorsPassBase<TesselX86LowerVectorsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     func::FuncOp function = getOperation();
     MLIRContext *context = &getContext();
@@ -48,6 +52,8 @@ struct TesselX86LowerVectorsPass
               patterns, vector::VectorTransposeLowering::EltWise);
           vector::populateVectorShapeCastLoweringPatterns(patterns);
           vector::populateVectorMaskOpLoweringPatterns(patterns);
+          if (bytePermutes)
+            populateByteLookupPatterns(patterns);
         })))
       return signalPassFailure();
     if (failed(apply([&](RewritePatternSet &patterns) {

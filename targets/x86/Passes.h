@@ -31,6 +31,10 @@ struct X86CodegenOptions : public mlir::PassPipelineOptions<X86CodegenOptions> {
       llvm::cl::desc("f32 lanes of the widest vector register (8 for AVX2, "
                      "16 for AVX-512)"),
       llvm::cl::init(16)};
+  Option<bool> bytePermutes{
+      *this, "byte-permutes",
+      llvm::cl::desc("The CPU permutes bytes across 64-byte vectors (AVX512-VBMI)"),
+      llvm::cl::init(false)};
 };
 
 /// Kernels on tensors (linalg), their register-blocked ops carrying the

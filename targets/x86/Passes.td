@@ -124,10 +124,17 @@ def TesselX86LowerVectorsPass : Pass<"tessel-x86-lower-vectors", "mlir::func::Fu
     lowers contractions (k stepped one at a time) to elementwise
     broadcast-multiply-adds that LLVM turns into FMAs, reductions,
     transposes and transfers to the 1-D vector operations LLVM maps onto
-    AVX2/AVX-512 instructions.
+    AVX2/AVX-512 instructions. With byte permutes (AVX512-VBMI), a gather
+    of bytes from a 256-byte table by byte indices (the lookup tables of
+    INT8 activations) becomes two VPERMI2B per 64 bytes instead of one
+    scalar load per byte (ByteLookup.h).
   }];
+  let options = [
+    Option<"bytePermutes", "byte-permutes", "bool", "false",
+           "The CPU permutes bytes across 64-byte vectors (AVX512-VBMI)">,
+  ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
-                           "mlir::memref::MemRefDialect"];
+                           "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect"];
 }
 
 def TesselX86WorkgroupLoopPass : Pass<"tessel-x86-workgroup-loop", "mlir::func::FuncOp"> {

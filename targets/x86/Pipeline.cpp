@@ -57,7 +57,7 @@ void buildX86CodegenPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createTesselX86ScratchPass());
 
   // Vectors, loops and LLVM.
-  pm.addNestedPass<func::FuncOp>(createTesselX86LowerVectorsPass());
+  pm.addNestedPass<func::FuncOp>(createTesselX86LowerVectorsPass({options.bytePermutes}));
   // Unrolled: the loop form stages vectors through allocas, which LLVM
   // cannot hoist out of the enclosing loops.
   pm.addPass(createConvertVectorToSCFPass(

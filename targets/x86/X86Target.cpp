@@ -87,6 +87,7 @@ public:
 
     x86::X86CodegenOptions codegen;
     codegen.vectorWidth = vectorWidth(**machine);
+    codegen.bytePermutes = (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512vbmi");
     PassManager pm(context);
     x86::buildX86CodegenPipeline(pm, codegen);
     if (failed(pm.run(kernels)))
