@@ -11,9 +11,10 @@ namespace tessel::quantize {
 Histogram::Histogram(size_t binCount) : counts(binCount + binCount % 2, 0) {}
 
 double Histogram::binCentre(size_t i) const {
-  double width = 2.0 * range / counts.size();
-  return -range + (i + 0.5) * width;
+  return -range + (i + 0.5) * (2.0 * range / counts.size());
 }
+
+double Histogram::binEdge(size_t i) const { return -range + i * (2.0 * range / counts.size()); }
 
 void Histogram::growTo(double magnitude) {
   if (range == 0.0) {
@@ -204,9 +205,9 @@ public:
   }
 
   /// Squared error of clamping to [lo, hi] where lo is edge `low` and hi
-  /// edge `high` (edge i: the lower edge of bin i), and the count inside.
+  /// edge `high` (Histogram::binEdge), and the count inside.
   std::pair<double, double> clip(size_t low, size_t high) const {
-    double lo = edge(low), hi = edge(high);
+    double lo = histogram.binEdge(low), hi = histogram.binEdge(high);
     size_t last = count.size() - 1;
     auto cost = [](double n, double sum, double squares, double at) {
       return squares - 2.0 * at * sum + at * at * n;
@@ -215,10 +216,6 @@ public:
     double above = cost(count[last] - count[high], first[last] - first[high],
                         second[last] - second[high], hi);
     return {below + above, count[high] - count[low]};
-  }
-
-  double edge(size_t i) const {
-    return -histogram.limit() + i * (2.0 * histogram.limit() / histogram.bins().size());
   }
 
 private:
@@ -235,32 +232,33 @@ std::pair<double, double> leastSquaredErrorRange(const Histogram &histogram) {
     ++lowest;
   while (highest > lowest && bins[highest - 1] == 0)
     --highest;
-  size_t zero = bins.size() / 2;
-  // A quantized range holds zero; its ends step inwards from the extremes'
-  // bins to zero, on a grid of at most kSteps edges each.
+  // A quantized range holds zero; its ends step from the extremes' bins to
+  // zero, each on a grid of at most kSteps + 1 edges.
   constexpr size_t kSteps = 128;
-  size_t lowStep = std::max<size_t>(1, (zero - std::min(lowest, zero)) / kSteps);
-  size_t highStep = std::max<size_t>(1, (std::max(highest, zero) - zero) / kSteps);
+  auto edgesToZero = [&](size_t from) {
+    size_t zero = bins.size() / 2;
+    size_t distance = from > zero ? from - zero : zero - from;
+    size_t step = std::max<size_t>(1, distance / kSteps);
+    std::vector<size_t> edges;
+    for (size_t moved = 0; moved < distance; moved += step)
+      edges.push_back(from > zero ? from - moved : from + moved);
+    edges.push_back(zero);
+    return edges;
+  };
   ClippingCosts costs(histogram);
   double bestError = std::numeric_limits<double>::infinity();
-  std::pair<size_t, size_t> best{std::min(lowest, zero), std::max(highest, zero)};
-  for (size_t low = std::min(lowest, zero);; low += lowStep) {
-    low = std::min(low, zero);
-    for (size_t high = std::max(highest, zero);; high -= std::min(highStep, high - zero)) {
-      double step = (costs.edge(high) - costs.edge(low)) / 255.0;
+  std::pair<size_t, size_t> best;
+  for (size_t low : edgesToZero(std::min(lowest, bins.size() / 2)))
+    for (size_t high : edgesToZero(std::max(highest, bins.size() / 2))) {
+      double step = (histogram.binEdge(high) - histogram.binEdge(low)) / 255.0;
       auto [clipped, inside] = costs.clip(low, high);
       double error = clipped + inside * step * step / 12.0;
       if (error < bestError) {
         bestError = error;
         best = {low, high};
       }
-      if (high == zero)
-        break;
     }
-    if (low == zero)
-      break;
-  }
-  return {costs.edge(best.first), costs.edge(best.second)};
+  return {histogram.binEdge(best.first), histogram.binEdge(best.second)};
 }
 
 } // namespace

@@ -37,6 +37,8 @@ public:
   const std::vector<uint64_t> &bins() const { return counts; }
   /// The value at the centre of bin `i`.
   double binCentre(size_t i) const;
+  /// The lower edge of bin `i` (`bins().size()`: the upper edge of the last).
+  double binEdge(size_t i) const;
 
 private:
   void growTo(double magnitude);
