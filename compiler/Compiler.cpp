@@ -177,7 +177,7 @@ std::optional<ProductPrecision> parseProductPrecision(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
-/// What every target is configured with (options.cudaPrecision is known to
+/// What every target is configured with (options.precision is known to
 /// parse).
 TargetOptions targetOptions(const CompileOptions &options) {
   TargetOptions targetOptions;
@@ -186,7 +186,7 @@ TargetOptions targetOptions(const CompileOptions &options) {
   targetOptions.npuConfigFile = options.npuConfigFile;
   if (!options.cudaArchitectures.empty())
     targetOptions.cudaArchitectures = options.cudaArchitectures;
-  targetOptions.cudaPrecision = *parseProductPrecision(options.cudaPrecision);
+  targetOptions.cudaPrecision = *parseProductPrecision(options.precision);
   return targetOptions;
 }
 
@@ -197,8 +197,8 @@ llvm::Expected<std::vector<std::unique_ptr<Target>>> createTargets(const Compile
   llvm::StringRef(options.target).split(names, ',', -1, /*KeepEmpty=*/false);
   if (!llvm::is_contained(names, fallbackTargetName()))
     names.push_back(fallbackTargetName());
-  if (!parseProductPrecision(options.cudaPrecision))
-    return compileError("unknown precision '" + options.cudaPrecision +
+  if (!parseProductPrecision(options.precision))
+    return compileError("unknown precision '" + options.precision +
                         "' (known: fp32, fp16, bf16)");
   std::vector<std::unique_ptr<Target>> targets;
   for (llvm::StringRef name : names) {
@@ -249,6 +249,13 @@ public:
     return targets.front()->prefersFittedWeightPairs(module, targetOptions(options));
   }
 
+  /// Whether the graph makes products bf16 (tessel-bf16-products) for
+  /// --precision bf16: unless a target rounds its products itself.
+  bool graphComputesBf16() const {
+    return options.precision == "bf16" &&
+           llvm::none_of(targets, [](Target *target) { return target->roundsProductsItself(); });
+  }
+
 private:
   llvm::Error optimizeGraph(ModuleOp module);
   FailureOr<std::vector<Executable>> compileKernels(ModuleOp module, Target &target,
@@ -272,6 +279,9 @@ llvm::Error ModuleCompiler::optimizeGraph(ModuleOp module) {
   });
   // Attention kernels are the CPU's to run: whether to form them is its call.
   graphOptions.fuseAttention = targets.back()->fusesAttention();
+  // Quantization chooses bf16 per layer; otherwise --precision bf16 is for
+  // every product.
+  graphOptions.bf16Products = !options.quantize && graphComputesBf16();
   graphOptions.separateDequantize = llvm::any_of(targets, [](Target *target) {
     return target->wantsDequantizeApart();
   });
@@ -475,6 +485,7 @@ llvm::Error quantizeAfterTraining(ModuleOp module, const CompileOptions &options
                                   std::optional<QuantizationReport> &done) {
   QuantizeOptions quantizeOptions = *options.quantize;
   quantizeOptions.targetPrefersFittedPairs = compiler.prefersFittedWeightPairs(module);
+  quantizeOptions.bf16Fallback = compiler.graphComputesBf16();
   llvm::Expected<QuantizationReport> report = quantizeModel(
       module, quantizeOptions, [&](ModuleOp copy) { return compiler.artifactOf(copy); }, progress);
   if (!report)

@@ -53,9 +53,14 @@ struct CompileOptions {
   /// GPU architectures of the CUDA target (--cuda-arch); empty means the
   /// target's default, sm_80 and sm_90.
   std::vector<std::string> cudaArchitectures;
-  /// The operand precision of the CUDA target's matrix products
-  /// (--precision: fp32, fp16 or bf16); fp16 puts them on the tensor cores.
-  std::string cudaPrecision = "fp16";
+  /// What matrix products and convolutions read their operands as
+  /// (--precision: fp32, fp16 or bf16); they accumulate in f32. The CUDA
+  /// target puts fp16 and bf16 products on the tensor cores, rounding their
+  /// operands itself. Without it, bf16 makes the products with constant
+  /// weights bf16 products for the CPU (VDPBF16PS, or FMAs of the widened
+  /// halves), and the other values stay f32. With `quantize`, bf16 is what
+  /// the accuracy budget keeps a layer in instead of f32.
+  std::string precision = "fp16";
   ImportOptions import;
   /// Called at the start of each stage with a one-line description.
   std::function<void(llvm::StringRef)> progress;

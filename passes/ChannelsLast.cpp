@@ -108,6 +108,8 @@ struct ConvChannelsLast : OpRewritePattern<ConvOp> {
                                op.getStridesAttr(), op.getPadsAttr(),
                                op.getDilationsAttr(), op.getGroupAttr(),
                                rewriter.getUnitAttr());
+    // What earlier stages decided for the op (tessel.precision) stays.
+    conv->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceOp(op, transpose(rewriter, loc, conv, kToChannelsFirst));
     return success();
   }

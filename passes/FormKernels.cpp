@@ -44,10 +44,19 @@ bool staysInEntry(Operation *op) {
   return isa<ConstantOp, ReshapeOp, FlattenOp, CheckZeroOp>(op) || isStorageCast(op);
 }
 
-/// Ops that only change how elements are represented (quantization), which
-/// join their producer's kernel though their element type differs.
+/// Whether `op` rounds f32 to bf16: the input of a bf16 product
+/// (tessel-bf16-products).
+bool isBf16Rounding(Operation *op) {
+  auto cast = dyn_cast<CastOp>(op);
+  return cast && cast.getInput().getType().getElementType().isF32() &&
+         cast.getType().getElementType().isBF16();
+}
+
+/// Ops that only change how elements are represented (quantization, bf16
+/// rounding), which join their producer's kernel though their element type
+/// differs.
 bool changesRepresentation(Operation *op) {
-  return isa<QuantizeOp, DequantizeOp, RequantizeOp, LookupOp>(op);
+  return isa<QuantizeOp, DequantizeOp, RequantizeOp, LookupOp>(op) || isBf16Rounding(op);
 }
 
 /// Ops that may join the kernel of one of their operands.

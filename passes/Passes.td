@@ -47,6 +47,25 @@ def TesselChannelsLastPass : Pass<"tessel-channels-last", "mlir::func::FuncOp"> 
   let dependentDialects = ["tessel::TesselDialect"];
 }
 
+def TesselBf16ProductsPass : Pass<"tessel-bf16-products", "mlir::func::FuncOp"> {
+  let summary = "Compute matrix products and convolutions on bf16 operands";
+  let description = [{
+    A product marked `tessel.precision = "bf16"` (by post-training
+    quantization, for a layer INT8 would spoil), or with `all` every f32
+    matmul, gemm and ungrouped convolution of static shapes whose weight is
+    a constant, reads a `tessel.cast` of its input to bf16 and a bf16
+    constant of its weight, rounded half to even at compile time; its
+    result and bias stay f32, and the lowering accumulates in f32. A gemm's
+    transposed B is stored transposed back, so that its rows run along the
+    reduction as in every other product.
+  }];
+  let options = [
+    Option<"all", "all", "bool", "false",
+           "Every eligible product, not only those marked bf16 (--precision bf16)">,
+  ];
+  let dependentDialects = ["tessel::TesselDialect"];
+}
+
 def TesselFormKernelsPass : Pass<"tessel-form-kernels", "mlir::ModuleOp"> {
   let summary = "Group ops into kernels and outline each into a function";
   let description = [{

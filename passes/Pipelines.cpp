@@ -30,6 +30,9 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
     pm.addNestedPass<func::FuncOp>(createTesselSinkReshapesPass());
     pm.addPass(createCanonicalizerPass());
   }
+  // After the layout passes, which know only f32 and quantized
+  // activations, and at every level: a precision is not an optimization.
+  pm.addNestedPass<func::FuncOp>(createTesselBf16ProductsPass({options.bf16Products}));
   TesselFormKernelsPassOptions formKernels;
   formKernels.fuseAttention = options.optLevel > 0 && options.fuseAttention;
   formKernels.separateDequantize = options.separateDequantize;

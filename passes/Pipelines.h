@@ -23,6 +23,11 @@ struct GraphPipelineOptions
       llvm::cl::desc("Form one kernel of MatMul, Softmax and MatMul (the "
                      "target computes attention a tile of queries at a time)"),
       llvm::cl::init(false)};
+  Option<bool> bf16Products{
+      *this, "bf16-products",
+      llvm::cl::desc("Compute every f32 product with a constant weight on bf16 "
+                     "operands (--precision bf16); those marked bf16 always"),
+      llvm::cl::init(false)};
   Option<bool> separateDequantize{
       *this, "separate-dequantize",
       llvm::cl::desc("Start a kernel at each dequantize (a target computing "

@@ -152,6 +152,12 @@ public:
   /// the runtime picks a device when the session starts.
   virtual bool replacesFallback() const { return false; }
 
+  /// Whether the target applies --precision to the matrix products of the
+  /// kernels it compiles itself (the CUDA target rounds their operands for
+  /// the tensor cores): the graph then leaves them f32, rather than making
+  /// them bf16 products (tessel-bf16-products) for every target.
+  virtual bool roundsProductsItself() const { return false; }
+
   /// Why the target cannot run `kernel`, a kernel function of `module` in
   /// the tessel form; nullopt when it can. Placement asks the targets in
   /// turn and gives each kernel to the first that can run it.

@@ -6,10 +6,12 @@
 #include "compiler/quantize/Observation.h"
 #include "dialects/tessel/QuantizedTypes.h"
 #include "dialects/tessel/TesselDialect.h"
+#include "passes/Bf16Products.h"
 #include "passes/Passes.h"
 #include "passes/QuantizedGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -58,6 +60,21 @@ void watchQuantized(func::FuncOp function, unsigned first) {
                                  quantized);
     }
   setReturnedValues(function, results);
+}
+
+/// The values an evaluation watches: the quantization points, and the input
+/// and output of each layer kept in bf16, whose rounding errs too.
+SmallVector<Value> watchedPoints(func::FuncOp function) {
+  llvm::SetVector<Value> watched;
+  function.walk([&](Operation *op) {
+    auto precision = op->getAttrOfType<StringAttr>(kPrecisionAttr);
+    bool bf16 = precision && precision.getValue() == kBf16Precision;
+    if (!isQuantizableProduct(op) && !bf16)
+      return;
+    watched.insert(op->getOperand(0));
+    watched.insert(activatedResult(op));
+  });
+  return watched.takeVector();
 }
 
 /// Runs tessel-insert-quantization on `module`.
@@ -175,8 +192,8 @@ private:
   /// Compiles the quantized model with its points watched and measures
   /// each point's and output's error against float.
   llvm::Error evaluate(const char *stage);
-  /// Keeps in float the quantized layers whose own error breaks the
-  /// budget; true if any.
+  /// Keeps in float (bf16 where asked for and possible, else f32) the
+  /// quantized layers whose own error breaks the budget; true if any.
   bool applyBudget();
   QuantizationReport report() const;
 
@@ -211,7 +228,7 @@ private:
 llvm::Expected<std::vector<uint8_t>> PostTrainingQuantizer::watchedArtifact(bool quantized) {
   OwningOpRef<ModuleOp> copy = module.clone();
   func::FuncOp copyMain = mainOf(*copy);
-  appendWatchedResults(copyMain, quantizationPoints(copyMain));
+  appendWatchedResults(copyMain, watchedPoints(copyMain));
   if (quantized) {
     if (llvm::Error error = insertQuantization(*copy, options))
       return std::move(error);
@@ -299,11 +316,11 @@ std::vector<int64_t> PostTrainingQuantizer::channelMeanAxes() const {
 }
 
 llvm::Error PostTrainingQuantizer::evaluate(const char *stage) {
-  SmallVector<Value> watchedPoints = quantizationPoints(main);
+  SmallVector<Value> watched = watchedPoints(main);
   std::vector<size_t> referenceIndex;
   for (size_t i = 0; i < outputCount; ++i)
     referenceIndex.push_back(i);
-  for (Value point : watchedPoints)
+  for (Value point : watched)
     referenceIndex.push_back(outputCount + pointIndex.lookup(point));
 
   progress(llvm::Twine(stage) + ": compiling the quantized model");
@@ -317,22 +334,26 @@ llvm::Error PostTrainingQuantizer::evaluate(const char *stage) {
       }))
     return error;
   outputError.assign(powers.begin(), powers.begin() + outputCount);
-  // Points no longer quantized are exact.
+  // Points no longer watched (of layers kept in f32) are exact.
   pointError.assign(points.size(), quantize::ErrorPower{1.0, 0.0});
-  for (auto [i, point] : llvm::enumerate(watchedPoints))
+  for (auto [i, point] : llvm::enumerate(watched))
     pointError[pointIndex.lookup(point)] = powers[outputCount + i];
   return llvm::Error::success();
 }
 
 bool PostTrainingQuantizer::applyBudget() {
   bool changed = false;
+  MLIRContext *context = module.getContext();
   for (const Layer &layer : layers) {
+    // Kept layers stay as kept: what a bf16 layer's output still loses is
+    // mostly the quantization of that output for the INT8 layers after it.
     if (layer.op->hasAttr(kPrecisionAttr))
       continue;
     std::pair<double, double> sqnr = layerSqnr(layer);
     quantizedSqnr[layer.op] = sqnr;
     if (sqnr.second < options.minSqnrDb) {
-      layer.op->setAttr(kPrecisionAttr, StringAttr::get(layer.op->getContext(), "f32"));
+      bool bf16 = options.bf16Fallback && isBf16Product(layer.op);
+      layer.op->setAttr(kPrecisionAttr, StringAttr::get(context, bf16 ? kBf16Precision : "f32"));
       changed = true;
     }
   }
@@ -348,8 +369,8 @@ QuantizationReport PostTrainingQuantizer::report() const {
     LayerQuantization entry;
     entry.name = nodeName(layer.op);
     entry.op = layer.op->getName().stripDialect().str();
-    bool inFloat = layer.op->hasAttr(kPrecisionAttr);
-    entry.precision = inFloat ? "f32" : "int8";
+    auto kept = layer.op->getAttrOfType<StringAttr>(kPrecisionAttr);
+    entry.precision = kept ? kept.str() : "int8";
     if (auto dequantize = layer.op->getOperand(0).getDefiningOp<DequantizeOp>()) {
       QuantParams params = quantParams(getQuantizedType(dequantize.getInput().getType()));
       entry.inputScale = params.scale;

@@ -63,13 +63,16 @@ struct QuantizeOptions {
   /// A layer whose quantization alone leaves its output below this SQNR
   /// stays in float.
   double minSqnrDb = 15.0;
+  /// It stays in bf16 rather than f32, where tessel-bf16-products can
+  /// compute it so (--precision bf16).
+  bool bf16Fallback = false;
 };
 
 /// What post-training quantization did to one convolution or matrix product.
 struct LayerQuantization {
   std::string name; // the ONNX node's
   std::string op;   // "conv", "matmul", "gemm"
-  std::string precision; // "int8" or "f32"
+  std::string precision; // "int8", "bf16" or "f32"
   std::optional<double> inputScale, outputScale;
   std::optional<int64_t> inputZeroPoint, outputZeroPoint;
   double weightScaleMin = 0.0, weightScaleMax = 0.0;
@@ -79,7 +82,8 @@ struct LayerQuantization {
   /// The part of that error this layer adds (dB): its output's relative
   /// error power less its input's.
   double addedSqnrDb = 0.0;
-  /// The SQNRs when quantized, before the budget kept the layer in float.
+  /// The SQNRs when quantized, before the budget kept the layer in float
+  /// (f32 or bf16).
   double quantizedSqnrDb = 0.0, quantizedAddedSqnrDb = 0.0;
 };
 

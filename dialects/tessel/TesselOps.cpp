@@ -121,21 +121,34 @@ LogicalResult AddOp::verify() { return verifyArithmeticTypes(*this); }
 LogicalResult SubOp::verify() { return verifyArithmeticTypes(*this); }
 LogicalResult MulOp::verify() { return verifyArithmeticTypes(*this); }
 
-#define TESSEL_COMPATIBLE_INFERENCE(OpTy)                                       \
+/// A product may also widen: bf16 operands, an f32 result (products in bf16,
+/// accumulated in f32: --precision bf16).
+static bool compatibleProductTypes(TypeRange inferred, TypeRange actual) {
+  if (compatibleInferredTypes(inferred, actual))
+    return true;
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto expected = dyn_cast<RankedTensorType>(inferred.front());
+  auto given = dyn_cast<RankedTensorType>(actual.front());
+  return expected && given && expected.getShape() == given.getShape() &&
+         expected.getElementType().isBF16() && given.getElementType().isF32();
+}
+
+#define TESSEL_INFERENCE_CHECKED_BY(OpTy, compatible)                           \
   bool OpTy::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {   \
-    return compatibleInferredTypes(inferred, actual);                          \
+    return compatible(inferred, actual);                                       \
   }
-TESSEL_COMPATIBLE_INFERENCE(AddOp)
-TESSEL_COMPATIBLE_INFERENCE(SubOp)
-TESSEL_COMPATIBLE_INFERENCE(MulOp)
-TESSEL_COMPATIBLE_INFERENCE(MatMulOp)
-TESSEL_COMPATIBLE_INFERENCE(GemmOp)
-TESSEL_COMPATIBLE_INFERENCE(ConvOp)
-TESSEL_COMPATIBLE_INFERENCE(MaxPoolOp)
-TESSEL_COMPATIBLE_INFERENCE(MaxPoolIndicesOp)
-TESSEL_COMPATIBLE_INFERENCE(AveragePoolOp)
-TESSEL_COMPATIBLE_INFERENCE(GlobalAveragePoolOp)
-#undef TESSEL_COMPATIBLE_INFERENCE
+TESSEL_INFERENCE_CHECKED_BY(AddOp, compatibleInferredTypes)
+TESSEL_INFERENCE_CHECKED_BY(SubOp, compatibleInferredTypes)
+TESSEL_INFERENCE_CHECKED_BY(MulOp, compatibleInferredTypes)
+TESSEL_INFERENCE_CHECKED_BY(MaxPoolOp, compatibleInferredTypes)
+TESSEL_INFERENCE_CHECKED_BY(MaxPoolIndicesOp, compatibleInferredTypes)
+TESSEL_INFERENCE_CHECKED_BY(AveragePoolOp, compatibleInferredTypes)
+TESSEL_INFERENCE_CHECKED_BY(GlobalAveragePoolOp, compatibleInferredTypes)
+TESSEL_INFERENCE_CHECKED_BY(MatMulOp, compatibleProductTypes)
+TESSEL_INFERENCE_CHECKED_BY(GemmOp, compatibleProductTypes)
+TESSEL_INFERENCE_CHECKED_BY(ConvOp, compatibleProductTypes)
+#undef TESSEL_INFERENCE_CHECKED_BY
 
 LogicalResult ModOp::verify() {
   if (isa<FloatType>(getType().getElementType()) && !getFmod())
@@ -242,7 +255,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
 }
 
 /// The element types of a matrix product or convolution: one float type,
-/// or quantized as verifyQuantizedProduct describes.
+/// or bf16 operands with an f32 result (and bias), or quantized as
+/// verifyQuantizedProduct describes.
 static LogicalResult verifyProductTypes(Operation *op, Value input, Value weight,
                                         Value bias, int64_t weightChannelAxis,
                                         int64_t resultChannelAxis) {
@@ -250,9 +264,12 @@ static LogicalResult verifyProductTypes(Operation *op, Value input, Value weight
   Type biasType = bias ? elementType(bias) : Type();
   if (!isQuantized(elementType(input)) && !isQuantized(elementType(weight)) &&
       !isQuantized(result) && !(biasType && isQuantized(biasType))) {
-    if (elementType(input) != elementType(weight) || elementType(input) != result ||
+    bool widening = elementType(input).isBF16() && result.isF32();
+    Type operandType = widening ? elementType(input) : result;
+    if (elementType(input) != operandType || elementType(weight) != operandType ||
         (biasType && biasType != result))
-      return op->emitOpError("operands and result must share an element type");
+      return op->emitOpError("operands and result must share an element type, or be bf16 "
+                             "operands with an f32 result");
     return success();
   }
   return verifyQuantizedProduct(op, elementType(input), elementType(weight), biasType,

@@ -38,11 +38,6 @@ Value buildContraction(OpBuilder &b, Location loc, BroadcastOperand lhs,
   return generic.getResult(0);
 }
 
-Value floatMultiplyAccumulate(OpBuilder &b, Location loc, Value x, Value w, Value sum) {
-  ScalarBuilder scalar(b, loc, x.getType(), false);
-  return scalar.add(sum, scalar.mul(x, w));
-}
-
 MatMulIteration matmulIteration(OpBuilder &b, Location loc, Value lhs, Value rhs,
                                 RankedTensorType resultType) {
   auto lhsType = cast<RankedTensorType>(lhs.getType());

@@ -32,10 +32,6 @@ mlir::Value buildContraction(mlir::OpBuilder &b, mlir::Location loc, BroadcastOp
                              llvm::ArrayRef<int64_t> iterationExtents,
                              MultiplyAccumulateFn body);
 
-/// sum + x * w in float (or plain integer) arithmetic.
-mlir::Value floatMultiplyAccumulate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
-                                    mlir::Value w, mlir::Value sum);
-
 } // namespace tessel
 
 #endif // TESSEL_PASSES_TESSELTOLINALG_CONTRACTIONUTILS_H

@@ -317,39 +317,6 @@ struct QuantizedGemmLowering : OpConversionPattern<GemmOp> {
   const KernelConstants &constants;
 };
 
-/// out[n, oh, ow, f] = body(in[n, oh * s + kh * d, ow * s + kw * d, c],
-/// weight[kh, kw, c, f], out) over (kh, kw, c): linalg.conv_2d_nhwc_hwcf's
-/// iteration space; with `depthwise`, weight[kh, kw, c] and c = f
-/// (linalg.depthwise_conv_2d_nhwc_hwc's).
-Value buildChannelsLastConvolution(OpBuilder &b, Location loc, Value input, Value weight,
-                                   Value init, ArrayRef<int64_t> strides,
-                                   ArrayRef<int64_t> dilations, bool depthwise,
-                                   MultiplyAccumulateFn body) {
-  MLIRContext *context = b.getContext();
-  // (n, oh, ow, f, kh, kw[, c])
-  int64_t numDims = depthwise ? 6 : 7;
-  auto d = [&](int64_t dim) { return getAffineDimExpr(dim, context); };
-  AffineExpr channel = depthwise ? d(3) : d(6);
-  AffineMap inputMap = AffineMap::get(
-      numDims, 0,
-      {d(0), d(1) * strides[0] + d(4) * dilations[0], d(2) * strides[1] + d(5) * dilations[1],
-       channel},
-      context);
-  AffineMap weightMap =
-      depthwise ? AffineMap::get(numDims, 0, {d(4), d(5), d(3)}, context)
-                : AffineMap::get(numDims, 0, {d(4), d(5), d(6), d(3)}, context);
-  AffineMap outputMap = AffineMap::get(numDims, 0, {d(0), d(1), d(2), d(3)}, context);
-  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
-  iterators.append(numDims - 4, utils::IteratorType::reduction);
-  return linalg::GenericOp::create(
-             b, loc, init.getType(), ValueRange{input, weight}, init,
-             ArrayRef<AffineMap>{inputMap, weightMap, outputMap}, iterators,
-             [&](OpBuilder &nested, Location at, ValueRange args) {
-               linalg::YieldOp::create(nested, at, body(nested, at, args[0], args[1], args[2]));
-             })
-      .getResult(0);
-}
-
 struct QuantizedConvLowering : OpConversionPattern<ConvOp> {
   QuantizedConvLowering(const TypeConverter &converter, MLIRContext *context,
                         const KernelConstants &constants)

@@ -139,6 +139,45 @@ Value buildGroupedConvolution(OpBuilder &b, Location loc, Value input, Value wei
   return tensor::CollapseShapeOp::create(b, loc, resultType, generic.getResult(0), merge);
 }
 
+Value buildChannelsLastConvolution(OpBuilder &b, Location loc, Value input, Value weight,
+                                   Value init, ArrayRef<int64_t> strides,
+                                   ArrayRef<int64_t> dilations, bool depthwise,
+                                   MultiplyAccumulateFn body) {
+  MLIRContext *context = b.getContext();
+  // (n, oh, ow, f, kh, kw[, c])
+  int64_t numDims = depthwise ? 6 : 7;
+  auto d = [&](int64_t dim) { return getAffineDimExpr(dim, context); };
+  AffineExpr channel = depthwise ? d(3) : d(6);
+  AffineMap inputMap = AffineMap::get(
+      numDims, 0,
+      {d(0), d(1) * strides[0] + d(4) * dilations[0], d(2) * strides[1] + d(5) * dilations[1],
+       channel},
+      context);
+  AffineMap weightMap =
+      depthwise ? AffineMap::get(numDims, 0, {d(4), d(5), d(3)}, context)
+                : AffineMap::get(numDims, 0, {d(4), d(5), d(6), d(3)}, context);
+  AffineMap outputMap = AffineMap::get(numDims, 0, {d(0), d(1), d(2), d(3)}, context);
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.append(numDims - 4, utils::IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{input, weight}, init,
+             ArrayRef<AffineMap>{inputMap, weightMap, outputMap}, iterators,
+             [&](OpBuilder &nested, Location at, ValueRange args) {
+               linalg::YieldOp::create(nested, at, body(nested, at, args[0], args[1], args[2]));
+             })
+      .getResult(0);
+}
+
+Value floatMultiplyAccumulate(OpBuilder &b, Location loc, Value x, Value w, Value sum) {
+  Type type = sum.getType();
+  if (x.getType() != type) {
+    x = arith::ExtFOp::create(b, loc, type, x);
+    w = arith::ExtFOp::create(b, loc, type, w);
+  }
+  ScalarBuilder scalar(b, loc, type, false);
+  return scalar.add(sum, scalar.mul(x, w));
+}
+
 namespace {
 
 /// Extra end padding so that ceil_mode windows that run past the input
@@ -182,20 +221,33 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     size_t spatialRank = resultType.getRank() - 2;
     ArrayRef<int64_t> pads = op.getPads();
     bool channelsLast = op.getChannelsLast();
+    // bf16 operands of an f32 result (tessel-bf16-products): generics whose
+    // bodies widen them, which targets recognize as bf16 dot products.
+    Type inputElement = op.getInput().getType().getElementType();
+    bool widening = inputElement != elementType;
     Value input = padSpatial(rewriter, loc, adaptor.getInput(),
-                             pads.take_front(spatialRank),
-                             pads.drop_front(spatialRank), scalar.constant(0.0),
+                             pads.take_front(spatialRank), pads.drop_front(spatialRank),
+                             ScalarBuilder(rewriter, loc, inputElement, false).constant(0.0),
                              channelsLast);
     int64_t channelAxis = channelsLast ? resultType.getRank() - 1 : 1;
     Value init = adaptor.getBias()
                      ? broadcastAlongAxis(rewriter, loc, adaptor.getBias(), resultType,
                                           channelAxis)
                      : filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
-    if (channelsLast) {
+    if (channelsLast && widening && op.getGroup() == 1) {
+      rewriter.replaceOp(op, buildChannelsLastConvolution(
+                                 rewriter, loc, input, adaptor.getWeight(), init,
+                                 op.getStrides(), op.getDilations(), /*depthwise=*/false,
+                                 floatMultiplyAccumulate));
+      return success();
+    }
+    if (channelsLast && !widening) {
       rewriter.replaceOp(op, channelsLastConvolution(rewriter, loc, op, input,
                                                      adaptor.getWeight(), init));
       return success();
     }
+    if (widening && channelsLast)
+      return rewriter.notifyMatchFailure(op, "bf16 operands of a grouped NHWC convolution");
 
     RankedTensorType weightType = op.getWeight().getType();
     int64_t group = op.getGroup();
@@ -203,7 +255,11 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     Value result;
-    if (spatialRank == 2 && group == 1) {
+    if (widening) {
+      result = buildGroupedConvolution(rewriter, loc, input, adaptor.getWeight(), init,
+                                       op.getStrides(), op.getDilations(), group,
+                                       floatMultiplyAccumulate);
+    } else if (spatialRank == 2 && group == 1) {
       result = linalg::Conv2DNchwFchwOp::create(
                    rewriter, loc, resultType, ValueRange{input, adaptor.getWeight()},
                    init, strides, dilations)
@@ -224,11 +280,7 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     } else {
       result = buildGroupedConvolution(
           rewriter, loc, input, adaptor.getWeight(), init, op.getStrides(),
-          op.getDilations(), group,
-          [](OpBuilder &b, Location at, Value x, Value w, Value sum) {
-            ScalarBuilder scalar(b, at, x.getType(), false);
-            return scalar.add(sum, scalar.mul(x, w));
-          });
+          op.getDilations(), group, floatMultiplyAccumulate);
     }
     rewriter.replaceOp(op, result);
     return success();

@@ -52,6 +52,21 @@ mlir::Value buildGroupedConvolution(mlir::OpBuilder &b, mlir::Location loc,
                                     llvm::ArrayRef<int64_t> dilations, int64_t group,
                                     MultiplyAccumulateFn body);
 
+/// out[n, oh, ow, f] = body(in[n, oh * s + kh * d, ow * s + kw * d, c],
+/// weight[kh, kw, c, f], out) over (kh, kw, c): linalg.conv_2d_nhwc_hwcf's
+/// iteration space; with `depthwise`, weight[kh, kw, c] and c = f
+/// (linalg.depthwise_conv_2d_nhwc_hwc's). `input` is already padded.
+mlir::Value buildChannelsLastConvolution(mlir::OpBuilder &b, mlir::Location loc,
+                                         mlir::Value input, mlir::Value weight,
+                                         mlir::Value init, llvm::ArrayRef<int64_t> strides,
+                                         llvm::ArrayRef<int64_t> dilations, bool depthwise,
+                                         MultiplyAccumulateFn body);
+
+/// sum + x * w in sum's float (or plain integer) arithmetic; bf16 operands
+/// of an f32 sum are widened first (exactly).
+mlir::Value floatMultiplyAccumulate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                                    mlir::Value w, mlir::Value sum);
+
 } // namespace tessel
 
 #endif // TESSEL_PASSES_TESSELTOLINALG_WINDOWUTILS_H

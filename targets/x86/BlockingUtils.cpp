@@ -73,29 +73,53 @@ Value broadcastTo(OpBuilder &b, Location loc, Value value, int64_t width) {
 
 } // namespace
 
-bool isDotProductBody(linalg::LinalgOp op) {
+namespace {
+
+/// Whether `op` is a generic that yields out + widen(in0) * widen(in1) in
+/// `accumulator`, `Add` and `Multiply` the arithmetic, the inputs of type
+/// `input` widened by `WidenLeft` and `WidenRight`.
+template <typename Add, typename Multiply, typename WidenLeft, typename WidenRight>
+bool isWidenedProductSum(linalg::LinalgOp op, Type input, Type accumulator) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   if (!generic || generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1)
     return false;
   Block *body = generic.getBody();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  auto sum = yield.getOperand(0).getDefiningOp<arith::AddIOp>();
-  if (!sum || !sum.getType().isInteger(32))
+  auto sum = yield.getOperand(0).getDefiningOp<Add>();
+  Value out = body->getArgument(2);
+  if (!sum || sum.getType() != accumulator || (sum.getLhs() != out && sum.getRhs() != out))
     return false;
-  Value accumulator = body->getArgument(2);
-  Value product = sum.getLhs() == accumulator ? sum.getRhs() : sum.getLhs();
-  auto multiply = product.getDefiningOp<arith::MulIOp>();
-  if ((sum.getLhs() != accumulator && sum.getRhs() != accumulator) || !multiply)
-    return false;
-  auto widened = [&](Value value, unsigned argument, bool isUnsigned) {
-    Operation *extension = value.getDefiningOp();
-    bool kind = isUnsigned ? isa_and_present<arith::ExtUIOp>(extension)
-                           : isa_and_present<arith::ExtSIOp>(extension);
-    return kind && extension->getOperand(0) == body->getArgument(argument) &&
-           extension->getOperand(0).getType().isInteger(8);
+  Value product = sum.getLhs() == out ? sum.getRhs() : sum.getLhs();
+  auto multiply = product.template getDefiningOp<Multiply>();
+  auto widened = [&](auto extension, unsigned argument) {
+    return extension && extension->getOperand(0) == body->getArgument(argument) &&
+           extension->getOperand(0).getType() == input;
   };
-  return widened(multiply.getLhs(), 0, true) && widened(multiply.getRhs(), 1, false) &&
+  return multiply && widened(multiply.getLhs().template getDefiningOp<WidenLeft>(), 0) &&
+         widened(multiply.getRhs().template getDefiningOp<WidenRight>(), 1) &&
          body->getOperations().size() == 5;
+}
+
+} // namespace
+
+bool isDotProductBody(linalg::LinalgOp op) {
+  Builder b(op.getContext());
+  return isWidenedProductSum<arith::AddIOp, arith::MulIOp, arith::ExtUIOp, arith::ExtSIOp>(
+      op, b.getI8Type(), b.getI32Type());
+}
+
+bool isBf16DotBody(linalg::LinalgOp op) {
+  Builder b(op.getContext());
+  return isWidenedProductSum<arith::AddFOp, arith::MulFOp, arith::ExtFOp, arith::ExtFOp>(
+      op, b.getBF16Type(), b.getF32Type());
+}
+
+Type dotBodyElement(linalg::LinalgOp op) {
+  if (isDotProductBody(op))
+    return IntegerType::get(op.getContext(), 8);
+  if (isBf16DotBody(op))
+    return BFloat16Type::get(op.getContext());
+  return {};
 }
 
 Value vectorizeBody(OpBuilder &b, Location loc, linalg::GenericOp op,

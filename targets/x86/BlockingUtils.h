@@ -37,6 +37,15 @@ inline int64_t stepCost(int64_t fmas, int64_t loads) {
 /// instructions compute.
 bool isDotProductBody(mlir::linalg::LinalgOp op);
 
+/// Whether `op` (a generic) sums extf(input 0) * extf(input 1) of bf16
+/// inputs into an f32 output: the products of --precision bf16.
+bool isBf16DotBody(mlir::linalg::LinalgOp op);
+
+/// The element type of the groups a dot-product block reads for `op`: i8
+/// (isDotProductBody), bf16 (isBf16DotBody), or null for an op that is
+/// neither.
+mlir::Type dotBodyElement(mlir::linalg::LinalgOp op);
+
 /// The value that `value` is a (chain of) unit-stride, rank-preserving
 /// slice(s) of, with the offsets of `value` within it.
 struct SliceOrigin {

@@ -39,16 +39,14 @@ namespace tessel::x86 {
 
 namespace {
 
-/// Whether `op` is a generic that sums u8 x s8 products into i32
-/// (isDotProductBody) over an NHWC window with the loops of the named ops,
-/// (n, oh, ow, channel, kh, kw[, c]): `loops` of them, the input read at
-/// (n, oh * stride + kh * dilation, ow * stride + kw * dilation,
+/// Whether `op` is a generic over an NHWC window with the loops of the
+/// named ops, (n, oh, ow, channel, kh, kw[, c]): `loops` of them, the input
+/// read at (n, oh * stride + kh * dilation, ow * stride + kw * dilation,
 /// `inputChannel`), the filter at `filterDims`, the output at (n, oh, ow,
 /// channel).
-bool isIntegerWindow(linalg::LinalgOp op, unsigned loops, unsigned inputChannel,
+bool isWindowGeneric(linalg::LinalgOp op, unsigned loops, unsigned inputChannel,
                      ArrayRef<unsigned> filterDims) {
-  if (op.getNumLoops() != loops || op.getNumReductionLoops() != loops - 4 ||
-      !isDotProductBody(op))
+  if (op.getNumLoops() != loops || op.getNumReductionLoops() != loops - 4)
     return false;
   MLIRContext *context = op.getContext();
   auto d = [&](unsigned dim) { return getAffineDimExpr(dim, context); };
@@ -69,7 +67,7 @@ bool isIntegerWindow(linalg::LinalgOp op, unsigned loops, unsigned inputChannel,
 
 bool isDotConvolution(linalg::LinalgOp op) {
   // linalg.conv_2d_nhwc_hwcf's space: (n, oh, ow, f, kh, kw, c), HWCF filter.
-  return isIntegerWindow(op, 7, 6, {4, 5, 6, 3});
+  return dotBodyElement(op) && isWindowGeneric(op, 7, 6, {4, 5, 6, 3});
 }
 
 namespace {
@@ -91,7 +89,9 @@ constexpr int64_t kMaxUnrolledWindow = 16;
 /// The quantized lowering's NHWC depthwise convolution: a generic with
 /// linalg.depthwise_conv_2d_nhwc_hwc's iteration space, (n, oh, ow, c, kh,
 /// kw), and HWC filter, whose body sums u8 x s8 products into i32.
-bool isIntegerDepthwise(linalg::LinalgOp op) { return isIntegerWindow(op, 6, 3, {4, 5, 3}); }
+bool isIntegerDepthwise(linalg::LinalgOp op) {
+  return isDotProductBody(op) && isWindowGeneric(op, 6, 3, {4, 5, 3});
+}
 
 std::optional<WindowKind> windowKind(linalg::LinalgOp op) {
   if (isDotConvolution(op))
@@ -329,26 +329,32 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   SmallVector<int64_t> dilations = windowAttribute(tile, "dilations");
   SmallVector<int64_t> extents = tile.getStaticLoopRanges();
   // INT8 convolutions accumulate i32 from bytes (dot products four input
-  // channels at a time, depthwise ones byte vectors widened lane by lane);
-  // the others compute in f32.
+  // channels at a time, depthwise ones byte vectors widened lane by lane),
+  // bf16 ones f32 from pairs of input channels; the others compute in f32.
   bool dotProduct = kind == WindowKind::DotConvolution;
   bool integerDepthwise = kind == WindowKind::Depthwise && isDotProductBody(tile);
   // Byte max pools compare the bytes themselves.
   bool byteMax = isByteMaxPool(tile);
   bool unsignedMax = isa<linalg::PoolingNhwcMaxUnsignedOp>(tile.getOperation());
-  Type elementType = dotProduct || integerDepthwise ? Type(rewriter.getI32Type())
-                     : byteMax                      ? Type(rewriter.getI8Type())
-                                                    : Type(rewriter.getF32Type());
+  MLIRContext *context = rewriter.getContext();
+  Type elementType = dotProduct         ? dotAccumulatorType(context, *dot)
+                     : integerDepthwise ? Type(rewriter.getI32Type())
+                     : byteMax          ? Type(rewriter.getI8Type())
+                                        : Type(rewriter.getF32Type());
   auto vectorType = VectorType::get({width}, elementType);
   Value padding = ub::PoisonOp::create(rewriter, loc, elementType);
   // What `read` loads: bytes for integer depthwise convolutions.
   Type loadElement = integerDepthwise ? Type(rewriter.getI8Type()) : elementType;
   auto loadType = VectorType::get({width}, loadElement);
   Value loadPadding = ub::PoisonOp::create(rewriter, loc, loadElement);
-  auto quadType = VectorType::get({4}, rewriter.getI8Type());
-  auto weightType = VectorType::get({4 * width}, rewriter.getI8Type());
-  Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
-  // Input channels, read four at a time by dot products.
+  // Dot products read the input channels a group at a time (four bytes:
+  // four i8 or two bf16).
+  int64_t group = dotProduct ? dotGroupSize(*dot) : 1;
+  Type groupElement = dotProduct ? dotElementType(context, *dot) : elementType;
+  auto groupType = VectorType::get({group}, groupElement);
+  auto weightType = VectorType::get({group * width}, groupElement);
+  Value zeroGroupElement =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(groupElement));
   int64_t inputChannels = cast<RankedTensorType>(input.getType()).getDimSize(3);
   auto index = [&](OpBuilder &b, Location at, int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, at, value);
@@ -393,13 +399,13 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   };
 
   // What loadInput reads at a position: one element (convolution), one
-  // vector of channels (depthwise, pooling), or four channels' bytes (dot
+  // vector of channels (depthwise, pooling), or one group of channels (dot
   // products; masked past the last channel).
   struct Load {
-    enum { Element, Vector, Quad } shape;
+    enum { Element, Vector, Group } shape;
     int64_t vector = 0;
   };
-  // Input element, vector or quad at window position (h, w) and channel
+  // Input element, vector or group at window position (h, w) and channel
   // `c`. Read through padding, a position outside the source reads the
   // padding value; `guarded` says the window may cross the border, which
   // only then costs a bounds check and a select.
@@ -409,9 +415,10 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
       switch (shape.shape) {
       case Load::Vector:
         return read(b, at, source, indices, shape.vector);
-      case Load::Quad:
-        return vector::TransferReadOp::create(b, at, quadType, source, indices, zeroByte,
-                                              ArrayRef<bool>{inputChannels % 4 == 0});
+      case Load::Group:
+        return vector::TransferReadOp::create(b, at, groupType, source, indices,
+                                              zeroGroupElement,
+                                              ArrayRef<bool>{inputChannels % group == 0});
       case Load::Element:
         return tensor::ExtractOp::create(b, at, source, indices);
       }
@@ -432,8 +439,8 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
     Value fill = padded->padding;
     if (shape.shape == Load::Vector)
       fill = vector::BroadcastOp::create(b, at, loadType, fill);
-    if (shape.shape == Load::Quad)
-      fill = vector::BroadcastOp::create(b, at, quadType, fill);
+    if (shape.shape == Load::Group)
+      fill = vector::BroadcastOp::create(b, at, groupType, fill);
     return arith::SelectOp::create(b, at, valid, loaded, fill);
   };
 
@@ -475,25 +482,26 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
       return updated;
     }
     if (dotProduct) {
-      // ivs[2] steps four input channels at a time.
-      Value quad = ivs[2];
+      // ivs[2] steps a group of input channels at a time.
+      Value groupIndex = ivs[2];
       SmallVector<DotOperand> weights;
       for (int64_t vector = 0; vector < vectors; ++vector) {
-        Value bytes = vector::TransferReadOp::create(
+        Value groups = vector::TransferReadOp::create(
             b, at, weightType, panels->panels,
-            ValueRange{panels->panel, kh, kw, quad, index(b, at, vector * width * 4)},
-            zeroByte, ArrayRef<bool>{true});
-        weights.push_back(prepareWeights(b, at, *dot, bytes));
+            ValueRange{panels->panel, kh, kw, groupIndex, index(b, at, vector * width * group)},
+            zeroGroupElement, ArrayRef<bool>{true});
+        weights.push_back(prepareWeights(b, at, *dot, groups));
       }
-      Value c = arith::MulIOp::create(b, at, quad, index(b, at, 4));
+      Value c = arith::MulIOp::create(b, at, groupIndex, index(b, at, group));
       for (int64_t row = 0; row < height; ++row)
         for (int64_t column = 0; column < columns; ++column) {
           auto [h, w] = inputPosition(b, at, row, column, kh, kw);
-          Value bytes = loadInput(b, at, h, w, c, {Load::Quad}, guarded);
+          Value elements = loadInput(b, at, h, w, c, {Load::Group}, guarded);
           Value word =
-              vector::BitCastOp::create(b, at, VectorType::get({1}, b.getI32Type()), bytes);
+              vector::BitCastOp::create(b, at, VectorType::get({1}, b.getI32Type()), elements);
           Value broadcast = vector::BroadcastOp::create(
-              b, at, vectorType, vector::ExtractOp::create(b, at, word, int64_t(0)));
+              b, at, VectorType::get({width}, b.getI32Type()),
+              vector::ExtractOp::create(b, at, word, int64_t(0)));
           DotOperand activations = prepareActivations(b, at, *dot, broadcast);
           for (int64_t vector = 0; vector < vectors; ++vector)
             updated.push_back(accumulateDot(b, at, *dot, sums[updated.size()], activations,
@@ -548,13 +556,12 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   Value one = index(rewriter, loc, 1);
   SmallVector<Value> windowExtents{index(rewriter, loc, extents[kKernelRow]),
                                    index(rewriter, loc, extents[kKernelColumn])};
-  // Convolutions also step their input channels, dot products four at a
+  // Convolutions also step their input channels, dot products a group at a
   // time.
   bool channelLoop = kind == WindowKind::Convolution || dotProduct;
-  Value channelSteps = channelLoop ? index(rewriter, loc,
-                                           dotProduct ? llvm::divideCeil(extents[kInputChannel], 4)
-                                                      : extents[kInputChannel])
-                                   : Value();
+  Value channelSteps =
+      channelLoop ? index(rewriter, loc, llvm::divideCeil(extents[kInputChannel], group))
+                  : Value();
   // Small windows are unrolled: the window positions become constants, so
   // that a block spanning whole rows knows at compile time which of its
   // positions fall into the left and right padding.
@@ -683,12 +690,12 @@ bool matchChannelsLastWindow(linalg::LinalgOp op) {
   std::optional<WindowKind> kind = windowKind(op);
   if (!kind || !op.hasPureTensorSemantics())
     return false;
-  // Static f32 tensors, or the bytes and i32 sums of INT8 convolutions, or
-  // the bytes of INT8 max pools.
-  bool integer = isDotProductBody(op) || isByteMaxPool(op);
+  // Static f32 tensors, or the bytes and i32 sums of INT8 convolutions, the
+  // bf16 operands of bf16 ones, or the bytes of INT8 max pools.
+  bool narrow = dotBodyElement(op) || isByteMaxPool(op);
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    if (!type || !type.hasStaticShape() || (!integer && !type.getElementType().isF32()))
+    if (!type || !type.hasStaticShape() || (!narrow && !type.getElementType().isF32()))
       return false;
   }
   return true;
@@ -794,12 +801,14 @@ std::optional<int64_t> packedFilterPanelWidth(linalg::UnPackOp unpack) {
 std::optional<int64_t> packedFilterDotPanelWidth(linalg::UnPackOp unpack) {
   RankedTensorType source = unpack.getSourceType(), dest = unpack.getDestType();
   if (source.getRank() != 6 || dest.getRank() != 4 || !source.hasStaticShape() ||
-      !dest.hasStaticShape() || !source.getElementType().isInteger(8) ||
+      !dest.hasStaticShape() ||
+      !(source.getElementType().isInteger(8) || source.getElementType().isBF16()) ||
       unpack.getInnerDimsPos() != ArrayRef<int64_t>{3, 2} ||
       unpack.getOuterDimsPerm() != ArrayRef<int64_t>{3, 0, 1, 2})
     return std::nullopt;
   ArrayRef<int64_t> tiles = unpack.getStaticInnerTiles();
-  if (tiles.size() != 2 || ShapedType::isDynamic(tiles[0]) || tiles[1] != 4 ||
+  if (tiles.size() != 2 || ShapedType::isDynamic(tiles[0]) ||
+      tiles[1] != dotGroupSize(source.getElementType()) ||
       static_cast<int64_t>(llvm::divideCeil(dest.getDimSize(3), tiles[0])) !=
           source.getDimSize(0))
     return std::nullopt;

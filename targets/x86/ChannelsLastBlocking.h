@@ -21,35 +21,35 @@ struct PixelBlock {
   int64_t channels;
 };
 
-/// The quantized lowering's NHWC convolution: a generic with
+/// The quantized (or bf16) lowering's NHWC convolution: a generic with
 /// linalg.conv_2d_nhwc_hwcf's iteration space, (n, oh, ow, f, kh, kw, c),
-/// whose body sums u8 x s8 products into i32 (its filter packs into dot
-/// panels).
+/// whose body sums u8 x s8 products into i32 (bf16 products into f32); its
+/// filter packs into dot panels.
 bool isDotConvolution(mlir::linalg::LinalgOp op);
 
 /// The window ops blocked here: linalg.conv_2d_nhwc_hwcf,
 /// linalg.depthwise_conv_2d_nhwc_hwc, linalg.pooling_nhwc_max and
 /// linalg.pooling_nhwc_sum on static f32 tensors, and the quantized
 /// lowering's NHWC regular and depthwise convolutions of u8 inputs and s8
-/// filters into i32.
+/// filters into i32, and bf16 regular convolutions into f32.
 bool matchChannelsLastWindow(mlir::linalg::LinalgOp op);
 
 /// matchChannelsLastWindow, for an op that carries a lowering config
-/// (LoweringConfig.h), where an INT8 convolution must also read its filter
+/// (LoweringConfig.h), where a dot convolution must also read its filter
 /// from dot panels of the config's width: the window ops register blocking
 /// handles.
 bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
 
 /// The block for `op` (matchChannelsLastWindow) with `width`-lane vectors
-/// (and `dot` products for an INT8 convolution).
+/// (and `dot` products for an INT8 or bf16 convolution).
 PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot);
 
 /// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that
 /// was packed into panels [F / P, KH, KW, C, P]; returns P.
 std::optional<int64_t> packedFilterPanelWidth(mlir::linalg::UnPackOp unpack);
 
-/// Whether `unpack` restores an 8-bit HWCF filter packed into dot panels
-/// [F / P, KH, KW, C / 4, P, 4]; returns P.
+/// Whether `unpack` restores an 8-bit or bf16 HWCF filter packed into dot
+/// panels [F / P, KH, KW, C / G, P, G] (G = dotGroupSize); returns P.
 std::optional<int64_t> packedFilterDotPanelWidth(mlir::linalg::UnPackOp unpack);
 
 /// Whether every user of `pad` is an NHWC window op that register blocking
@@ -66,11 +66,11 @@ bool padsChannelsLastWindow(mlir::tensor::PadOp pad);
 ///                 acc[p][j] = fma(in[pixel p, kh, kw, c + j * width ...], w[j], acc[p][j])
 ///   pooling:    for kh, kw:     acc[p][j] = max/add(acc[p][j], in[pixel p, kh, kw, c ...])
 ///
-///   INT8:       for kh, kw, c step 4:  w[j] = the next 4 * width filter bytes
-///                 acc[p][j] = dot(broadcast(in[pixel p, kh, kw, c .. c + 3]), w[j], acc[p][j])
+///   INT8, bf16: for kh, kw, c step G:  w[j] = the next G * width filter elements
+///                 acc[p][j] = dot(broadcast(in[pixel p, kh, kw, c .. c + G - 1]), w[j], acc[p][j])
 ///
 /// A regular convolution's filter unpacked from panels (PackWeights) is read
-/// from the panels; an INT8 one's from dot panels.
+/// from the panels; a dot convolution's from dot panels.
 mlir::LogicalResult registerBlockChannelsLast(mlir::RewriterBase &rewriter,
                                               mlir::linalg::LinalgOp op, int64_t width);
 

@@ -1,5 +1,6 @@
 //===- ChooseLowering.cpp - Register blocks chosen once per op ------------===//
 
+#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/KernelWeights.h"
@@ -17,16 +18,20 @@ namespace tessel::x86 {
 namespace {
 
 /// What is known of the op being configured: its kernel, the kernel's only
-/// call (null if none), and the ISA's dot product.
+/// call (null if none), and the ISA's dot products of bytes and of bf16.
 struct KernelContext {
   func::FuncOp kernel;
   func::CallOp call;
   int64_t width;
   DotProductKind isa;
+  DotProductKind bf16Isa;
 
-  /// The dot product of an INT8 op whose weight `operand` reads: VPMADDUBSW
-  /// only where the constant weight is known to fit.
+  /// The dot product of a dot-product op whose weight `operand` reads: the
+  /// bf16 one for bf16 ops; for INT8 ops VPMADDUBSW only where the constant
+  /// weight is known to fit.
   DotProductKind dotProductFor(OpOperand &operand) const {
+    if (dotBodyElement(cast<linalg::LinalgOp>(operand.getOwner())).isBF16())
+      return bf16Isa;
     std::optional<KernelWeight> weight = constantWeight(operand, kernel, call);
     return x86::dotProductFor(isa, weight && bytePairsFit(weight->value));
   }
@@ -36,7 +41,7 @@ std::optional<LoweringConfig> chooseForContraction(linalg::LinalgOp op,
                                                    const ContractionLoops &loops,
                                                    const KernelContext &context) {
   std::optional<DotProductKind> dot;
-  if (loops.integer)
+  if (loops.dot)
     dot = context.dotProductFor(*op.getDpsInputOperand(1));
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
   std::optional<ContractionBlock> block =
@@ -84,14 +89,19 @@ struct TesselX86ChooseLoweringPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<DotProductKind> isa = parseDotProduct(dotProduct);
-    if (!isa) {
-      module.emitError("unknown dot-product kind '") << dotProduct << "'";
+    if (!isa || isBf16(*isa)) {
+      module.emitError("unknown dot-product kind '") << dotProduct << "' for bytes";
+      return signalPassFailure();
+    }
+    std::optional<DotProductKind> bf16Isa = parseDotProduct(bf16DotProduct);
+    if (!bf16Isa || !isBf16(*bf16Isa)) {
+      module.emitError("unknown dot-product kind '") << bf16DotProduct << "' for bf16";
       return signalPassFailure();
     }
     for (func::FuncOp kernel : module.getOps<func::FuncOp>()) {
       if (kernel.isExternal())
         continue;
-      KernelContext context{kernel, soleCall(kernel, module), vectorWidth, *isa};
+      KernelContext context{kernel, soleCall(kernel, module), vectorWidth, *isa, *bf16Isa};
       WalkResult walk = kernel.walk([&](linalg::LinalgOp op) {
         if (op->hasAttr(kLoweringConfigAttr))
           return failed(checkPinnedConfig(op, context)) ? WalkResult::interrupt()

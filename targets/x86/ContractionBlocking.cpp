@@ -14,10 +14,11 @@
 // contiguous panel instead of rows that lie a multiple of 4 KiB apart and
 // share cache sets.
 //
-// The INT8 products of quantized models step four k at a time: each column
-// of a panel holds its next four weights side by side, and each row
-// broadcasts its next four activation bytes, which dot-product instructions
-// multiply and sum into the i32 accumulators (DotProduct.h).
+// The INT8 products of quantized models step four k at a time (bf16
+// products two): each column of a panel holds its next group of weights side
+// by side, and each row broadcasts its next group of activations, which
+// dot-product instructions multiply and sum into the i32 (f32)
+// accumulators (DotProduct.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,8 +68,8 @@ struct PanelRead {
   Value panel;
 };
 
-/// With `dot`, the panels are dot panels [N / P, K / 4, P, 4], returned
-/// viewed as [N / P, K / 4, P * 4] bytes.
+/// With `dot`, the panels are dot panels [N / P, K / G, P, G], returned
+/// viewed as [N / P, K / G, P * G].
 std::optional<PanelRead> tracePanels(OpBuilder &b, Location loc, Value right,
                                      int64_t panelWidth, bool dot) {
   auto rightType = cast<RankedTensorType>(right.getType());
@@ -163,11 +164,12 @@ private:
   SmallVector<Value> position, rowIndex, columnIndex;
 };
 
-/// Emits the INT8 microkernel for `block` (see emitBlock): per step of four
-/// k, each vector of columns loads its 4 * width weight bytes from the
-/// panel, each row broadcasts its four activation bytes as an i32, and the
-/// accumulators gain their dot products. A last step of fewer than four k
-/// reads the activations masked (the panels hold zero weights there).
+/// Emits the dot-product microkernel for `block` (see emitBlock): per group
+/// of k (four bytes: four i8 or two bf16), each vector of columns loads its
+/// 4 * width weight bytes from the panel, each row broadcasts its group of
+/// activations as an i32, and the accumulators gain their dot products. A
+/// last, partial group reads the activations masked (the panels hold zero
+/// weights there).
 void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
                   const ContractionLoops &loops, int64_t panelWidth, int64_t width,
                   DotProductKind dot, bool &readsInit) {
@@ -178,10 +180,13 @@ void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
   BlockIndexing indexing(rewriter, loc, tile, loops, width);
   OpOperand *left = tile.getDpsInputOperand(0);
   OpOperand *result = tile.getDpsInitOperand(0);
-  auto accumulatorType = VectorType::get({width}, rewriter.getI32Type());
-  auto weightType = VectorType::get({4 * width}, rewriter.getI8Type());
-  auto quadType = VectorType::get({4}, rewriter.getI8Type());
-  Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
+  MLIRContext *context = rewriter.getContext();
+  int64_t group = dotGroupSize(dot);
+  Type element = dotElementType(context, dot);
+  auto accumulatorType = VectorType::get({width}, dotAccumulatorType(context, dot));
+  auto weightType = VectorType::get({group * width}, element);
+  auto groupType = VectorType::get({group}, element);
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(element));
   auto index = [&](OpBuilder &b, int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, loc, value);
   };
@@ -190,27 +195,28 @@ void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
 
   PanelRead panels = *tracePanels(rewriter, loc, tile.getDpsInputOperand(1)->get(),
                                   panelWidth, /*dot=*/true);
-  // One step of four k at `quad`; `partial` when fewer than four remain.
-  auto step = [&](OpBuilder &b, Location at, Value quad, ValueRange sums, bool partial) {
+  // One step of the group of k at `groupIndex`; `partial` when fewer remain.
+  auto step = [&](OpBuilder &b, Location at, Value groupIndex, ValueRange sums, bool partial) {
     SmallVector<DotOperand> weights;
     for (int64_t vector = 0; vector < indexing.vectorCount(); ++vector) {
-      Value bytes = vector::TransferReadOp::create(
+      Value groups = vector::TransferReadOp::create(
           b, at, weightType, panels.panels,
-          ValueRange{panels.panel, quad, index(b, vector * width * 4)}, zeroByte,
+          ValueRange{panels.panel, groupIndex, index(b, vector * width * group)}, zero,
           ArrayRef<bool>{true});
-      weights.push_back(prepareWeights(b, at, dot, bytes));
+      weights.push_back(prepareWeights(b, at, dot, groups));
     }
-    indexing.setK(b.createOrFold<arith::MulIOp>(at, quad, index(b, 4)));
+    indexing.setK(b.createOrFold<arith::MulIOp>(at, groupIndex, index(b, group)));
     SmallVector<Value> updated;
     for (int64_t row = 0; row < indexing.rowCount(); ++row) {
       indexing.setRow(row);
-      Value bytes = vector::TransferReadOp::create(b, at, quadType, left->get(),
-                                                   indexing.of(left), zeroByte,
-                                                   ArrayRef<bool>{!partial});
+      Value elements = vector::TransferReadOp::create(b, at, groupType, left->get(),
+                                                      indexing.of(left), zero,
+                                                      ArrayRef<bool>{!partial});
       Value word = vector::BitCastOp::create(
-          b, at, VectorType::get({1}, b.getI32Type()), bytes);
+          b, at, VectorType::get({1}, b.getI32Type()), elements);
       Value broadcast = vector::BroadcastOp::create(
-          b, at, accumulatorType, vector::ExtractOp::create(b, at, word, int64_t(0)));
+          b, at, VectorType::get({width}, b.getI32Type()),
+          vector::ExtractOp::create(b, at, word, int64_t(0)));
       DotOperand activations = prepareActivations(b, at, dot, broadcast);
       for (int64_t vector = 0; vector < indexing.vectorCount(); ++vector)
         updated.push_back(accumulateDot(b, at, dot, sums[updated.size()], activations,
@@ -218,15 +224,15 @@ void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
     }
     return updated;
   };
-  int64_t quads = depth / 4;
+  int64_t groups = depth / group;
   auto loop = scf::ForOp::create(
-      rewriter, loc, index(rewriter, 0), index(rewriter, quads), index(rewriter, 1),
-      accumulators, [&](OpBuilder &b, Location at, Value quad, ValueRange sums) {
-        scf::YieldOp::create(b, at, step(b, at, quad, sums, /*partial=*/false));
+      rewriter, loc, index(rewriter, 0), index(rewriter, groups), index(rewriter, 1),
+      accumulators, [&](OpBuilder &b, Location at, Value groupIndex, ValueRange sums) {
+        scf::YieldOp::create(b, at, step(b, at, groupIndex, sums, /*partial=*/false));
       });
   SmallVector<Value> results(loop.getResults());
-  if (depth % 4)
-    results = step(rewriter, loc, index(rewriter, quads), results, /*partial=*/true);
+  if (depth % group)
+    results = step(rewriter, loc, index(rewriter, groups), results, /*partial=*/true);
   storeBlock(rewriter, loc, block, indexing.blockValues(results, result));
 }
 
@@ -300,7 +306,7 @@ std::optional<ContractionLoops> matchBlockableContraction(linalg::LinalgOp op) {
   if (!config)
     return std::nullopt;
   std::optional<ContractionLoops> loops = matchContraction(op);
-  if (loops && loops->integer && rightPanelWidth(op) != config->panelWidth())
+  if (loops && loops->dot && rightPanelWidth(op) != config->panelWidth())
     return std::nullopt;
   return loops;
 }
@@ -309,13 +315,13 @@ std::optional<ContractionLoops> matchContraction(linalg::LinalgOp op) {
   if (!isa<linalg::GenericOp>(op.getOperation()) || !op.hasPureTensorSemantics() ||
       op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
-  bool integer = isDotProductBody(op);
+  bool dot = static_cast<bool>(dotBodyElement(op));
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    if (!type || !type.hasStaticShape() || (!integer && !type.getElementType().isF32()))
+    if (!type || !type.hasStaticShape() || (!dot && !type.getElementType().isF32()))
       return std::nullopt;
   }
-  if (!integer && !linalg::isaContractionOpInterface(op))
+  if (!dot && !linalg::isaContractionOpInterface(op))
     return std::nullopt;
   FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
   if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 || dims->k.size() != 1)
@@ -332,22 +338,23 @@ std::optional<ContractionLoops> matchContraction(linalg::LinalgOp op) {
   if (!columnsInnermost(op.getDpsInputOperand(1)) ||
       !columnsInnermost(op.getDpsInitOperand(0)))
     return std::nullopt;
-  // A dot-product block reads four consecutive k of a left row at once.
+  // A dot-product block reads a group of consecutive k of a left row at
+  // once.
   unsigned k = dims->k.front();
   AffineMap leftMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  if (integer && (leftMap.getNumResults() == 0 ||
+  if (dot && (leftMap.getNumResults() == 0 ||
                   leftMap.getResults().back() != getAffineDimExpr(k, op.getContext())))
     return std::nullopt;
   return ContractionLoops{dims->m.front(), n, k,
                           SmallVector<unsigned>(dims->batch.begin(), dims->batch.end()),
-                          integer};
+                          dot};
 }
 
 std::optional<int64_t> rightPanelWidth(linalg::LinalgOp op) {
   auto unpack = sliceRoot(op.getDpsInputOperand(1)->get()).getDefiningOp<linalg::UnPackOp>();
   if (!unpack)
     return std::nullopt;
-  if (isDotProductBody(op))
+  if (dotBodyElement(op))
     return packedDotPanelWidth(unpack);
   return packedPanelWidth(unpack);
 }
@@ -407,12 +414,14 @@ std::optional<ContractionBlock> chooseContractionBlock(int64_t rowExtent,
 std::optional<int64_t> packedDotPanelWidth(linalg::UnPackOp unpack) {
   RankedTensorType source = unpack.getSourceType(), dest = unpack.getDestType();
   if (source.getRank() != 4 || dest.getRank() != 2 || !source.hasStaticShape() ||
-      !dest.hasStaticShape() || !source.getElementType().isInteger(8) ||
+      !dest.hasStaticShape() ||
+      !(source.getElementType().isInteger(8) || source.getElementType().isBF16()) ||
       unpack.getInnerDimsPos() != ArrayRef<int64_t>{1, 0} ||
       unpack.getOuterDimsPerm() != ArrayRef<int64_t>{1, 0})
     return std::nullopt;
   ArrayRef<int64_t> tiles = unpack.getStaticInnerTiles();
-  if (tiles.size() != 2 || ShapedType::isDynamic(tiles[0]) || tiles[1] != 4 ||
+  if (tiles.size() != 2 || ShapedType::isDynamic(tiles[0]) ||
+      tiles[1] != dotGroupSize(source.getElementType()) ||
       static_cast<int64_t>(llvm::divideCeil(dest.getDimSize(1), tiles[0])) !=
           source.getDimSize(0))
     return std::nullopt;
@@ -464,7 +473,7 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   if (failed(blockPieces(rewriter, blocked, blocked.root(), config.registerBlock,
                          {columnAxis, rowAxis}, order,
                          [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                           if (loops->integer)
+                           if (loops->dot)
                              emitDotBlock(rewriter, tile, *loops, columns, width,
                                           *config.dotProduct, readsInit);
                            else

@@ -18,22 +18,23 @@ namespace tessel::x86 {
 struct ContractionLoops {
   unsigned m, n, k;
   llvm::SmallVector<unsigned> batch;
-  /// u8 x s8 products accumulated in i32 (a dot-product block) rather
-  /// than f32 multiply-adds.
-  bool integer = false;
+  /// Products of groups (u8 x s8 into i32, or bf16 pairs into f32: a
+  /// dot-product block) rather than f32 multiply-adds.
+  bool dot = false;
 };
 
 /// The loops of `op` when it is a static f32 multiply-accumulate
 /// contraction that reads its right operand and writes its result along
-/// contiguous columns, or the integer contraction of the quantized
-/// lowering (sum + zext(u8) * sext(s8) into i32) whose left operand is
-/// contiguous along k; nullopt otherwise.
+/// contiguous columns, or a dot-product contraction (the quantized
+/// lowering's sum + zext(u8) * sext(s8) into i32, or --precision bf16's sum
+/// + extf(bf16) * extf(bf16) into f32) whose left operand is contiguous
+/// along k; nullopt otherwise.
 std::optional<ContractionLoops> matchContraction(mlir::linalg::LinalgOp op);
 
 /// matchContraction, for an op that carries a lowering config
-/// (LoweringConfig.h), where an integer contraction must also read its right
-/// operand from dot panels of the config's width: the contractions register
-/// blocking handles.
+/// (LoweringConfig.h), where a dot-product contraction must also read its
+/// right operand from dot panels of the config's width: the contractions
+/// register blocking handles.
 std::optional<ContractionLoops> matchBlockableContraction(mlir::linalg::LinalgOp op);
 
 /// An accumulator block of `rows` x `columns` f32, `columns` a multiple of
@@ -63,9 +64,10 @@ std::optional<int64_t> rightPanelWidth(mlir::linalg::LinalgOp op);
 /// panels [N / P, K, P] of P contiguous columns; returns P.
 std::optional<int64_t> packedPanelWidth(mlir::linalg::UnPackOp unpack);
 
-/// Whether `unpack` restores an 8-bit right operand [K, N] packed for dot
-/// products, [N / P, K / 4, P, 4]: per panel and step of four k, the four
-/// weights of each of the P columns side by side; returns P.
+/// Whether `unpack` restores an 8-bit or bf16 right operand [K, N] packed
+/// for dot products, [N / P, K / G, P, G] with G the group size
+/// (dotGroupSize): per panel and group of k, the G weights of each of the P
+/// columns side by side; returns P.
 std::optional<int64_t> packedDotPanelWidth(mlir::linalg::UnPackOp unpack);
 
 /// Rewrites a contraction that matchBlockableContraction accepts into loops

@@ -1,4 +1,4 @@
-//===- DotProduct.cpp - 4-way u8 x s8 dot products into i32 lanes ---------===//
+//===- DotProduct.cpp - Dot products of 4-byte groups into lanes ----------===//
 
 #include "targets/x86/DotProduct.h"
 
@@ -39,26 +39,48 @@ llvm::StringRef dotProductName(DotProductKind kind) {
     return "pmaddwd";
   case DotProductKind::MultiplyAddBytes:
     return "pmaddubsw";
+  case DotProductKind::Bf16Dot:
+    return "dpbf16ps";
+  case DotProductKind::Bf16Fma:
+    return "bf16-fma";
   }
   llvm_unreachable("dot product kind");
 }
 
 std::optional<DotProductKind> parseDotProduct(llvm::StringRef name) {
   for (DotProductKind kind : {DotProductKind::Vnni, DotProductKind::PairwiseMultiplyAdd,
-                              DotProductKind::MultiplyAddBytes})
+                              DotProductKind::MultiplyAddBytes, DotProductKind::Bf16Dot,
+                              DotProductKind::Bf16Fma})
     if (name == dotProductName(kind))
       return kind;
   return std::nullopt;
 }
 
+bool isBf16(DotProductKind kind) {
+  return kind == DotProductKind::Bf16Dot || kind == DotProductKind::Bf16Fma;
+}
+
+int64_t dotGroupSize(Type element) { return 32 / element.getIntOrFloatBitWidth(); }
+
+int64_t dotGroupSize(DotProductKind kind) { return isBf16(kind) ? 2 : 4; }
+
+Type dotElementType(MLIRContext *context, DotProductKind kind) {
+  return isBf16(kind) ? Type(BFloat16Type::get(context)) : Type(IntegerType::get(context, 8));
+}
+
+Type dotAccumulatorType(MLIRContext *context, DotProductKind kind) {
+  return isBf16(kind) ? Type(Float32Type::get(context)) : Type(IntegerType::get(context, 32));
+}
+
 int64_t weightRegisters(DotProductKind kind) {
-  return kind == DotProductKind::PairwiseMultiplyAdd ? 2 : 1;
+  return kind == DotProductKind::PairwiseMultiplyAdd || kind == DotProductKind::Bf16Fma ? 2
+                                                                                          : 1;
 }
 
 int64_t activationRegisters(DotProductKind kind) {
-  // The pairwise form's even and odd bytes; VPMADDUBSW's broadcast and the
+  // The pairwise forms' even and odd halves; VPMADDUBSW's broadcast and the
   // ones it multiplies its pair sums by.
-  return kind == DotProductKind::Vnni ? 1 : 2;
+  return kind == DotProductKind::Vnni || kind == DotProductKind::Bf16Dot ? 1 : 2;
 }
 
 int64_t dotInstructions(DotProductKind kind) {
@@ -69,14 +91,19 @@ int64_t dotInstructions(DotProductKind kind) {
     return 4;
   case DotProductKind::MultiplyAddBytes: // VPMADDUBSW, VPMADDWD, VPADDD
     return 3;
+  case DotProductKind::Bf16Dot: // VDPBF16PS
+    return 1;
+  case DotProductKind::Bf16Fma: // two VFMADD
+    return 2;
   }
   llvm_unreachable("dot product kind");
 }
 
 int64_t preparationInstructions(DotProductKind kind) {
   // Even and odd bytes: a shift pair and a shift (weights), a mask and a
-  // shift (activations).
-  return kind == DotProductKind::PairwiseMultiplyAdd ? 2 : 0;
+  // shift (activations); even and odd bf16: a shift and a mask.
+  return kind == DotProductKind::PairwiseMultiplyAdd || kind == DotProductKind::Bf16Fma ? 2
+                                                                                          : 0;
 }
 
 namespace {
@@ -93,9 +120,32 @@ Value splatI16(OpBuilder &b, Location loc, int64_t count, int64_t value) {
   return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getI16IntegerAttr(value)));
 }
 
+Value splatI32(OpBuilder &b, Location loc, int64_t count, uint32_t value) {
+  auto type = VectorType::get({count}, b.getI32Type());
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getI32IntegerAttr(static_cast<int32_t>(value))));
+}
+
+/// The bf16 pairs of `pairs` (vector<lanes x i32>) widened to f32: the even
+/// (low) halves shifted up, the odd (high) halves with the low bits
+/// cleared.
+DotOperand widenBf16Pairs(OpBuilder &b, Location loc, Value pairs) {
+  int64_t count = laneCount(pairs);
+  auto floats = VectorType::get({count}, b.getF32Type());
+  Value even = arith::ShLIOp::create(b, loc, pairs, splatI32(b, loc, count, 16));
+  Value odd = arith::AndIOp::create(b, loc, pairs, splatI32(b, loc, count, 0xffff0000u));
+  return {vector::BitCastOp::create(b, loc, floats, even),
+          vector::BitCastOp::create(b, loc, floats, odd)};
+}
+
 } // namespace
 
 DotOperand prepareWeights(OpBuilder &b, Location loc, DotProductKind kind, Value bytes) {
+  if (kind == DotProductKind::Bf16Fma)
+    return widenBf16Pairs(
+        b, loc,
+        vector::BitCastOp::create(b, loc, VectorType::get({laneCount(bytes) / 2}, b.getI32Type()),
+                                  bytes));
   if (kind != DotProductKind::PairwiseMultiplyAdd)
     return {bytes, Value()};
   // Each i16 lane holds two weights; the even one sign-extended is the
@@ -111,9 +161,13 @@ DotOperand prepareWeights(OpBuilder &b, Location loc, DotProductKind kind, Value
 
 DotOperand prepareActivations(OpBuilder &b, Location loc, DotProductKind kind,
                               Value broadcast) {
+  if (kind == DotProductKind::Bf16Fma)
+    return widenBf16Pairs(b, loc, broadcast);
   if (kind != DotProductKind::PairwiseMultiplyAdd) {
-    auto bytes = VectorType::get({laneCount(broadcast) * 4}, b.getI8Type());
-    return {vector::BitCastOp::create(b, loc, bytes, broadcast), Value()};
+    int64_t group = dotGroupSize(kind);
+    auto groups =
+        VectorType::get({laneCount(broadcast) * group}, dotElementType(b.getContext(), kind));
+    return {vector::BitCastOp::create(b, loc, groups, broadcast), Value()};
   }
   // Unsigned bytes: the even one masked, the odd one shifted logically.
   int64_t count = laneCount(broadcast) * 2;
@@ -127,6 +181,18 @@ Value accumulateDot(OpBuilder &b, Location loc, DotProductKind kind, Value accum
                     const DotOperand &activations, const DotOperand &weights) {
   Type type = accumulator.getType();
   int64_t lanes = laneCount(accumulator);
+  if (kind == DotProductKind::Bf16Dot) {
+    llvm::StringRef name = lanes == 16 ? "llvm.x86.avx512bf16.dpbf16ps.512"
+                                       : "llvm.x86.avx512bf16.dpbf16ps.256";
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, type, b.getStringAttr(name),
+               ValueRange{accumulator, activations.even, weights.even})
+        .getResult(0);
+  }
+  if (kind == DotProductKind::Bf16Fma) {
+    Value odd = vector::FMAOp::create(b, loc, activations.odd, weights.odd, accumulator);
+    return vector::FMAOp::create(b, loc, activations.even, weights.even, odd);
+  }
   if (kind == DotProductKind::Vnni) {
     // The first source holds the unsigned bytes, the second the signed.
     llvm::StringRef name =

@@ -1,12 +1,23 @@
-//===- DotProduct.h - 4-way u8 x s8 dot products into i32 lanes -*- C++ -*-===//
+//===- DotProduct.h - Dot products of 4-byte groups into lanes --*- C++ -*-===//
 //
-// INT8 register blocks accumulate, per i32 lane, the dot product of four
-// unsigned activation bytes with four signed weight bytes: VPDPBUSD where
-// the CPU has VNNI; otherwise VPMADDUBSW, which sums adjacent u8 x s8
-// products into i16, then VPMADDWD by ones into i32, where the weights of
-// every adjacent pair are small enough that the i16 sum cannot saturate
-// (Tessel's own quantization makes them so); otherwise two VPMADDWD of the
-// even and odd bytes widened to i16. All three are exact.
+// Dot-product register blocks step the reduction a group of four bytes at
+// a time: each accumulator lane gains the dot product of one group of
+// activations (broadcast) with one group of weights.
+//
+// INT8 blocks accumulate, per i32 lane, four unsigned activation bytes
+// times four signed weight bytes: VPDPBUSD where the CPU has VNNI;
+// otherwise VPMADDUBSW, which sums adjacent u8 x s8 products into i16, then
+// VPMADDWD by ones into i32, where the weights of every adjacent pair are
+// small enough that the i16 sum cannot saturate (Tessel's own quantization
+// makes them so); otherwise two VPMADDWD of the even and odd bytes widened
+// to i16. All three are exact.
+//
+// BF16 blocks (--precision bf16) accumulate, per f32 lane, two bf16
+// activations times two bf16 weights: VDPBF16PS where the CPU has
+// AVX512-BF16, otherwise the same sums as two FMAs of the odd and then the
+// even halves widened to f32. A bf16 product is exact in f32, so both round
+// alike: once per FMA, odd first, as VDPBF16PS specifies (which also
+// flushes denormals).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +39,23 @@ enum class DotProductKind {
   /// VPMADDUBSW, then VPMADDWD by ones (AVX2, AVX-512BW): for weights whose
   /// pairs fit (bytePairsFitI16).
   MultiplyAddBytes,
+  /// VDPBF16PS (AVX512-BF16): bf16 pairs into f32.
+  Bf16Dot,
+  /// Two FMAs of the odd and the even bf16 halves widened to f32.
+  Bf16Fma,
 };
+
+/// Whether `kind` multiplies bf16 pairs (into f32) rather than bytes (into
+/// i32).
+bool isBf16(DotProductKind kind);
+
+/// Elements of one group (four bytes): 4 for 8-bit, 2 for bf16 elements.
+int64_t dotGroupSize(mlir::Type element);
+int64_t dotGroupSize(DotProductKind kind);
+
+/// The element type of the groups, and of the accumulators.
+mlir::Type dotElementType(mlir::MLIRContext *context, DotProductKind kind);
+mlir::Type dotAccumulatorType(mlir::MLIRContext *context, DotProductKind kind);
 
 /// Whether u8 x s8 products of every pair of weights (k, k + 1), k even, of
 /// `weights` (row-major, k the second-to-last axis of `shape`) sum into i16
@@ -40,7 +67,7 @@ bool bytePairsFitI16(llvm::ArrayRef<int8_t> weights, llvm::ArrayRef<int64_t> sha
 /// pairs fit.
 DotProductKind dotProductFor(DotProductKind isa, bool bytePairsFit);
 
-/// The option spelling ("vnni", "pmaddwd") and back.
+/// The option spelling ("vnni", "pmaddwd", "dpbf16ps", ...) and back.
 llvm::StringRef dotProductName(DotProductKind kind);
 std::optional<DotProductKind> parseDotProduct(llvm::StringRef name);
 
@@ -54,22 +81,24 @@ int64_t activationRegisters(DotProductKind kind);
 int64_t dotInstructions(DotProductKind kind);
 int64_t preparationInstructions(DotProductKind kind);
 
-/// The operands of the dot products of one k step (four k) as a block uses
-/// them: VNNI reads the bytes as they are, the pairwise form their even and
-/// odd bytes as i16.
+/// The operands of the dot products of one k step (one group) as a block
+/// uses them: VNNI and VDPBF16PS read the groups as they are, the pairwise
+/// forms their even and odd elements widened.
 struct DotOperand {
   mlir::Value even, odd;
 };
 
-/// Weights: vector<4 * lanes x i8>, lane l's four weights in bytes 4l..4l+3.
+/// Weights: vector<group * lanes x element>, lane l's group in elements
+/// group * l onwards.
 DotOperand prepareWeights(mlir::OpBuilder &b, mlir::Location loc, DotProductKind kind,
                           mlir::Value bytes);
-/// Activations: vector<lanes x i32>, every lane the same four u8 bytes.
+/// Activations: vector<lanes x i32>, every lane the same group (four u8
+/// bytes or two bf16).
 DotOperand prepareActivations(mlir::OpBuilder &b, mlir::Location loc, DotProductKind kind,
                               mlir::Value broadcast);
 
-/// accumulator (vector<lanes x i32>) + the 4-way dot products of the
-/// prepared activations and weights, lane by lane.
+/// accumulator (vector<lanes x i32>, or f32 for bf16) + the dot products of
+/// the prepared activations and weights, lane by lane.
 mlir::Value accumulateDot(mlir::OpBuilder &b, mlir::Location loc, DotProductKind kind,
                           mlir::Value accumulator, const DotOperand &activations,
                           const DotOperand &weights);

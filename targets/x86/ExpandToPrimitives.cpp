@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <limits>
+
 namespace tessel::x86 {
 #define GEN_PASS_DEF_TESSELX86EXPANDTOPRIMITIVESPASS
 #include "targets/x86/Passes.h.inc"
@@ -107,6 +109,54 @@ struct CopyToVectorLoops : OpRewritePattern<memref::CopyOp> {
   }
 };
 
+/// f32 -> bf16, rounded to nearest even in integer ops. Upstream's
+/// expansion selects the NaN result after the rounding, and LLVM, once it
+/// moves that select past the bitcast, legalizes the bf16 select on AVX2
+/// through a compiler-rt call. Here a NaN input becomes the quiet NaN
+/// before the rounding, which keeps it: 0x7fc00000 rounds to 0x7fc0.
+struct TruncateToBf16 : OpRewritePattern<arith::TruncFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::TruncFOp op,
+                                PatternRewriter &rewriter) const override {
+    Type resultType = op.getType();
+    if (!getElementTypeOrSelf(resultType).isBF16() ||
+        !getElementTypeOrSelf(op.getIn().getType()).isF32())
+      return failure();
+    Location loc = op.getLoc();
+    auto like = [&](Type element) -> Type {
+      if (auto vector = dyn_cast<VectorType>(resultType))
+        return vector.clone(element);
+      return element;
+    };
+    auto constant = [&](Type element, TypedAttr value) -> Value {
+      Type type = like(element);
+      if (auto vector = dyn_cast<VectorType>(type))
+        return arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(vector, value));
+      return arith::ConstantOp::create(rewriter, loc, value);
+    };
+    auto integer = [&](uint32_t value) {
+      return constant(rewriter.getI32Type(), rewriter.getI32IntegerAttr(value));
+    };
+    Value input = op.getIn();
+    Value isNan =
+        arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::UNO, input, input);
+    Value quietNan = constant(rewriter.getF32Type(),
+                              rewriter.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+    Value clean = arith::SelectOp::create(rewriter, loc, isNan, quietNan, input);
+    Value bits = arith::BitcastOp::create(rewriter, loc, like(rewriter.getI32Type()), clean);
+    Value sixteen = integer(16);
+    Value lowestKept = arith::AndIOp::create(
+        rewriter, loc, arith::ShRUIOp::create(rewriter, loc, bits, sixteen), integer(1));
+    Value biased = arith::AddIOp::create(
+        rewriter, loc, arith::AddIOp::create(rewriter, loc, bits, integer(0x7fff)), lowestKept);
+    Value high = arith::TruncIOp::create(rewriter, loc, like(rewriter.getI16Type()),
+                                         arith::ShRUIOp::create(rewriter, loc, biased, sixteen));
+    rewriter.replaceOpWithNewOp<arith::BitcastOp>(op, resultType, high);
+    return success();
+  }
+};
+
 struct TesselX86ExpandToPrimitivesPass
     : impl::TesselX86ExpandToPrimitivesPassBase<
           TesselX86ExpandToPrimitivesPass> {
@@ -116,7 +166,9 @@ struct TesselX86ExpandToPrimitivesPass
     populateMathPolynomialApproximationPatterns(
         patterns, MathPolynomialApproximationOptions{});
     // bf16 conversions would call compiler-rt (__truncsfbf2); integer ops
-    // round to nearest even just the same.
+    // round to nearest even just the same. Truncations are ours, before
+    // upstream's.
+    patterns.add<TruncateToBf16>(&getContext(), /*benefit=*/2);
     arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -1,6 +1,7 @@
 //===- LoweringConfig.cpp - Per-op code generation choices ----------------===//
 
 #include "targets/x86/LoweringConfig.h"
+#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
 
@@ -48,13 +49,13 @@ LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
   if (!loops && !matchChannelsLastWindow(op))
     return op->emitError(kLoweringConfigAttr)
            << " on an op that is neither a contraction nor an NHWC window op";
-  bool integer = loops ? loops->integer : isDotConvolution(op);
+  bool dot = loops ? loops->dot : isDotConvolution(op);
   std::optional<LoweringConfig> config = loweringConfigOf(op);
   if (!config)
     return op->emitError("malformed ")
            << kLoweringConfigAttr << ": expected {" << kRegisterBlock
            << " = array<i64: ...>} with an optional " << kDotProduct
-           << " of \"vnni\", \"pmaddwd\" or \"pmaddubsw\"";
+           << " of \"vnni\", \"pmaddwd\", \"pmaddubsw\", \"dpbf16ps\" or \"bf16-fma\"";
   int64_t rank = cast<ShapedType>(op->getResult(0).getType()).getRank();
   if (static_cast<int64_t>(config->registerBlock.size()) != rank)
     return op->emitError(kRegisterBlock)
@@ -83,9 +84,13 @@ LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
       return op->emitError(kRegisterBlock)
              << "'s extent along batch axis " << axis << " is "
              << config->registerBlock[axis] << "; blocks hold one batch entry";
-  if (integer != config->dotProduct.has_value())
+  if (dot != config->dotProduct.has_value())
     return op->emitError(kDotProduct)
-           << (integer ? " is required for an INT8 op" : " is only for INT8 ops");
+           << (dot ? " is required for an INT8 or bf16 op" : " is only for INT8 and bf16 ops");
+  if (dot && isBf16(*config->dotProduct) != dotBodyElement(op).isBF16())
+    return op->emitError(kDotProduct)
+           << " \"" << dotProductName(*config->dotProduct) << "\" does not multiply "
+           << (dotBodyElement(op).isBF16() ? "bf16" : "bytes");
   return success();
 }
 

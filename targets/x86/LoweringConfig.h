@@ -36,7 +36,7 @@ struct LoweringConfig {
   /// channels, is a whole number of vectors, and its extent is the width of
   /// the panels the op's packed weight is stored in.
   llvm::SmallVector<int64_t> registerBlock;
-  /// The dot-product instruction of an INT8 op's blocks.
+  /// The dot-product instruction of an INT8 or bf16 op's blocks.
   std::optional<DotProductKind> dotProduct;
 
   int64_t panelWidth() const { return registerBlock.back(); }
@@ -50,8 +50,9 @@ void setLoweringConfig(mlir::Operation *op, const LoweringConfig &config);
 /// Checks a config recorded on `op` (which a test may have written): `op`
 /// is a contraction or an NHWC window op, the config has one positive
 /// extent per result axis, 1 along batch axes, the last a multiple of
-/// `width` lanes, and a dot product exactly when the op computes INT8 dot
-/// products. Emits an error on `op` otherwise.
+/// `width` lanes, and a dot product exactly when the op computes INT8 or
+/// bf16 dot products, one that multiplies its elements. Emits an error on
+/// `op` otherwise.
 mlir::LogicalResult verifyLoweringConfig(mlir::linalg::LinalgOp op, int64_t width);
 
 } // namespace tessel::x86

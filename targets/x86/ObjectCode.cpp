@@ -3,6 +3,7 @@
 #include "targets/x86/ObjectCode.h"
 #include "targets/LLVMOptimization.h"
 #include "targets/x86/Passes.h"
+#include "targets/x86/Bf16MaskedAccesses.h"
 #include "targets/x86/RoundingConversions.h"
 #include "targets/x86/SingleLaneStores.h"
 
@@ -89,6 +90,9 @@ SmallVector<OwningOpRef<ModuleOp>> splitByEntryPoint(ModuleOp kernels) {
 
 LogicalResult emitModule(llvm::Module &module, llvm::TargetMachine &machine,
                          llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out) {
+  // Before the single-lane stores become scalar ones, which would store
+  // bf16 scalars.
+  accessBf16MasksAsIntegers(module);
   storeSingleLanesAsScalars(module);
   convertRoundEvenWithLrint(module);
   llvm::raw_svector_ostream stream(out);

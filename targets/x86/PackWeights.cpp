@@ -42,29 +42,33 @@ using namespace mlir;
 namespace tessel::x86 {
 namespace {
 
-/// An 8-bit weight [..., K, N] (B [K, N], or an HWCF filter [KH, KW, C, F])
-/// as dot panels [ceil(N / panel), ..., ceil(K / 4), panel, 4]: per panel
-/// and step of four k, each column's four weights side by side. Columns and
-/// k past the weight's are zeros.
+/// A weight of 8-bit or bf16 elements [..., K, N] (B [K, N], or an HWCF
+/// filter [KH, KW, C, F]) as dot panels [ceil(N / panel), ..., ceil(K / G),
+/// panel, G], G = dotGroupSize: per panel and group of k, each column's G
+/// weights side by side. Columns and k past the weight's are zeros.
 DenseElementsAttr packDotPanels(DenseElementsAttr weight, int64_t panel) {
   auto type = cast<RankedTensorType>(weight.getType());
   ArrayRef<int64_t> shape = type.getShape();
+  int64_t group = dotGroupSize(type.getElementType());
   int64_t columns = shape.back(), depth = shape[shape.size() - 2];
   int64_t lead = type.getNumElements() / (columns * depth);
-  int64_t panels = llvm::divideCeil(columns, panel), quads = llvm::divideCeil(depth, 4);
+  int64_t panels = llvm::divideCeil(columns, panel), groups = llvm::divideCeil(depth, group);
   SmallVector<int64_t> packedShape{panels};
   llvm::append_range(packedShape, shape.drop_back(2));
-  packedShape.append({quads, panel, 4});
-  auto values = llvm::to_vector(weight.getValues<int8_t>());
-  SmallVector<int8_t> packed(panels * lead * quads * panel * 4, 0);
+  packedShape.append({groups, panel, group});
+  // The elements as their bit patterns (zero bits are a zero bf16 too).
+  unsigned bits = type.getElementTypeBitWidth();
+  auto bitsType = IntegerType::get(weight.getContext(), bits);
+  auto values = llvm::to_vector(weight.bitcast(bitsType).getValues<APInt>());
+  SmallVector<APInt> packed(panels * lead * groups * panel * group, APInt(bits, 0));
   for (int64_t block = 0; block < panels; ++block)
     for (int64_t outer = 0; outer < lead; ++outer)
       for (int64_t k = 0; k < depth; ++k)
         for (int64_t j = 0; j < std::min(panel, columns - block * panel); ++j)
-          packed[(((block * lead + outer) * quads + k / 4) * panel + j) * 4 + k % 4] =
-              values[(outer * depth + k) * columns + block * panel + j];
-  return DenseElementsAttr::get(RankedTensorType::get(packedShape, type.getElementType()),
-                                ArrayRef<int8_t>(packed));
+          packed[(((block * lead + outer) * groups + k / group) * panel + j) * group +
+                 k % group] = values[(outer * depth + k) * columns + block * panel + j];
+  return DenseElementsAttr::get(RankedTensorType::get(packedShape, bitsType), packed)
+      .bitcast(type.getElementType());
 }
 
 /// A weight [..., N] (B [K, N], or an HWCF filter [KH, KW, C, F]) as panels
@@ -92,7 +96,7 @@ DenseElementsAttr packPanels(DenseElementsAttr weight, int64_t panel) {
 
 /// A kernel argument to pack, its weight, the width of its panels (the
 /// last extent of its op's register block), and whether they are dot panels
-/// of 8-bit weights.
+/// (of 8-bit or bf16 weights).
 struct Packing {
   unsigned argument;
   DenseElementsAttr weight;
@@ -121,18 +125,19 @@ std::optional<Packing> contractionPacking(linalg::LinalgOp op, func::FuncOp kern
   if (map.getNumResults() != 2 || map.getDimPosition(0) != loops->k ||
       map.getDimPosition(1) != loops->n)
     return std::nullopt;
-  return packingFor(op, constantWeight(*right, kernel, call), loops->integer);
+  return packingFor(op, constantWeight(*right, kernel, call), loops->dot);
 }
 
-/// The packing of the filter of `op`, an NHWC convolution (an INT8 one into
-/// dot panels), when it is a constant of `call` that only `op` reads.
+/// The packing of the filter of `op`, an NHWC convolution (an INT8 or bf16
+/// one into dot panels), when it is a constant of `call` that only `op`
+/// reads.
 std::optional<Packing> convolutionPacking(linalg::LinalgOp op, func::FuncOp kernel,
                                           func::CallOp call) {
-  bool integer = isDotConvolution(op);
-  if ((!isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()) && !integer) ||
+  bool dot = isDotConvolution(op);
+  if ((!isa<linalg::Conv2DNhwcHwcfOp>(op.getOperation()) && !dot) ||
       !matchChannelsLastWindow(op))
     return std::nullopt;
-  return packingFor(op, constantWeight(*op.getDpsInputOperand(1), kernel, call), integer);
+  return packingFor(op, constantWeight(*op.getDpsInputOperand(1), kernel, call), dot);
 }
 
 /// A kernel argument that reads a constant weight, and how to pack it.
@@ -175,13 +180,14 @@ void unpackArgument(RewriterBase &rewriter, const WeightRead &read, Value packed
                                         unpackedType.getElementType());
   // [N / P, K, P] -> [K, N], or [F / P, KH, KW, C, P] -> [KH, KW, C, F]:
   // the last axis is tiled, and its tiles are the outermost axis. Dot
-  // panels tile the axis before it by 4 too: [N / P, K / 4, P, 4] -> [K, N].
+  // panels tile the axis before it by the group too: [N / P, K / 4, P, 4]
+  // -> [K, N].
   int64_t last = unpackedType.getRank() - 1;
   SmallVector<int64_t> innerDims{last};
   SmallVector<OpFoldResult> tiles{rewriter.getIndexAttr(packing.panel)};
   if (packing.dot) {
     innerDims.push_back(last - 1);
-    tiles.push_back(rewriter.getIndexAttr(4));
+    tiles.push_back(rewriter.getIndexAttr(dotGroupSize(unpackedType.getElementType())));
   }
   SmallVector<int64_t> outerPerm{last};
   llvm::append_range(outerPerm, llvm::seq<int64_t>(0, last));

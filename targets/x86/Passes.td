@@ -27,8 +27,9 @@ def TesselX86ChooseLoweringPass : Pass<"tessel-x86-choose-lowering", "mlir::Modu
     PackWeights. Every contraction and NHWC window op that register blocking
     handles gets a `tessel.lowering_config` (LoweringConfig.h): its register
     block per result axis, chosen for the op's whole extents from the vector
-    width and register count of the ISA, and for an INT8 op its dot-product
-    instruction (VPMADDUBSW where its constant weight's byte pairs fit).
+    width and register count of the ISA, and for an INT8 or bf16 op its
+    dot-product instruction (VPMADDUBSW where its constant weight's byte
+    pairs fit).
     PackWeights, TileAndFuse and Vectorize read the attribute and decide
     nothing of their own. An op that already carries a config keeps it,
     after a check that the emitters can follow it.
@@ -39,6 +40,9 @@ def TesselX86ChooseLoweringPass : Pass<"tessel-x86-choose-lowering", "mlir::Modu
     Option<"dotProduct", "dot-product", "std::string", "\"pmaddwd\"",
            "The ISA's 4-way u8 x s8 dot product: vnni (VPDPBUSD) or pmaddwd "
            "(two VPMADDWD); VPMADDUBSW is chosen per op where its weights fit">,
+    Option<"bf16DotProduct", "bf16-dot-product", "std::string", "\"bf16-fma\"",
+           "The ISA's bf16 pair dot product: dpbf16ps (VDPBF16PS, AVX512-BF16) or "
+           "bf16-fma (two FMAs of the halves widened to f32)">,
   ];
 }
 
@@ -76,7 +80,8 @@ def TesselX86PackWeightsPass : Pass<"tessel-x86-pack-weights", "mlir::ModuleOp">
     convolution filters [KH, KW, C, F] become [F / P, KH, KW, C, P] alike.
     The 8-bit weights of integer contractions become dot panels, [N / P,
     K / 4, P, 4] and [F / P, KH, KW, C / 4, P, 4]: four consecutive k of a
-    column side by side, as dot-product instructions read them.
+    column side by side, as dot-product instructions read them; bf16
+    weights likewise with pairs, [N / P, K / 2, P, 2].
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];

@@ -4,6 +4,7 @@
 #include "runtime/schema/CpuFeatures.h"
 #include "targets/LLVMOptimization.h"
 #include "targets/x86/DotProduct.h"
+#include "targets/x86/HostBf16Throughput.h"
 #include "targets/x86/Linker.h"
 #include "targets/x86/ObjectCode.h"
 #include "targets/x86/Passes.h"
@@ -52,6 +53,20 @@ std::string dotProduct(const llvm::TargetMachine &machine) {
       .str();
 }
 
+/// The dot product bf16 blocks use: VDPBF16PS where AVX512-BF16 exists for
+/// the machine's widest vectors and, if the machine is this one, it is
+/// measured faster than FMAs (HostBf16Throughput.h); else FMAs of the
+/// widened halves.
+std::string bf16DotProduct(const llvm::TargetMachine &machine) {
+  bool host = machine.getTargetCPU() == llvm::sys::getHostCPUName();
+  bool dpbf16ps = vectorWidth(machine) == 16 &&
+                  machine.getMCSubtargetInfo()->checkFeatures("+avx512bf16") &&
+                  (!host || x86::hostPrefersDpbf16ps());
+  return x86::dotProductName(dpbf16ps ? x86::DotProductKind::Bf16Dot
+                                      : x86::DotProductKind::Bf16Fma)
+      .str();
+}
+
 class X86Target final : public Target {
 public:
   llvm::StringRef name() const override { return "x86"; }
@@ -72,7 +87,8 @@ public:
       return failure();
     PassManager pm(module.getContext());
     pm.addPass(
-        x86::createTesselX86ChooseLoweringPass({vectorWidth(**machine), dotProduct(**machine)}));
+        x86::createTesselX86ChooseLoweringPass(
+            {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine)}));
     pm.addPass(x86::createTesselX86PackWeightsPass());
     return pm.run(module);
   }

@@ -157,9 +157,12 @@ int main(int argc, char **argv) {
                  "sm_90); default: sm_80,sm_90");
   std::string precision = "fp16";
   app.add_option("--precision", precision,
-                 "What the CUDA target's matrix products read their operands as: fp16 or "
-                 "bf16 on the tensor cores, or fp32 on the FMA units; they accumulate in "
-                 "f32, and the model's inputs and outputs keep their types (default: fp16)")
+                 "What matrix products and convolutions read their operands as; they "
+                 "accumulate in f32, and the model's inputs and outputs keep their types. "
+                 "CUDA: fp16 or bf16 on the tensor cores, fp32 on the FMA units (default: "
+                 "fp16). CPU alone: bf16 for the products with constant weights (VDPBF16PS "
+                 "or FMAs, whichever this CPU runs faster), f32 otherwise; with --quantize "
+                 "int8, bf16 is what the accuracy budget keeps a layer in instead of f32")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--emit", emit,
                  "What to produce: the artifact, an intermediate form, or (qdq-onnx) the "
@@ -236,7 +239,7 @@ int main(int argc, char **argv) {
   options.optLevel = optLevel;
   options.cpu = cpu;
   options.import.dynamicBatch = dynamicBatch;
-  options.cudaPrecision = precision;
+  options.precision = precision;
   llvm::SmallVector<llvm::StringRef> architectures;
   llvm::StringRef(cudaArchitectures).split(architectures, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef architecture : architectures)

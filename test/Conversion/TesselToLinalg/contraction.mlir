@@ -53,3 +53,19 @@ func.func @vector_matrix(%v: tensor<16xf32>, %m: tensor<16x4xf32>) -> tensor<4xf
   %0 = tessel.matmul %v, %m : (tensor<16xf32>, tensor<16x4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// bf16 operands of an f32 product (--precision bf16): the body widens them
+// and sums in f32, the form targets map onto bf16 dot products.
+// CHECK-LABEL: @matmul_bf16_operands
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x6xbf16>, tensor<6x8xbf16>) outs(%{{.+}} : tensor<4x8xf32>)
+// CHECK: ^bb0(%[[X:.+]]: bf16, %[[W:.+]]: bf16, %[[SUM:.+]]: f32):
+// CHECK: %[[XF:.+]] = arith.extf %[[X]] : bf16 to f32
+// CHECK: %[[WF:.+]] = arith.extf %[[W]] : bf16 to f32
+// CHECK: %[[P:.+]] = arith.mulf %[[XF]], %[[WF]] : f32
+// CHECK: arith.addf %[[SUM]], %[[P]] : f32
+func.func @matmul_bf16_operands(%a: tensor<4x6xbf16>, %b: tensor<6x8xbf16>) -> tensor<4x8xf32> {
+  %0 = tessel.matmul %a, %b : (tensor<4x6xbf16>, tensor<6x8xbf16>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -117,3 +117,23 @@ func.func @global_average_pool(%x: tensor<1x8x7x7xf32>) -> tensor<1x8x1x1xf32> {
   %0 = tessel.global_average_pool %x : (tensor<1x8x7x7xf32>) -> tensor<1x8x1x1xf32>
   return %0 : tensor<1x8x1x1xf32>
 }
+
+// -----
+
+// A channels-last convolution of bf16 operands into f32 (--precision bf16):
+// linalg.conv_2d_nhwc_hwcf's iteration space as a generic whose body widens
+// the operands; the padding is a bf16 zero.
+// CHECK-LABEL: @conv_bf16_channels_last
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : bf16
+// CHECK: tensor.pad
+// CHECK: tensor.yield %[[ZERO]] : bf16
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME: ins(%{{.+}}, %arg1 : tensor<1x10x10x3xbf16>, tensor<3x3x3x8xbf16>)
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @conv_bf16_channels_last(%x: tensor<1x8x8x3xbf16>, %w: tensor<3x3x3x8xbf16>) -> tensor<1x8x8x8xf32> {
+  %0 = tessel.conv %x, %w {channels_last, dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x8x8x3xbf16>, tensor<3x3x3x8xbf16>) -> tensor<1x8x8x8xf32>
+  return %0 : tensor<1x8x8x8xf32>
+}

@@ -295,3 +295,21 @@ func.func @count_out_of_range_negative_extent(%i: tensor<3xi32>) -> tensor<i64> 
   %0 = tessel.count_out_of_range %i {extents = array<i64: -1>} : tensor<3xi32> -> tensor<i64>
   return %0 : tensor<i64>
 }
+
+// -----
+
+// Products may widen bf16 operands to an f32 result (--precision bf16), and
+// nothing else.
+func.func @matmul_widening_f16(%a: tensor<2x3xf16>, %b: tensor<3x4xf16>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{operands and result must share an element type, or be bf16 operands with an f32 result}}
+  %0 = tessel.matmul %a, %b : (tensor<2x3xf16>, tensor<3x4xf16>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @conv_widening_one_operand(%x: tensor<1x2x4x4xbf16>, %w: tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+1 {{operands and result must share an element type, or be bf16 operands with an f32 result}}
+  %0 = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x4x4xbf16>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}

@@ -125,3 +125,20 @@ func.func @cast(%x: tensor<2x3xf32>) -> tensor<2x3xui8> {
   %0 = tessel.cast %x : tensor<2x3xf32> -> tensor<2x3xui8>
   return %0 : tensor<2x3xui8>
 }
+
+// Products of bf16 operands may accumulate into f32 (--precision bf16).
+// CHECK-LABEL: @bf16_products
+func.func @bf16_products(%a: tensor<2x16xbf16>, %b: tensor<16x4xbf16>, %c: tensor<4xf32>,
+                         %x: tensor<1x3x8x8xbf16>, %w: tensor<5x3x3x3xbf16>)
+    -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<1x5x6x6xf32>, tensor<2x4xbf16>) {
+  // CHECK: tessel.matmul %{{.*}}, %{{.*}} : (tensor<2x16xbf16>, tensor<16x4xbf16>) -> tensor<2x4xf32>
+  %0 = tessel.matmul %a, %b : (tensor<2x16xbf16>, tensor<16x4xbf16>) -> tensor<2x4xf32>
+  // CHECK: tessel.gemm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x16xbf16>, tensor<16x4xbf16>, tensor<4xf32>) -> tensor<2x4xf32>
+  %1 = tessel.gemm %a, %b, %c : (tensor<2x16xbf16>, tensor<16x4xbf16>, tensor<4xf32>) -> tensor<2x4xf32>
+  // CHECK: tessel.conv %{{.*}}, %{{.*}} {{.*}} -> tensor<1x5x6x6xf32>
+  %2 = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xbf16>, tensor<5x3x3x3xbf16>) -> tensor<1x5x6x6xf32>
+  // A bf16 model's own products stay bf16.
+  // CHECK: tessel.matmul %{{.*}}, %{{.*}} : (tensor<2x16xbf16>, tensor<16x4xbf16>) -> tensor<2x4xbf16>
+  %3 = tessel.matmul %a, %b : (tensor<2x16xbf16>, tensor<16x4xbf16>) -> tensor<2x4xbf16>
+  return %0, %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<1x5x6x6xf32>, tensor<2x4xbf16>
+}

@@ -165,7 +165,7 @@ module {
     %zero = arith.constant 0.0 : f32
     %e = tensor.empty() : tensor<6x32xf32>
     %c = linalg.fill ins(%zero : f32) outs(%e : tensor<6x32xf32>) -> tensor<6x32xf32>
-    // expected-error @+1 {{dot_product is only for INT8 ops}}
+    // expected-error @+1 {{dot_product is only for INT8 and bf16 ops}}
     %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
         ins(%a, %b : tensor<6x2xf32>, tensor<2x32xf32>) outs(%c : tensor<6x32xf32>)
         attrs = {tessel.lowering_config = {register_block = array<i64: 2, 8>, dot_product = "vnni"}} {
@@ -194,7 +194,7 @@ module {
     %zero = arith.constant 0.0 : f32
     %e = tensor.empty() : tensor<6x32xf32>
     %c = linalg.fill ins(%zero : f32) outs(%e : tensor<6x32xf32>) -> tensor<6x32xf32>
-    // expected-error @+1 {{malformed tessel.lowering_config: expected {register_block = array<i64: ...>} with an optional dot_product of "vnni", "pmaddwd" or "pmaddubsw"}}
+    // expected-error @+1 {{malformed tessel.lowering_config: expected {register_block = array<i64: ...>} with an optional dot_product of "vnni", "pmaddwd", "pmaddubsw", "dpbf16ps" or "bf16-fma"}}
     %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
         ins(%a, %b : tensor<6x2xf32>, tensor<2x32xf32>) outs(%c : tensor<6x32xf32>)
         attrs = {tessel.lowering_config = {register_block = [2, 8]}} {
@@ -335,7 +335,7 @@ module {
     %zero = arith.constant 0 : i32
     %e = tensor.empty() : tensor<4x16xi32>
     %c = linalg.fill ins(%zero : i32) outs(%e : tensor<4x16xi32>) -> tensor<4x16xi32>
-    // expected-error @+1 {{dot_product is required for an INT8 op}}
+    // expected-error @+1 {{dot_product is required for an INT8 or bf16 op}}
     %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
         ins(%a, %b : tensor<4x8xi8>, tensor<8x16xi8>) outs(%c : tensor<4x16xi32>)
         attrs = {tessel.lowering_config = {register_block = array<i64: 2, 16>}} {
@@ -380,4 +380,70 @@ func.func @batched_pool(%in: tensor<2x4x4x8xf32>, %window: tensor<2x2xf32>, %out
                                 tessel.lowering_config = {register_block = array<i64: 2, 1, 3, 8>}}
       ins(%in, %window : tensor<2x4x4x8xf32>, tensor<2x2xf32>) outs(%out : tensor<2x3x3x8xf32>) -> tensor<2x3x3x8xf32>
   return %0 : tensor<2x3x3x8xf32>
+}
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A bf16 product (--precision bf16) gets the ISA's bf16 dot product: FMAs
+// of the widened halves unless the pass is told VDPBF16PS (as
+// pack-weights.mlir's bf16 case is).
+// CHECK-LABEL: func.func private @bf16_product
+// CHECK: linalg.generic
+// CHECK-SAME: tessel.lowering_config = {dot_product = "bf16-fma", register_block
+module {
+  func.func private @bf16_product(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xf32> attributes {tessel.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x16xf32>
+    %c = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%c : tensor<4x16xf32>) {
+    ^bb0(%x: bf16, %y: bf16, %acc: f32):
+      %xe = arith.extf %x : bf16 to f32
+      %ye = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xe, %ye : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  func.func @main(%x: tensor<4x8xbf16>) -> tensor<4x16xf32> {
+    %w = arith.constant dense<1.0> : tensor<8x16xbf16>
+    %0 = call @bf16_product(%x, %w) : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+}
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+module {
+  func.func private @bf16_pinned_bytes(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xf32> attributes {tessel.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x16xf32>
+    %c = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    // expected-error @+1 {{dot_product "vnni" does not multiply bf16}}
+    %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%c : tensor<4x16xf32>)
+        attrs = {tessel.lowering_config = {register_block = array<i64: 2, 16>, dot_product = "vnni"}} {
+    ^bb0(%x: bf16, %y: bf16, %acc: f32):
+      %xe = arith.extf %x : bf16 to f32
+      %ye = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xe, %ye : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
+  func.func @main(%x: tensor<4x8xbf16>) -> tensor<4x16xf32> {
+    %w = arith.constant dense<1.0> : tensor<8x16xbf16>
+    %0 = call @bf16_pinned_bytes(%x, %w) : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+    return %0 : tensor<4x16xf32>
+  }
 }

@@ -1,4 +1,5 @@
 // RUN: tessel-opt %s --tessel-x86-choose-lowering="vector-width=8" --tessel-x86-pack-weights --split-input-file | FileCheck %s
+// RUN: tessel-opt %s --tessel-x86-choose-lowering="vector-width=8 bf16-dot-product=dpbf16ps" --tessel-x86-pack-weights --split-input-file | FileCheck %s --check-prefix=PAIRS
 
 #lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
 #rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
@@ -189,5 +190,46 @@ module {
                                   [21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0]]]]> : tensor<1x1x2x20xf32>
     %0 = call @conv(%x, %w) : (tensor<1x4x4x2xf32>, tensor<1x1x2x20xf32>) -> tensor<1x4x4x20xf32>
     return %0 : tensor<1x4x4x20xf32>
+  }
+}
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A bf16 weight B [3, 8] (B[k, n] = 8 k + n) becomes dot panels of pairs,
+// [N / 8, ceil(K / 2), 8, 2]: per column its k = 0, 1 side by side, then
+// k = 2 beside a zero that pads the last pair. With VDPBF16PS as the
+// pass's bf16 dot product.
+// PAIRS-LABEL: func.func private @bf16_pairs
+// PAIRS-SAME: (%{{.+}}: tensor<4x3xbf16>, %[[PANELS:.+]]: tensor<1x2x8x2xbf16>)
+// PAIRS: linalg.unpack %[[PANELS]] outer_dims_perm = [1, 0] inner_dims_pos = [1, 0] inner_tiles = [8, 2] into %{{.+}} : tensor<1x2x8x2xbf16> -> tensor<3x8xbf16>
+// PAIRS: tessel.lowering_config = {dot_product = "dpbf16ps", register_block
+// PAIRS-LABEL: func.func @bf16_main
+// PAIRS: arith.constant dense<{{\[\[\[\[}}0.000000e+00, 8.000000e+00], [1.000000e+00, 9.000000e+00], {{.*}}, [7.000000e+00, 1.500000e+01]], {{\[\[}}1.600000e+01, 0.000000e+00], [1.700000e+01, 0.000000e+00], {{.*}}, [2.300000e+01, 0.000000e+00]]]]> : tensor<1x2x8x2xbf16>
+module {
+  func.func private @bf16_pairs(%a: tensor<4x3xbf16>, %b: tensor<3x8xbf16>) -> tensor<4x8xf32> attributes {tessel.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x8xf32>
+    %c = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+    %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<4x3xbf16>, tensor<3x8xbf16>) outs(%c : tensor<4x8xf32>) {
+    ^bb0(%x: bf16, %y: bf16, %acc: f32):
+      %xe = arith.extf %x : bf16 to f32
+      %ye = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xe, %ye : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+  func.func @bf16_main(%x: tensor<4x3xbf16>) -> tensor<4x8xf32> {
+    %w = arith.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+                               [8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0],
+                               [16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0]]> : tensor<3x8xbf16>
+    %0 = call @bf16_pairs(%x, %w) : (tensor<4x3xbf16>, tensor<3x8xbf16>) -> tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
   }
 }
