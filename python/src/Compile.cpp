@@ -13,6 +13,8 @@ namespace {
 std::optional<std::string> toOptions(const CompileRequest &request, CompileOptions &options) {
   options.target = request.target;
   options.cpu = request.cpu;
+  if (!request.precision.empty())
+    options.precision = request.precision;
   if (request.optLevel < 0 || request.optLevel > 3)
     return "opt_level must be 0 to 3, not " + std::to_string(request.optLevel);
   options.optLevel = request.optLevel;

@@ -24,6 +24,8 @@ struct CompileRequest {
   std::string modelPath;
   std::string target = "x86";
   std::string cpu;
+  /// --precision: fp32, fp16 or bf16; empty for the compiler's default.
+  std::string precision;
   int optLevel = 3;
   std::string emit = "artifact";
   std::map<std::string, std::vector<int64_t>> shapes;

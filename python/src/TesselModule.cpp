@@ -512,6 +512,7 @@ NB_MODULE(_tessel, m) {
       .def_rw("calibration_method", &tessel::python::CompileRequest::calibrationMethod)
       .def_rw("activations", &tessel::python::CompileRequest::activations)
       .def_rw("min_sqnr", &tessel::python::CompileRequest::minSqnrDb)
+      .def_rw("precision", &tessel::python::CompileRequest::precision)
       .def_rw("calibration_samples", &tessel::python::CompileRequest::calibrationSamples);
   m.def("compile", &compile, nb::arg("request"), nb::arg("progress") = nb::none(),
         "Compiles request.model_path; returns (output bytes, quantization report JSON)");

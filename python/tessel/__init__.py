@@ -48,7 +48,7 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
             calibration_method: str = "percentile", activations: str = "u8",
             min_sqnr: float = 15.0, calibration_samples: int = 0,
             quantize_report: str | os.PathLike | None = None, opt_level: int = 3,
-            cpu: str | None = None, emit: str = "artifact",
+            cpu: str | None = None, precision: str | None = None, emit: str = "artifact",
             progress: bool | Callable[[str], None] | None = None) -> bytes | str | None:
     """Compiles an ONNX model as `tessel-compile` does.
 
@@ -71,6 +71,11 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
                  `min_sqnr` dB kept in float; `quantize_report` receives
                  what it did per layer (JSON)
     opt_level    0 to 3;  cpu: the CPU to generate code for (default: this one)
+    precision    what matrix products and convolutions read their operands
+                 as, summing in f32 (tessel-compile --precision): "bf16" on
+                 the CPU for those with constant weights, or with quantize
+                 for the layers kept out of INT8; the CUDA target's "fp16"
+                 (default), "bf16" or "fp32"
     progress     True: each stage on stderr; False: quiet; a callable
                  receives each stage; None: stderr when it is a terminal
     """
@@ -78,6 +83,7 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     request.target = target
     request.opt_level = opt_level
     request.cpu = cpu or ""
+    request.precision = precision or ""
     request.emit = emit
     request.shapes = {name: _parse_shape(name, shape) for name, shape in (shapes or {}).items()}
     request.frozen_inputs = {name: os.fspath(path) for name, path in (freeze_inputs or {}).items()}

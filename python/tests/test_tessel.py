@@ -160,6 +160,20 @@ def test_dynamic_batch_runs_any_number_of_samples():
         tessel.compile(model, progress=False)
 
 
+def test_bf16_products(lenet_path, lenet_data):
+    image, expected = lenet_data
+    text = tessel.compile(lenet_path, precision="bf16", emit="tessel", progress=False)
+    assert 'tessel.precision = "bf16"' in text and "bf16>" in text
+    artifact = tessel.compile(lenet_path, precision="bf16", progress=False)
+    (scores,) = tessel.load(artifact).session(threads=1).run(None, {"image": image})
+    # Operands rounded to bf16 (2^-9 relative) through five layers: LeNet's
+    # probabilities move by about 1e-4 (SQNR 54 dB).
+    np.testing.assert_allclose(scores, expected, rtol=1e-2, atol=1e-3)
+    assert np.argmax(scores) == np.argmax(expected)
+    with pytest.raises(tessel.TesselError, match="unknown precision 'fp8'"):
+        tessel.compile(lenet_path, precision="fp8", progress=False)
+
+
 def test_unknown_target_is_named(lenet_path):
     with pytest.raises(tessel.TesselError, match="unknown target 'gpu9'"):
         tessel.compile(lenet_path, target="gpu9", progress=False)
