@@ -103,8 +103,7 @@ struct TesselBf16ProductsPass : impl::TesselBf16ProductsPassBase<TesselBf16Produ
   void runOnOperation() override {
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
-      auto precision = op->getAttrOfType<StringAttr>(kPrecisionAttr);
-      bool requested = all ? !precision : precision && precision.getValue() == kBf16Precision;
+      bool requested = all ? !op->hasAttr(kPrecisionAttr) : isMarkedBf16(op);
       if (requested && isBf16Product(op))
         products.push_back(op);
     });
@@ -121,6 +120,11 @@ struct TesselBf16ProductsPass : impl::TesselBf16ProductsPassBase<TesselBf16Produ
 };
 
 } // namespace
+
+bool isMarkedBf16(Operation *op) {
+  auto precision = op->getAttrOfType<StringAttr>(kPrecisionAttr);
+  return precision && precision.getValue() == kBf16Precision;
+}
 
 bool isBf16Product(Operation *op) {
   if (!isProduct(op) || op->getNumResults() != 1)

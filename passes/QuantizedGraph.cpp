@@ -142,15 +142,20 @@ Value activatedResult(Operation *op) {
   return result;
 }
 
-SmallVector<Value> quantizationPoints(func::FuncOp function) {
+SmallVector<Value> productPoints(func::FuncOp function,
+                                 llvm::function_ref<bool(Operation *)> selected) {
   llvm::SetVector<Value> points;
   function.walk([&](Operation *op) {
-    if (!isQuantizableProduct(op))
+    if (!selected(op))
       return;
     points.insert(op->getOperand(0));
     points.insert(activatedResult(op));
   });
   return points.takeVector();
+}
+
+SmallVector<Value> quantizationPoints(func::FuncOp function) {
+  return productPoints(function, isQuantizableProduct);
 }
 
 bool setCalibratedRange(Value value, double lo, double hi) {

@@ -67,9 +67,13 @@ bool isQuantizableProduct(mlir::Operation *op);
 /// applied: its result, or that of the relu or clip chain it alone feeds.
 mlir::Value activatedResult(mlir::Operation *op);
 
+/// The input and the activated result of each product of `function` that
+/// `selected` holds for, in program order, each value once.
+llvm::SmallVector<mlir::Value>
+productPoints(mlir::func::FuncOp function, llvm::function_ref<bool(mlir::Operation *)> selected);
+
 /// The float values of `function` that post-training quantization
-/// quantizes, in program order: the input and the activated result of each
-/// quantizable product.
+/// quantizes: the productPoints of the quantizable products.
 llvm::SmallVector<mlir::Value> quantizationPoints(mlir::func::FuncOp function);
 
 /// Records on `value`'s defining op (or its function argument) the range

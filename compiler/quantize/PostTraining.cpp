@@ -11,7 +11,6 @@
 #include "passes/QuantizedGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -65,16 +64,8 @@ void watchQuantized(func::FuncOp function, unsigned first) {
 /// The values an evaluation watches: the quantization points, and the input
 /// and output of each layer kept in bf16, whose rounding errs too.
 SmallVector<Value> watchedPoints(func::FuncOp function) {
-  llvm::SetVector<Value> watched;
-  function.walk([&](Operation *op) {
-    auto precision = op->getAttrOfType<StringAttr>(kPrecisionAttr);
-    bool bf16 = precision && precision.getValue() == kBf16Precision;
-    if (!isQuantizableProduct(op) && !bf16)
-      return;
-    watched.insert(op->getOperand(0));
-    watched.insert(activatedResult(op));
-  });
-  return watched.takeVector();
+  return productPoints(function,
+                       [](Operation *op) { return isQuantizableProduct(op) || isMarkedBf16(op); });
 }
 
 /// Runs tessel-insert-quantization on `module`.

@@ -225,6 +225,8 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     // bodies widen them, which targets recognize as bf16 dot products.
     Type inputElement = op.getInput().getType().getElementType();
     bool widening = inputElement != elementType;
+    if (widening && channelsLast && op.getGroup() != 1)
+      return rewriter.notifyMatchFailure(op, "bf16 operands of a grouped NHWC convolution");
     Value input = padSpatial(rewriter, loc, adaptor.getInput(),
                              pads.take_front(spatialRank), pads.drop_front(spatialRank),
                              ScalarBuilder(rewriter, loc, inputElement, false).constant(0.0),
@@ -234,20 +236,15 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
                      ? broadcastAlongAxis(rewriter, loc, adaptor.getBias(), resultType,
                                           channelAxis)
                      : filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
-    if (channelsLast && widening && op.getGroup() == 1) {
-      rewriter.replaceOp(op, buildChannelsLastConvolution(
-                                 rewriter, loc, input, adaptor.getWeight(), init,
-                                 op.getStrides(), op.getDilations(), /*depthwise=*/false,
-                                 floatMultiplyAccumulate));
+    if (channelsLast) {
+      Value result =
+          widening ? buildChannelsLastConvolution(rewriter, loc, input, adaptor.getWeight(), init,
+                                                  op.getStrides(), op.getDilations(),
+                                                  /*depthwise=*/false, floatMultiplyAccumulate)
+                   : channelsLastConvolution(rewriter, loc, op, input, adaptor.getWeight(), init);
+      rewriter.replaceOp(op, result);
       return success();
     }
-    if (channelsLast && !widening) {
-      rewriter.replaceOp(op, channelsLastConvolution(rewriter, loc, op, input,
-                                                     adaptor.getWeight(), init));
-      return success();
-    }
-    if (widening && channelsLast)
-      return rewriter.notifyMatchFailure(op, "bf16 operands of a grouped NHWC convolution");
 
     RankedTensorType weightType = op.getWeight().getType();
     int64_t group = op.getGroup();

@@ -497,12 +497,7 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
         for (int64_t column = 0; column < columns; ++column) {
           auto [h, w] = inputPosition(b, at, row, column, kh, kw);
           Value elements = loadInput(b, at, h, w, c, {Load::Group}, guarded);
-          Value word =
-              vector::BitCastOp::create(b, at, VectorType::get({1}, b.getI32Type()), elements);
-          Value broadcast = vector::BroadcastOp::create(
-              b, at, VectorType::get({width}, b.getI32Type()),
-              vector::ExtractOp::create(b, at, word, int64_t(0)));
-          DotOperand activations = prepareActivations(b, at, *dot, broadcast);
+          DotOperand activations = prepareActivations(b, at, *dot, elements, width);
           for (int64_t vector = 0; vector < vectors; ++vector)
             updated.push_back(accumulateDot(b, at, *dot, sums[updated.size()], activations,
                                             weights[vector]));

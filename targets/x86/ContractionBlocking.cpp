@@ -212,12 +212,7 @@ void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
       Value elements = vector::TransferReadOp::create(b, at, groupType, left->get(),
                                                       indexing.of(left), zero,
                                                       ArrayRef<bool>{!partial});
-      Value word = vector::BitCastOp::create(
-          b, at, VectorType::get({1}, b.getI32Type()), elements);
-      Value broadcast = vector::BroadcastOp::create(
-          b, at, VectorType::get({width}, b.getI32Type()),
-          vector::ExtractOp::create(b, at, word, int64_t(0)));
-      DotOperand activations = prepareActivations(b, at, dot, broadcast);
+      DotOperand activations = prepareActivations(b, at, dot, elements, width);
       for (int64_t vector = 0; vector < indexing.vectorCount(); ++vector)
         updated.push_back(accumulateDot(b, at, dot, sums[updated.size()], activations,
                                         weights[vector]));

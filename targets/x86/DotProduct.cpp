@@ -159,8 +159,13 @@ DotOperand prepareWeights(OpBuilder &b, Location loc, DotProductKind kind, Value
   return {even, odd};
 }
 
-DotOperand prepareActivations(OpBuilder &b, Location loc, DotProductKind kind,
-                              Value broadcast) {
+DotOperand prepareActivations(OpBuilder &b, Location loc, DotProductKind kind, Value group,
+                              int64_t lanes) {
+  // The group's four bytes as one i32 in every lane.
+  Value word = vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), group);
+  Value broadcast =
+      vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, b.getI32Type()),
+                                  vector::ExtractOp::create(b, loc, word, int64_t(0)));
   if (kind == DotProductKind::Bf16Fma)
     return widenBf16Pairs(b, loc, broadcast);
   if (kind != DotProductKind::PairwiseMultiplyAdd) {

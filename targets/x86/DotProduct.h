@@ -92,10 +92,10 @@ struct DotOperand {
 /// group * l onwards.
 DotOperand prepareWeights(mlir::OpBuilder &b, mlir::Location loc, DotProductKind kind,
                           mlir::Value bytes);
-/// Activations: vector<lanes x i32>, every lane the same group (four u8
-/// bytes or two bf16).
+/// Activations: one group (vector<group x element>, four u8 bytes or two
+/// bf16), broadcast to every one of `lanes` lanes.
 DotOperand prepareActivations(mlir::OpBuilder &b, mlir::Location loc, DotProductKind kind,
-                              mlir::Value broadcast);
+                              mlir::Value group, int64_t lanes);
 
 /// accumulator (vector<lanes x i32>, or f32 for bf16) + the dot products of
 /// the prepared activations and weights, lane by lane.

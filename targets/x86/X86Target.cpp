@@ -3,6 +3,7 @@
 #include "targets/x86/X86Target.h"
 #include "runtime/schema/CpuFeatures.h"
 #include "targets/LLVMOptimization.h"
+#include "targets/x86/BlockingUtils.h"
 #include "targets/x86/DotProduct.h"
 #include "targets/x86/HostBf16Throughput.h"
 #include "targets/x86/Linker.h"
@@ -53,13 +54,20 @@ std::string dotProduct(const llvm::TargetMachine &machine) {
       .str();
 }
 
-/// The dot product bf16 blocks use: VDPBF16PS where AVX512-BF16 exists for
-/// the machine's widest vectors and, if the machine is this one, it is
-/// measured faster than FMAs (HostBf16Throughput.h); else FMAs of the
-/// widened halves.
-std::string bf16DotProduct(const llvm::TargetMachine &machine) {
+/// The dot product the bf16 blocks of `module` use: VDPBF16PS where
+/// AVX512-BF16 exists for the machine's widest vectors and, if the machine
+/// is this one, it is measured faster than FMAs (HostBf16Throughput.h);
+/// else FMAs of the widened halves. Only a module with bf16 products has
+/// the host timed.
+std::string bf16DotProduct(const llvm::TargetMachine &machine, ModuleOp module) {
+  bool bf16Products = module
+                          .walk([](linalg::LinalgOp op) {
+                            return x86::isBf16DotBody(op) ? WalkResult::interrupt()
+                                                          : WalkResult::advance();
+                          })
+                          .wasInterrupted();
   bool host = machine.getTargetCPU() == llvm::sys::getHostCPUName();
-  bool dpbf16ps = vectorWidth(machine) == 16 &&
+  bool dpbf16ps = bf16Products && vectorWidth(machine) == 16 &&
                   machine.getMCSubtargetInfo()->checkFeatures("+avx512bf16") &&
                   (!host || x86::hostPrefersDpbf16ps());
   return x86::dotProductName(dpbf16ps ? x86::DotProductKind::Bf16Dot
@@ -88,7 +96,7 @@ public:
     PassManager pm(module.getContext());
     pm.addPass(
         x86::createTesselX86ChooseLoweringPass(
-            {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine)}));
+            {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine, module)}));
     pm.addPass(x86::createTesselX86PackWeightsPass());
     return pm.run(module);
   }
