@@ -6,7 +6,7 @@ written to docs/performance-int8.md.
     .venv/bin/python scripts/bench-int8.py --models resnet50 --rounds 3
 
 1. Measures the machine's single-thread INT8 dot-product peak for each u8 x s8
-   instruction sequence it has (scripts/bench/dot_peak.c: VNNI, or AVX2's
+   instruction sequence it has (scripts/bench/dot_peak.c: AMX tiles, VNNI, or AVX2's
    pmaddubsw and exact pmaddwd pairs) beside the FP32 FMA peak.
 2. For each model (exported from torch/torchvision with random weights, as
    scripts/bench.py does): draws 32 calibration inputs and 8 held-out inputs

@@ -23,6 +23,10 @@ inline constexpr const char *kCheckedCpuFeatures[] = {
     // GFNI's byte shifts.
     "sse4a",    "avx512vbmi", "avx512vbmi2", "avx512ifma", "avx512bitalg",
     "avx512vpopcntdq", "gfni",
+    // AMX tiles, which INT8 convolutions use where the CPU has them; the
+    // runtime also asks the OS for the tile state (Linux grants it per
+    // process on request).
+    "amx-tile", "amx-int8",
 };
 
 } // namespace tessel::schema

@@ -44,7 +44,8 @@ tsl_status checkCpuFeatures(const schema::Executable &executable,
     if (!*present)
       return makeError(TSL_UNSUPPORTED,
                        "%s was compiled for %s and uses %s, which this CPU "
-                       "lacks; recompile with --target-cpu for this machine",
+                       "lacks or its OS does not enable; recompile with "
+                       "--target-cpu for this machine",
                        what.c_str(), architecture, feature->c_str());
   }
   return nullptr;

@@ -9,8 +9,10 @@
 namespace tessel::runtime {
 
 /// Whether the CPU running this process has the x86 extension `name` (an
-/// LLVM feature name from schema::kCheckedCpuFeatures); nullopt for a name
-/// this runtime does not know how to check.
+/// LLVM feature name from schema::kCheckedCpuFeatures) and may use it; nullopt
+/// for a name this runtime does not know how to check. AMX needs the OS's
+/// leave too: Linux enables the tile state only for a process that asks,
+/// which this does, once.
 std::optional<bool> hostHasCpuFeature(std::string_view name);
 
 } // namespace tessel::runtime

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/x86/ChannelsLastBlocking.h"
+#include "targets/x86/AmxTiles.h"
 #include "targets/x86/LoweringConfig.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/RegisterBudget.h"
@@ -679,6 +680,86 @@ void emitBlock(RewriterBase &rewriter, const BlockTile &block, WindowKind kind,
   storeBlock(rewriter, loc, block, values);
 }
 
+/// Emits `block`, an INT8 convolution tile of [1, 1, pixels, channels]
+/// outputs whose input is a slice of an unpadded image, on AMX tiles
+/// (AmxTiles.h): the block's pixels are the rows of its activation tiles,
+/// `rowStride` bytes apart in the image, and every 16 of its channels an
+/// accumulator tile. Per window position (kh, kw), 64 input channels at a
+/// time, one activation tile and, per accumulator, 16 groups of k of the
+/// filter's dot panel.
+void emitAmxBlock(RewriterBase &rewriter, const BlockTile &block, int64_t panelWidth,
+                  bool &readsInit) {
+  linalg::LinalgOp tile = block.producer;
+  Location loc = tile.getLoc();
+  rewriter.setInsertionPoint(tile);
+  Value input = tile.getDpsInputOperand(0)->get();
+  Value output = tile.getDpsInitOperand(0)->get();
+  auto outputType = cast<RankedTensorType>(output.getType());
+  int64_t pixels = outputType.getDimSize(2), channels = outputType.getDimSize(3);
+  int64_t accumulatorCount = llvm::divideCeil(channels, kTileColumns);
+  SmallVector<int64_t> strides = windowAttribute(tile, "strides");
+  SmallVector<int64_t> dilations = windowAttribute(tile, "dilations");
+  SmallVector<int64_t> extents = tile.getStaticLoopRanges();
+  auto index = [&](OpBuilder &b, Location at, int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, at, value);
+  };
+
+  TileSource image = tileSource(rewriter, loc, input);
+  int64_t imageChannels = cast<MemRefType>(image.buffer.getType()).getDimSize(3);
+  FilterPanels panels = *traceFilterPanels(rewriter, loc, tile.getDpsInputOperand(1)->get(),
+                                           panelWidth, /*dot=*/true);
+  TileSource filter = tileSource(rewriter, loc, panels.panels);
+  int64_t panelRowBytes = cast<MemRefType>(filter.buffer.getType()).getDimSize(4);
+
+  auto position = [&](OpBuilder &b, Location at, ValueRange ivs, ValueRange sums) {
+    Value kh = ivs[0], kw = ivs[1];
+    auto offset = [&](Value start, Value k, int64_t dilation) {
+      return b.createOrFold<arith::AddIOp>(
+          at, start, b.createOrFold<arith::MulIOp>(at, k, index(b, at, dilation)));
+    };
+    Value row = offset(image.offsets[1], kh, dilations[0]);
+    Value column = offset(image.offsets[2], kw, dilations[1]);
+    return accumulateTiles(
+        b, at, sums, pixels, extents[kInputChannel] / 4,
+        [&](OpBuilder &nested, Location inner, Value firstGroup, Type type) {
+          Value channel = offset(image.offsets[3], firstGroup, 4);
+          return loadTile(nested, inner, type, image.buffer,
+                          {image.offsets[0], row, column, channel},
+                          strides[1] * imageChannels);
+        },
+        [&](OpBuilder &nested, Location inner, Value firstGroup, int64_t accumulator,
+            Type type) {
+          return loadTile(nested, inner, type, filter.buffer,
+                          {panels.panel, kh, kw, firstGroup,
+                           index(nested, inner, accumulator * kTileRowBytes)},
+                          panelRowBytes);
+        });
+  };
+  Value zero = index(rewriter, loc, 0), one = index(rewriter, loc, 1);
+  SmallVector<Value> sums =
+      scf::buildLoopNest(rewriter, loc, {zero, zero},
+                         {index(rewriter, loc, extents[kKernelRow]),
+                          index(rewriter, loc, extents[kKernelColumn])},
+                         {one, one}, zeroAccumulators(rewriter, loc, accumulatorCount, pixels),
+                         position)
+          .results;
+
+  SmallVector<Value> rows = accumulatorRows(rewriter, loc, sums, pixels);
+  auto rowType = VectorType::get({kTileColumns}, rewriter.getI32Type());
+  SmallVector<BlockValue> values;
+  for (int64_t pixel = 0; pixel < pixels; ++pixel)
+    for (int64_t accumulator = 0; accumulator < accumulatorCount; ++accumulator) {
+      SmallVector<Value> indices{zero, zero, index(rewriter, loc, pixel),
+                                 index(rewriter, loc, accumulator * kTileColumns)};
+      bool inBounds = (accumulator + 1) * kTileColumns <= channels;
+      Value start = initialAccumulator(rewriter, loc, output, indices, inBounds, rowType,
+                                       readsInit);
+      values.push_back({arith::AddIOp::create(rewriter, loc, start, rows[values.size()]),
+                        indices, inBounds});
+    }
+  storeBlock(rewriter, loc, block, values);
+}
+
 } // namespace
 
 bool matchChannelsLastWindow(linalg::LinalgOp op) {
@@ -705,6 +786,22 @@ std::optional<int64_t> filterPanelWidth(linalg::LinalgOp op) {
   if (isDotConvolution(op))
     return packedFilterDotPanelWidth(unpack);
   return packedFilterPanelWidth(unpack);
+}
+
+bool convolutionFitsAmxTiles(linalg::LinalgOp op) {
+  if (!isDotConvolution(op) || !isDotProductBody(op))
+    return false;
+  // Rows of whole groups of four input channels, so that no tile reads past
+  // the image.
+  return op.getStaticLoopRanges()[kInputChannel] % 4 == 0;
+}
+
+PixelBlock chooseAmxBlock(linalg::LinalgOp op) {
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  int64_t groups = extents[kInputChannel] / 4, rows = blockRows(extents[kColumn]);
+  return {1, rows,
+          std::min<int64_t>(llvm::alignTo(extents[kChannel], kTileColumns),
+                            accumulatorBudget(extents[kColumn], rows, groups) * kTileColumns)};
 }
 
 bool isBlockableChannelsLast(linalg::LinalgOp op) {
@@ -771,7 +868,9 @@ static bool readByBlockedWindows(Value value) {
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(use.getOwner()))
       return readByBlockedWindows(slice.getResult());
     auto op = dyn_cast<linalg::LinalgOp>(use.getOwner());
-    return op && isBlockableChannelsLast(op) && use.getOperandNumber() == 0;
+    // Tiles are loaded from memory whole: AMX blocks read a padded image.
+    return op && isBlockableChannelsLast(op) && use.getOperandNumber() == 0 &&
+           loweringConfigOf(op)->dotProduct != DotProductKind::Amx;
   });
 }
 
@@ -830,8 +929,11 @@ LogicalResult registerBlockChannelsLast(RewriterBase &rewriter, linalg::LinalgOp
   if (failed(blockPieces(rewriter, blocked, blocked.root(), config.registerBlock,
                          {kRow, kColumn, kChannel}, order,
                          [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                           emitBlock(rewriter, tile, kind, config.panelWidth(), width,
-                                     config.dotProduct, readsInit);
+                           if (config.dotProduct == DotProductKind::Amx)
+                             emitAmxBlock(rewriter, tile, config.panelWidth(), readsInit);
+                           else
+                             emitBlock(rewriter, tile, kind, config.panelWidth(), width,
+                                       config.dotProduct, readsInit);
                          })))
     return failure();
   if (!readsInit)

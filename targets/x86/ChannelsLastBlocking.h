@@ -27,6 +27,10 @@ struct PixelBlock {
 /// filter packs into dot panels.
 bool isDotConvolution(mlir::linalg::LinalgOp op);
 
+/// Whether `op` is an INT8 convolution that AMX tiles can compute
+/// (AmxTiles.h): its input channels are whole groups of four.
+bool convolutionFitsAmxTiles(mlir::linalg::LinalgOp op);
+
 /// The window ops blocked here: linalg.conv_2d_nhwc_hwcf,
 /// linalg.depthwise_conv_2d_nhwc_hwc, linalg.pooling_nhwc_max and
 /// linalg.pooling_nhwc_sum on static f32 tensors, and the quantized
@@ -43,6 +47,11 @@ bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
 /// The block for `op` (matchChannelsLastWindow) with `width`-lane vectors
 /// (and `dot` products for an INT8 or bf16 convolution).
 PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot);
+
+/// The block of an INT8 convolution on AMX tiles (convolutionFitsAmxTiles): up to 16
+/// pixels of one output row, the rows of its tiles, by up to
+/// kMaxAccumulatorTiles tiles of 16 output channels.
+PixelBlock chooseAmxBlock(mlir::linalg::LinalgOp op);
 
 /// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that
 /// was packed into panels [F / P, KH, KW, C, P]; returns P.
@@ -70,7 +79,10 @@ bool padsChannelsLastWindow(mlir::tensor::PadOp pad);
 ///                 acc[p][j] = dot(broadcast(in[pixel p, kh, kw, c .. c + G - 1]), w[j], acc[p][j])
 ///
 /// A regular convolution's filter unpacked from panels (PackWeights) is read
-/// from the panels; a dot convolution's from dot panels.
+/// from the panels; a dot convolution's from dot panels. An INT8
+/// convolution whose config names "amx" is computed on AMX tiles instead,
+/// a block of up to 16 pixels of one output row at a time, from its image
+/// padded in memory.
 mlir::LogicalResult registerBlockChannelsLast(mlir::RewriterBase &rewriter,
                                               mlir::linalg::LinalgOp op, int64_t width);
 

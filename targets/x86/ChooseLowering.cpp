@@ -18,13 +18,15 @@ namespace tessel::x86 {
 namespace {
 
 /// What is known of the op being configured: its kernel, the kernel's only
-/// call (null if none), and the ISA's dot products of bytes and of bf16.
+/// call (null if none), the ISA's dot products of bytes and of bf16, and
+/// whether it has AMX tiles for INT8.
 struct KernelContext {
   func::FuncOp kernel;
   func::CallOp call;
   int64_t width;
   DotProductKind isa;
   DotProductKind bf16Isa;
+  bool amx;
 
   /// The dot product of a dot-product op whose weight `operand` reads: the
   /// bf16 one for bf16 ops; for INT8 ops VPMADDUBSW only where the constant
@@ -44,8 +46,13 @@ std::optional<LoweringConfig> chooseForContraction(linalg::LinalgOp op,
   if (loops.dot)
     dot = context.dotProductFor(*op.getDpsInputOperand(1));
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  std::optional<ContractionBlock> block =
-      chooseContractionBlock(extents[loops.m], extents[loops.n], context.width, dot);
+  std::optional<ContractionBlock> block;
+  if (context.amx && contractionFitsAmxTiles(op, loops)) {
+    dot = DotProductKind::Amx;
+    block = chooseAmxContractionBlock(op, loops);
+  } else {
+    block = chooseContractionBlock(extents[loops.m], extents[loops.n], context.width, dot);
+  }
   if (!block)
     return std::nullopt;
   LoweringConfig config;
@@ -62,6 +69,12 @@ std::optional<LoweringConfig> chooseForContraction(linalg::LinalgOp op,
 
 LoweringConfig chooseForWindow(linalg::LinalgOp op, const KernelContext &context) {
   LoweringConfig config;
+  if (context.amx && convolutionFitsAmxTiles(op)) {
+    PixelBlock block = chooseAmxBlock(op);
+    config.dotProduct = DotProductKind::Amx;
+    config.registerBlock = {1, block.height, block.width, block.channels};
+    return config;
+  }
   if (isDotConvolution(op))
     config.dotProduct = context.dotProductFor(*op.getDpsInputOperand(1));
   PixelBlock block =
@@ -101,7 +114,8 @@ struct TesselX86ChooseLoweringPass
     for (func::FuncOp kernel : module.getOps<func::FuncOp>()) {
       if (kernel.isExternal())
         continue;
-      KernelContext context{kernel, soleCall(kernel, module), vectorWidth, *isa, *bf16Isa};
+      KernelContext context{kernel, soleCall(kernel, module), vectorWidth, *isa, *bf16Isa,
+                            amx};
       WalkResult walk = kernel.walk([&](linalg::LinalgOp op) {
         if (op->hasAttr(kLoweringConfigAttr))
           return failed(checkPinnedConfig(op, context)) ? WalkResult::interrupt()

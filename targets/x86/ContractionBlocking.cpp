@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/x86/ContractionBlocking.h"
+#include "targets/x86/AmxTiles.h"
 #include "targets/x86/LoweringConfig.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/RegisterBudget.h"
@@ -231,6 +232,63 @@ void emitDotBlock(RewriterBase &rewriter, const BlockTile &block,
   storeBlock(rewriter, loc, block, indexing.blockValues(results, result));
 }
 
+/// Emits `block`, an INT8 contraction tile of up to 16 rows, on AMX tiles
+/// (AmxTiles.h): its rows are the rows of the activation tiles, read from
+/// the left operand's buffer, and every 16 of its columns an accumulator
+/// tile, whose weight tiles are 16 groups of k of the dot panel at a time.
+void emitAmxBlock(RewriterBase &rewriter, const BlockTile &block,
+                  const ContractionLoops &loops, int64_t panelWidth, bool &readsInit) {
+  linalg::LinalgOp tile = block.producer;
+  Location loc = tile.getLoc();
+  rewriter.setInsertionPoint(tile);
+  SmallVector<int64_t> extents = tile.getStaticLoopRanges();
+  int64_t rows = extents[loops.m];
+  BlockIndexing indexing(rewriter, loc, tile, loops, kTileColumns);
+  OpOperand *left = tile.getDpsInputOperand(0);
+  OpOperand *result = tile.getDpsInitOperand(0);
+
+  // The left operand's rows lie as far apart in its root as the root's
+  // axis that the row loop indexes.
+  TileSource activations = tileSource(rewriter, loc, left->get());
+  auto activationType = cast<MemRefType>(activations.buffer.getType());
+  AffineMap leftMap = tile.getMatchingIndexingMap(left);
+  int64_t rowStride = 1;
+  for (int64_t axis = leftMap.getNumResults() - 1;
+       axis >= 0 && leftMap.getDimPosition(axis) != loops.m; --axis)
+    rowStride *= activationType.getDimSize(axis);
+  PanelRead panels = *tracePanels(rewriter, loc, tile.getDpsInputOperand(1)->get(), panelWidth,
+                                  /*dot=*/true);
+  TileSource weights = tileSource(rewriter, loc, panels.panels);
+  int64_t panelRowBytes = cast<MemRefType>(weights.buffer.getType()).getDimSize(2);
+
+  SmallVector<Value> sums = accumulateTiles(
+      rewriter, loc, zeroAccumulators(rewriter, loc, indexing.vectorCount(), rows), rows,
+      extents[loops.k] / 4,
+      [&](OpBuilder &b, Location at, Value firstGroup, Type type) {
+        indexing.setRow(0);
+        indexing.setK(b.createOrFold<arith::MulIOp>(at, firstGroup,
+                                                     arith::ConstantIndexOp::create(b, at, 4)));
+        SmallVector<Value> indices = indexing.of(left);
+        for (auto [index, offset] : llvm::zip(indices, activations.offsets))
+          index = b.createOrFold<arith::AddIOp>(at, index, offset);
+        return loadTile(b, at, type, activations.buffer, indices, rowStride);
+      },
+      [&](OpBuilder &b, Location at, Value firstGroup, int64_t accumulator, Type type) {
+        Value column = arith::ConstantIndexOp::create(b, at, accumulator * kTileRowBytes);
+        return loadTile(b, at, type, weights.buffer, {panels.panel, firstGroup, column},
+                        panelRowBytes);
+      });
+
+  SmallVector<Value> rowVectors = accumulatorRows(rewriter, loc, sums, rows);
+  auto rowType = VectorType::get({kTileColumns}, rewriter.getI32Type());
+  SmallVector<Value> starts =
+      indexing.initialAccumulators(rewriter, loc, result, rowType, readsInit);
+  SmallVector<Value> totals;
+  for (auto [start, row] : llvm::zip(starts, rowVectors))
+    totals.push_back(arith::AddIOp::create(rewriter, loc, start, row));
+  storeBlock(rewriter, loc, block, indexing.blockValues(totals, result));
+}
+
 /// Emits the microkernel for `block`, a contraction tile whose row and
 /// column extents are the block's (and its epilogue), in place of it.
 void emitBlock(RewriterBase &rewriter, const BlockTile &block,
@@ -343,6 +401,20 @@ std::optional<ContractionLoops> matchContraction(linalg::LinalgOp op) {
   return ContractionLoops{dims->m.front(), n, k,
                           SmallVector<unsigned>(dims->batch.begin(), dims->batch.end()),
                           dot};
+}
+
+bool contractionFitsAmxTiles(linalg::LinalgOp op, const ContractionLoops &loops) {
+  // Rows of whole groups of four k, so that no tile reads past the left
+  // operand.
+  return loops.dot && isDotProductBody(op) && op.getStaticLoopRanges()[loops.k] % 4 == 0;
+}
+
+ContractionBlock chooseAmxContractionBlock(linalg::LinalgOp op, const ContractionLoops &loops) {
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  int64_t groups = extents[loops.k] / 4, rows = blockRows(extents[loops.m]);
+  return {rows, std::min<int64_t>(llvm::alignTo(extents[loops.n], kTileColumns),
+                                  accumulatorBudget(extents[loops.m], rows, groups) *
+                                      kTileColumns)};
 }
 
 std::optional<int64_t> rightPanelWidth(linalg::LinalgOp op) {
@@ -468,7 +540,9 @@ LogicalResult registerBlockContraction(RewriterBase &rewriter, linalg::LinalgOp 
   if (failed(blockPieces(rewriter, blocked, blocked.root(), config.registerBlock,
                          {columnAxis, rowAxis}, order,
                          [&](const BlockTile &tile, ArrayRef<int64_t>) {
-                           if (loops->dot)
+                           if (config.dotProduct == DotProductKind::Amx)
+                             emitAmxBlock(rewriter, tile, *loops, columns, readsInit);
+                           else if (loops->dot)
                              emitDotBlock(rewriter, tile, *loops, columns, width,
                                           *config.dotProduct, readsInit);
                            else

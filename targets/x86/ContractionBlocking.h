@@ -52,6 +52,15 @@ std::optional<ContractionBlock>
 chooseContractionBlock(int64_t rowExtent, int64_t columnExtent, int64_t width,
                        std::optional<DotProductKind> dot = std::nullopt);
 
+/// Whether `op` (matchContraction's `loops`) is an INT8 contraction that AMX
+/// tiles can compute (AmxTiles.h): its reduction is whole groups of four.
+bool contractionFitsAmxTiles(mlir::linalg::LinalgOp op, const ContractionLoops &loops);
+
+/// The block of an INT8 contraction on AMX tiles: up to 16 rows, the rows of
+/// its tiles, by up to kMaxAccumulatorTiles tiles of 16 columns.
+ContractionBlock chooseAmxContractionBlock(mlir::linalg::LinalgOp op,
+                                           const ContractionLoops &loops);
+
 /// The block that the lowering config of `op` (matchBlockableContraction)
 /// names.
 ContractionBlock contractionBlockOf(mlir::linalg::LinalgOp op, const ContractionLoops &loops);
@@ -84,7 +93,9 @@ std::optional<int64_t> packedDotPanelWidth(mlir::linalg::UnPackOp unpack);
 ///
 /// An integer contraction steps four k at a time: it reads its right operand
 /// from dot panels (packedDotPanelWidth), broadcasts four bytes of a left
-/// row, and accumulates the config's dot products (DotProduct.h).
+/// row, and accumulates the config's dot products (DotProduct.h); or, when
+/// its config names "amx", multiplies tiles of 16 rows by 64 bytes of k of
+/// the left operand with tiles of the dot panels.
 mlir::LogicalResult registerBlockContraction(mlir::RewriterBase &rewriter,
                                              mlir::linalg::LinalgOp op, int64_t width);
 

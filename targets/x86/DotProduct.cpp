@@ -43,6 +43,8 @@ llvm::StringRef dotProductName(DotProductKind kind) {
     return "dpbf16ps";
   case DotProductKind::Bf16Fma:
     return "bf16-fma";
+  case DotProductKind::Amx:
+    return "amx";
   }
   llvm_unreachable("dot product kind");
 }
@@ -50,7 +52,7 @@ llvm::StringRef dotProductName(DotProductKind kind) {
 std::optional<DotProductKind> parseDotProduct(llvm::StringRef name) {
   for (DotProductKind kind : {DotProductKind::Vnni, DotProductKind::PairwiseMultiplyAdd,
                               DotProductKind::MultiplyAddBytes, DotProductKind::Bf16Dot,
-                              DotProductKind::Bf16Fma})
+                              DotProductKind::Bf16Fma, DotProductKind::Amx})
     if (name == dotProductName(kind))
       return kind;
   return std::nullopt;
@@ -80,7 +82,10 @@ int64_t weightRegisters(DotProductKind kind) {
 int64_t activationRegisters(DotProductKind kind) {
   // The pairwise forms' even and odd halves; VPMADDUBSW's broadcast and the
   // ones it multiplies its pair sums by.
-  return kind == DotProductKind::Vnni || kind == DotProductKind::Bf16Dot ? 1 : 2;
+  return kind == DotProductKind::Vnni || kind == DotProductKind::Bf16Dot ||
+                 kind == DotProductKind::Amx
+             ? 1
+             : 2;
 }
 
 int64_t dotInstructions(DotProductKind kind) {
@@ -95,6 +100,8 @@ int64_t dotInstructions(DotProductKind kind) {
     return 1;
   case DotProductKind::Bf16Fma: // two VFMADD
     return 2;
+  case DotProductKind::Amx: // one TDPBUSD per tile, not per vector
+    return 1;
   }
   llvm_unreachable("dot product kind");
 }
@@ -184,6 +191,7 @@ DotOperand prepareActivations(OpBuilder &b, Location loc, DotProductKind kind, V
 
 Value accumulateDot(OpBuilder &b, Location loc, DotProductKind kind, Value accumulator,
                     const DotOperand &activations, const DotOperand &weights) {
+  assert(kind != DotProductKind::Amx && "AMX multiplies tiles, not vectors");
   Type type = accumulator.getType();
   int64_t lanes = laneCount(accumulator);
   if (kind == DotProductKind::Bf16Dot) {

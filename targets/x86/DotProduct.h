@@ -19,6 +19,11 @@
 // alike: once per FMA, odd first, as VDPBF16PS specifies (which also
 // flushes denormals).
 //
+// AMX blocks (AMX-INT8) multiply whole tiles instead of vectors: TDPBUSD
+// adds to a tile of 16 x 16 i32 sums the u8 x s8 dot products of up to 16
+// rows of 64 activation bytes with 16 groups of k of a dot panel's 16
+// columns. Its sums are VPDPBUSD's, bit for bit; AmxTiles.h builds them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_TARGETS_X86_DOTPRODUCT_H
@@ -43,6 +48,9 @@ enum class DotProductKind {
   Bf16Dot,
   /// Two FMAs of the odd and the even bf16 halves widened to f32.
   Bf16Fma,
+  /// TDPBUSD (AMX-INT8) on tiles: blocks of their own (AmxTiles.h), which
+  /// accumulateDot and the vector register budget do not apply to.
+  Amx,
 };
 
 /// Whether `kind` multiplies bf16 pairs (into f32) rather than bytes (into

@@ -1,6 +1,7 @@
 //===- LoweringConfig.cpp - Per-op code generation choices ----------------===//
 
 #include "targets/x86/LoweringConfig.h"
+#include "targets/x86/AmxTiles.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
@@ -55,7 +56,7 @@ LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
     return op->emitError("malformed ")
            << kLoweringConfigAttr << ": expected {" << kRegisterBlock
            << " = array<i64: ...>} with an optional " << kDotProduct
-           << " of \"vnni\", \"pmaddwd\", \"pmaddubsw\", \"dpbf16ps\" or \"bf16-fma\"";
+           << " of \"vnni\", \"pmaddwd\", \"pmaddubsw\", \"dpbf16ps\", \"bf16-fma\" or \"amx\"";
   int64_t rank = cast<ShapedType>(op->getResult(0).getType()).getRank();
   if (static_cast<int64_t>(config->registerBlock.size()) != rank)
     return op->emitError(kRegisterBlock)
@@ -91,6 +92,28 @@ LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
     return op->emitError(kDotProduct)
            << " \"" << dotProductName(*config->dotProduct) << "\" does not multiply "
            << (dotBodyElement(op).isBF16() ? "bf16" : "bytes");
+  if (config->dotProduct == DotProductKind::Amx) {
+    if (loops ? !contractionFitsAmxTiles(op, *loops) : !convolutionFitsAmxTiles(op))
+      return op->emitError(kDotProduct)
+             << " \"amx\" is for INT8 products whose reduction is whole groups of four "
+                "bytes";
+    // A window op's pixels of one row (n, oh, ow, c, kh, kw, ci), or a
+    // contraction's rows, by columns.
+    ArrayRef<int64_t> block = config->registerBlock;
+    SmallVector<int64_t> extents = op.getStaticLoopRanges();
+    int64_t rows = loops ? contractionBlockOf(op, *loops).rows : block[2];
+    int64_t rowExtent = loops ? extents[loops->m] : extents[2];
+    int64_t groups = (loops ? extents[loops->k] : extents[6]) / 4;
+    int64_t columns = accumulatorBudget(rowExtent, rows, groups) * kTileColumns;
+    if ((!loops && block[1] != 1) || rows > kTileRows || block.back() % kTileColumns != 0 ||
+        block.back() > columns)
+      return op->emitError(kRegisterBlock)
+             << " of an \"amx\" block must have at most " << kTileRows
+             << " rows (pixels of one output row) and " << kTileColumns << " to " << columns
+             << " columns in steps of " << kTileColumns
+             << " (tiles of every shape its blocks take must fit the " << kTileRegisters
+             << " tile registers)";
+  }
   return success();
 }
 

@@ -35,6 +35,11 @@ struct X86CodegenOptions : public mlir::PassPipelineOptions<X86CodegenOptions> {
       *this, "byte-permutes",
       llvm::cl::desc("The CPU permutes bytes across 64-byte vectors (AVX512-VBMI)"),
       llvm::cl::init(false)};
+  Option<bool> fusedMultiplyAdd{
+      *this, "fma",
+      llvm::cl::desc("The CPU has FMA: rounded quotients by constants take FMAs "
+                     "instead of divisions (tessel-x86-rounded-quotients)"),
+      llvm::cl::init(false)};
 };
 
 /// Kernels on tensors (linalg), their register-blocked ops carrying the

@@ -43,6 +43,9 @@ def TesselX86ChooseLoweringPass : Pass<"tessel-x86-choose-lowering", "mlir::Modu
     Option<"bf16DotProduct", "bf16-dot-product", "std::string", "\"bf16-fma\"",
            "The ISA's bf16 pair dot product: dpbf16ps (VDPBF16PS, AVX512-BF16) or "
            "bf16-fma (two FMAs of the halves widened to f32)">,
+    Option<"amx", "amx", "bool", "false",
+           "The CPU has AMX-INT8 tiles: INT8 convolutions whose input channels "
+           "are whole groups of four compute on them (dot_product \"amx\")">,
   ];
 }
 
@@ -102,7 +105,9 @@ def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> 
     (windowed reductions) stay as loops.
   }];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
-                           "mlir::tensor::TensorDialect", "mlir::LLVM::LLVMDialect"];
+                           "mlir::tensor::TensorDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::amx::AMXDialect", "mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect"];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "f32 lanes of the widest vector register (16 for AVX-512, 8 for AVX2)">,
@@ -156,6 +161,19 @@ def TesselX86WorkgroupLoopPass : Pass<"tessel-x86-workgroup-loop", "mlir::func::
   let dependentDialects = ["mlir::affine::AffineDialect", "mlir::scf::SCFDialect"];
 }
 
+def TesselX86ControlFlowToLLVMPass
+    : Pass<"tessel-x86-control-flow-to-llvm", "mlir::ModuleOp"> {
+  let summary = "Lower cf to LLVM, AMX tiles carried across branches included";
+  let description = [{
+    Upstream's convert-cf-to-llvm with the AMX tile type in its type
+    converter: AMX blocks carry their accumulator tiles around their loops,
+    so after scf-to-cf the tiles are block arguments, which upstream's pass
+    (whose converter only the vector lowering's AMX option extends) leaves
+    illegal.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def TesselX86ScratchPass : Pass<"tessel-x86-scratch", "mlir::func::FuncOp"> {
   let summary = "Carve a kernel's temporary buffers out of per-thread scratch";
   let description = [{
@@ -166,6 +184,21 @@ def TesselX86ScratchPass : Pass<"tessel-x86-scratch", "mlir::func::FuncOp"> {
     free and never depend on the caller's stack size.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
+def TesselX86RoundedQuotientsPass
+    : Pass<"tessel-x86-rounded-quotients", "mlir::func::FuncOp"> {
+  let summary = "Divide by a constant with FMAs where the quotient is rounded";
+  let description = [{
+    `arith.divf %x, %c` (f32, a normal constant or splat whose reciprocal is
+    normal) whose every use is `math.roundeven` becomes q = x * r with
+    r = RN(1 / c), corrected by the remainder: RN(q + fma(-q, c, x) * r),
+    which rounds to the same integer as the division for every x
+    (Markstein's theorem; q itself where the correction is NaN: x infinite
+    or NaN, or x * r overflowing). Quantization's rint(x / scale) then takes
+    two FMAs and a multiply instead of VDIVPS. Only for CPUs with FMA.
+  }];
+  let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect"];
 }
 
 def TesselX86ExpandToPrimitivesPass

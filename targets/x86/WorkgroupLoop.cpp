@@ -20,7 +20,8 @@ namespace tessel::x86 {
 namespace {
 
 /// The kernel's only unit of work: a top-level forall with everything else
-/// in the body being free of side effects or an allocation.
+/// in the body being free of side effects or an allocation (on the stack:
+/// AMX blocks' staging buffer).
 scf::ForallOp findWorkgroupForall(func::FuncOp function) {
   scf::ForallOp found;
   for (Operation &op : function.front().without_terminator()) {
@@ -30,7 +31,7 @@ scf::ForallOp findWorkgroupForall(func::FuncOp function) {
       found = forall;
       continue;
     }
-    if (!isMemoryEffectFree(&op) && !isa<memref::AllocOp>(op))
+    if (!isMemoryEffectFree(&op) && !isa<memref::AllocOp, memref::AllocaOp>(op))
       return {};
   }
   return found;

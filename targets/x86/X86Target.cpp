@@ -75,6 +75,13 @@ std::string bf16DotProduct(const llvm::TargetMachine &machine, ModuleOp module) 
       .str();
 }
 
+/// Whether INT8 blocks may use AMX tiles (AmxTiles.h): the machine has
+/// AMX-INT8 beside AVX-512, whose vectors the blocks' epilogues use.
+bool amxTiles(const llvm::TargetMachine &machine) {
+  return vectorWidth(machine) == 16 &&
+         machine.getMCSubtargetInfo()->checkFeatures("+amx-tile,+amx-int8");
+}
+
 class X86Target final : public Target {
 public:
   llvm::StringRef name() const override { return "x86"; }
@@ -96,7 +103,8 @@ public:
     PassManager pm(module.getContext());
     pm.addPass(
         x86::createTesselX86ChooseLoweringPass(
-            {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine, module)}));
+            {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine, module),
+             amxTiles(**machine)}));
     pm.addPass(x86::createTesselX86PackWeightsPass());
     return pm.run(module);
   }
@@ -112,6 +120,7 @@ public:
     x86::X86CodegenOptions codegen;
     codegen.vectorWidth = vectorWidth(**machine);
     codegen.bytePermutes = (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512vbmi");
+    codegen.fusedMultiplyAdd = (*machine)->getMCSubtargetInfo()->checkFeatures("+fma");
     PassManager pm(context);
     x86::buildX86CodegenPipeline(pm, codegen);
     if (failed(pm.run(kernels)))

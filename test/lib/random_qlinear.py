@@ -38,6 +38,15 @@ filters, 16 x 16 inputs; products up to 40 x 100 x 70). They are compiled
 with --target npu, and the placement tessel-compile prints must show every
 one's product on the NPU.
 
+With --space amx, every configuration is one that x86 CPUs with AMX-INT8
+compute on AMX tiles: 2-D convolutions of one group whose input channels
+are a multiple of four (4 to 128, so that the reduction takes several
+64-byte steps, of equal sizes or with a partial one), up to 100 filters and
+20 x 20 inputs (rows of more than 16 output pixels and more than 64 output
+channels take several tiles and blocks, with partial ones), and matrix
+products whose k is a multiple of four. Compiled for the host, they run on AMX only where it has
+AMX-INT8 (the test that uses it requires it).
+
 The output scale aims the spread of the outputs at U(20, 120) quantization
 steps around a random zero point, so that most outputs are in range and
 some saturate. In one configuration of five all scales are powers of two:
@@ -209,10 +218,15 @@ def conv_axis(rng, size, shorter_pads=False):
             return kernel, stride, dilation, begin, end, output
 
 
-def conv_config(rng, index, npu=False):
+def conv_config(rng, index, space="all"):
     """A random QLinearConv: 2-D mostly, some 1-D and a few small 3-D; with
-    `npu`, one the NPU runs."""
-    if npu:
+    space `npu`, one the NPU runs, with `amx` one for AMX tiles."""
+    npu = space == "npu"
+    if space == "amx":
+        rank, batch, channels = 2, int(rng.integers(1, 3)), 4 * int(rng.integers(1, 33))
+        group, filters = 1, int(rng.integers(1, 101))
+        sizes = [int(s) for s in rng.integers(1, 21, size=2)]
+    elif npu:
         rank, batch, channels = 2, int(rng.integers(1, 3)), int(rng.integers(1, 49))
         group, filters = 1, int(rng.integers(1, 71))
         if channels > 1 and rng.random() < 0.25:  # depthwise
@@ -272,10 +286,15 @@ def conv_config(rng, index, npu=False):
     return Config(index, "QLinearConv", params, attributes, x, constants, y_dtype, y_shape)
 
 
-def matmul_shapes(rng, npu=False):
+def matmul_shapes(rng, space="all"):
     """Shapes of a and b: 2-D (most), or 3-D a with b 2-D, of a's batch, or
-    of batch 1; with `npu`, larger, and b 2-D or of a's batch."""
-    if npu:
+    of batch 1; with space `npu`, larger, and b 2-D or of a's batch; with
+    `amx`, k a multiple of four."""
+    if space == "amx":
+        m, k, n = (int(v) for v in (rng.integers(1, 41), 4 * rng.integers(1, 51),
+                                    rng.integers(1, 101)))
+        return [m, k], [k, n], (m, n)
+    if space == "npu":
         m, k, n = (int(v) for v in (rng.integers(1, 41), rng.integers(1, 101),
                                     rng.integers(1, 71)))
         layout = rng.choice(["2-D", "b 2-D", "b batched"], p=[0.7, 0.1, 0.2])
@@ -293,10 +312,10 @@ def matmul_shapes(rng, npu=False):
     return [batch, m, k], b_batch + [k, n], (batch, m, n)
 
 
-def matmul_config(rng, index, npu=False):
+def matmul_config(rng, index, space="all"):
     """A random QLinearMatMul: 2-D or batched, b per tensor or per column;
-    with `npu`, one the NPU runs (npu_weights)."""
-    a_shape, b_shape, y_shape = matmul_shapes(rng, npu)
+    with space `npu` or `amx`, one of that space (matmul_shapes)."""
+    a_shape, b_shape, y_shape = matmul_shapes(rng, space)
     a_dtype = random_int8_type(rng)
     a = random_integers(rng, a_dtype, a_shape)
     a_zero_point = random_zero_point(rng, a_dtype)
@@ -334,10 +353,11 @@ def matmul_config(rng, index, npu=False):
     return Config(index, "QLinearMatMul", params, {}, a, constants, y_dtype, y_shape)
 
 
-def random_configs(seed, count, npu=False):
-    """`count` configurations from `seed`: about 60% QLinearConv, 40% QLinearMatMul."""
+def random_configs(seed, count, space="all"):
+    """`count` configurations of `space` from `seed`: about 60% QLinearConv,
+    40% QLinearMatMul."""
     rng = np.random.default_rng(seed)
-    return [conv_config(rng, i, npu) if rng.random() < 0.6 else matmul_config(rng, i, npu)
+    return [conv_config(rng, i, space) if rng.random() < 0.6 else matmul_config(rng, i, space)
             for i in range(count)]
 
 
@@ -483,13 +503,14 @@ def main():
     parser.add_argument("--compile-arg", action="append", default=[],
                         help="argument for tessel-compile, e.g. --compile-arg=-O3 (repeatable)")
     parser.add_argument("--tools", help="folder of tessel-compile and tessel-run (default: PATH)")
-    parser.add_argument("--space", choices=["all", "npu"], default="all",
-                        help="npu: only configurations the NPU runs, compiled for it")
+    parser.add_argument("--space", choices=["all", "npu", "amx"], default="all",
+                        help="npu: only configurations the NPU runs, compiled for it; "
+                             "amx: only configurations x86 computes on AMX tiles")
     args = parser.parse_args()
 
     npu = args.space == "npu"
     compile_args = args.compile_arg + (["--target=npu"] if npu else [])
-    configs = random_configs(args.seed, args.count, npu)
+    configs = random_configs(args.seed, args.count, args.space)
     differ, failed, placements = 0, False, {}
     for start in range(0, len(configs), args.batch):
         directory = os.path.join(args.work, f"g{start // args.batch}")

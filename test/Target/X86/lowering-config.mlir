@@ -194,7 +194,7 @@ module {
     %zero = arith.constant 0.0 : f32
     %e = tensor.empty() : tensor<6x32xf32>
     %c = linalg.fill ins(%zero : f32) outs(%e : tensor<6x32xf32>) -> tensor<6x32xf32>
-    // expected-error @+1 {{malformed tessel.lowering_config: expected {register_block = array<i64: ...>} with an optional dot_product of "vnni", "pmaddwd", "pmaddubsw", "dpbf16ps" or "bf16-fma"}}
+    // expected-error @+1 {{malformed tessel.lowering_config: expected {register_block = array<i64: ...>} with an optional dot_product of "vnni", "pmaddwd", "pmaddubsw", "dpbf16ps", "bf16-fma" or "amx"}}
     %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
         ins(%a, %b : tensor<6x2xf32>, tensor<2x32xf32>) outs(%c : tensor<6x32xf32>)
         attrs = {tessel.lowering_config = {register_block = [2, 8]}} {

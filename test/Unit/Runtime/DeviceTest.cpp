@@ -133,8 +133,8 @@ TEST(DeviceTest, ExecutableForAMissingCpuFeatureIsRefused) {
   EXPECT_EQ(status.code, TSL_UNSUPPORTED);
   EXPECT_EQ(status.message,
             "executable 0 was compiled for sapphirerapids and uses " + missing +
-                ", which this CPU lacks; recompile with --target-cpu for "
-                "this machine");
+                ", which this CPU lacks or its OS does not enable; recompile "
+                "with --target-cpu for this machine");
 }
 
 TEST(DeviceTest, RuntimeChecksEveryFeatureTheCompilerRecords) {
