@@ -131,23 +131,19 @@ SmallVector<Value> accumulateTiles(
   return sums;
 }
 
-SmallVector<Value> accumulatorRows(OpBuilder &b, Location loc, ValueRange accumulators,
-                                   int64_t rows) {
+Value stageAccumulators(OpBuilder &b, Location loc, ValueRange accumulators) {
   Value stage = stageBuffer(b, loc);
   Value zero = constantIndex(b, loc, 0);
-  SmallVector<Value> tileIndex;
-  for (auto [tile, accumulator] : llvm::enumerate(accumulators)) {
-    tileIndex.push_back(constantIndex(b, loc, tile));
-    amx::TileStoreOp::create(b, loc, stage, ValueRange{tileIndex.back(), zero, zero},
+  for (auto [tile, accumulator] : llvm::enumerate(accumulators))
+    amx::TileStoreOp::create(b, loc, stage, ValueRange{constantIndex(b, loc, tile), zero, zero},
                              accumulator);
-  }
-  auto rowType = VectorType::get({kTileColumns}, b.getI32Type());
-  SmallVector<Value> vectors;
-  for (int64_t row = 0; row < rows; ++row)
-    for (Value tile : tileIndex)
-      vectors.push_back(vector::LoadOp::create(
-          b, loc, rowType, stage, ValueRange{tile, constantIndex(b, loc, row), zero}));
-  return vectors;
+  return stage;
+}
+
+Value accumulatorRow(OpBuilder &b, Location loc, Value stage, int64_t tile, Value row) {
+  return vector::LoadOp::create(b, loc, VectorType::get({kTileColumns}, b.getI32Type()), stage,
+                                ValueRange{constantIndex(b, loc, tile), row,
+                                           constantIndex(b, loc, 0)});
 }
 
 } // namespace tessel::x86

@@ -84,11 +84,15 @@ llvm::SmallVector<mlir::Value> accumulateTiles(
                                    mlir::Type)>
         weights);
 
-/// The accumulators' rows as vectors of 16 i32, row-major: element
-/// row * tiles + tile. They are stored into a stack buffer in the entry
-/// block of the function around the builder, shared by all its blocks.
-llvm::SmallVector<mlir::Value> accumulatorRows(mlir::OpBuilder &b, mlir::Location loc,
-                                               mlir::ValueRange accumulators, int64_t rows);
+/// Stores the accumulators into a stack buffer [tiles, 16, 16] i32 in the
+/// entry block of the function around the builder (shared by all its
+/// blocks) and returns the buffer.
+mlir::Value stageAccumulators(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::ValueRange accumulators);
+
+/// Row `row` (an index) of accumulator `tile` in `stage`, 16 i32.
+mlir::Value accumulatorRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value stage,
+                           int64_t tile, mlir::Value row);
 
 } // namespace tessel::x86
 

@@ -472,15 +472,20 @@ Value initialAccumulator(OpBuilder &b, Location loc, Value init, ValueRange indi
                                         ArrayRef<bool>{inBounds});
 }
 
-void storeBlock(RewriterBase &rewriter, Location loc, const BlockTile &tile,
-                ArrayRef<BlockValue> values) {
-  linalg::LinalgOp producer = tile.producer;
-  Operation *last = producer.getOperation();
+namespace {
+
+/// The block's last op: its epilogue's last, or the producer. Every operand
+/// of the epilogue's tiles is defined before it.
+Operation *lastOfBlock(const BlockTile &tile) {
   if (!tile.epilogue.empty())
-    last = linalg::GenericOp(tile.epilogue.back()).getOperation();
-  // Every operand of the epilogue's tiles is defined before the last one.
-  rewriter.setInsertionPoint(last);
-  Value written = cast<DestinationStyleOpInterface>(last).getDpsInitOperand(0)->get();
+    return linalg::GenericOp(tile.epilogue.back()).getOperation();
+  return linalg::LinalgOp(tile.producer).getOperation();
+}
+
+/// `written` with the block's epilogue applied to `values` and the results
+/// stored where they go.
+Value writeValues(OpBuilder &rewriter, Location loc, const BlockTile &tile,
+                  ArrayRef<BlockValue> values, Value written) {
   for (const BlockValue &value : values) {
     Value vector = value.vector;
     int64_t width = cast<VectorType>(vector.getType()).getDimSize(0);
@@ -515,12 +520,44 @@ void storeBlock(RewriterBase &rewriter, Location loc, const BlockTile &tile,
                                               ArrayRef<bool>{value.inBounds})
                   .getResult();
   }
-  rewriter.replaceOp(last, written);
+  return written;
+}
+
+/// Replaces the block's tiles by `written`, the last one's result.
+void replaceBlock(RewriterBase &rewriter, const BlockTile &tile, Value written) {
+  rewriter.replaceOp(lastOfBlock(tile), written);
   if (tile.epilogue.empty())
     return;
   for (linalg::GenericOp op : llvm::reverse(ArrayRef(tile.epilogue).drop_back()))
     rewriter.eraseOp(op);
-  rewriter.eraseOp(producer);
+  rewriter.eraseOp(tile.producer);
+}
+
+} // namespace
+
+void storeBlock(RewriterBase &rewriter, Location loc, const BlockTile &tile,
+                ArrayRef<BlockValue> values) {
+  Operation *last = lastOfBlock(tile);
+  rewriter.setInsertionPoint(last);
+  Value written = cast<DestinationStyleOpInterface>(last).getDpsInitOperand(0)->get();
+  replaceBlock(rewriter, tile, writeValues(rewriter, loc, tile, values, written));
+}
+
+void storeBlockRows(RewriterBase &rewriter, Location loc, const BlockTile &tile, int64_t rows,
+                    function_ref<SmallVector<BlockValue>(OpBuilder &, Location, Value)> rowValues) {
+  Operation *last = lastOfBlock(tile);
+  rewriter.setInsertionPoint(last);
+  Value written = cast<DestinationStyleOpInterface>(last).getDpsInitOperand(0)->get();
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, value);
+  };
+  auto loop = scf::ForOp::create(
+      rewriter, loc, index(0), index(rows), index(1), ValueRange{written},
+      [&](OpBuilder &b, Location at, Value row, ValueRange carried) {
+        scf::YieldOp::create(b, at,
+                             writeValues(b, at, tile, rowValues(b, at, row), carried.front()));
+      });
+  replaceBlock(rewriter, tile, loop.getResult(0));
 }
 
 } // namespace tessel::x86

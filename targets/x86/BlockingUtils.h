@@ -141,6 +141,17 @@ struct BlockValue {
 void storeBlock(mlir::RewriterBase &rewriter, mlir::Location loc, const BlockTile &tile,
                 llvm::ArrayRef<BlockValue> values);
 
+/// storeBlock for a block whose values come a row at a time:
+/// `rowValues(b, loc, row)` gives the values of row `row` (an index) of
+/// rows [0, `rows`). They are stored in a loop over the rows rather than
+/// one after another, which keeps a block of many rows (AMX tiles, 16) from
+/// multiplying its epilogue's code, and LLVM's time, by as many.
+void storeBlockRows(
+    mlir::RewriterBase &rewriter, mlir::Location loc, const BlockTile &tile, int64_t rows,
+    llvm::function_ref<llvm::SmallVector<BlockValue>(mlir::OpBuilder &, mlir::Location,
+                                                     mlir::Value)>
+        rowValues);
+
 } // namespace tessel::x86
 
 #endif // TESSEL_TARGETS_X86_BLOCKINGUTILS_H

@@ -744,20 +744,20 @@ void emitAmxBlock(RewriterBase &rewriter, const BlockTile &block, int64_t panelW
                          position)
           .results;
 
-  SmallVector<Value> rows = accumulatorRows(rewriter, loc, sums, pixels);
+  Value stage = stageAccumulators(rewriter, loc, sums);
   auto rowType = VectorType::get({kTileColumns}, rewriter.getI32Type());
-  SmallVector<BlockValue> values;
-  for (int64_t pixel = 0; pixel < pixels; ++pixel)
+  storeBlockRows(rewriter, loc, block, pixels, [&](OpBuilder &b, Location at, Value pixel) {
+    SmallVector<BlockValue> values;
     for (int64_t accumulator = 0; accumulator < accumulatorCount; ++accumulator) {
-      SmallVector<Value> indices{zero, zero, index(rewriter, loc, pixel),
-                                 index(rewriter, loc, accumulator * kTileColumns)};
+      SmallVector<Value> indices{zero, zero, pixel,
+                                 index(b, at, accumulator * kTileColumns)};
       bool inBounds = (accumulator + 1) * kTileColumns <= channels;
-      Value start = initialAccumulator(rewriter, loc, output, indices, inBounds, rowType,
-                                       readsInit);
-      values.push_back({arith::AddIOp::create(rewriter, loc, start, rows[values.size()]),
-                        indices, inBounds});
+      Value start = initialAccumulator(b, at, output, indices, inBounds, rowType, readsInit);
+      Value sum = accumulatorRow(b, at, stage, accumulator, pixel);
+      values.push_back({arith::AddIOp::create(b, at, start, sum), indices, inBounds});
     }
-  storeBlock(rewriter, loc, block, values);
+    return values;
+  });
 }
 
 } // namespace

@@ -120,6 +120,7 @@ public:
   bool inBounds(int64_t vector) const { return (vector + 1) * width <= columns; }
 
   void setRow(int64_t row) { position[loops.m] = rowIndex[row]; }
+  void setRowIndex(Value row) { position[loops.m] = row; }
   void setVector(int64_t vector) { position[loops.n] = columnIndex[vector]; }
   void setK(Value k) { position[loops.k] = k; }
 
@@ -279,14 +280,22 @@ void emitAmxBlock(RewriterBase &rewriter, const BlockTile &block,
                         panelRowBytes);
       });
 
-  SmallVector<Value> rowVectors = accumulatorRows(rewriter, loc, sums, rows);
+  Value stage = stageAccumulators(rewriter, loc, sums);
   auto rowType = VectorType::get({kTileColumns}, rewriter.getI32Type());
-  SmallVector<Value> starts =
-      indexing.initialAccumulators(rewriter, loc, result, rowType, readsInit);
-  SmallVector<Value> totals;
-  for (auto [start, row] : llvm::zip(starts, rowVectors))
-    totals.push_back(arith::AddIOp::create(rewriter, loc, start, row));
-  storeBlock(rewriter, loc, block, indexing.blockValues(totals, result));
+  storeBlockRows(rewriter, loc, block, rows, [&](OpBuilder &b, Location at, Value row) {
+    SmallVector<BlockValue> values;
+    indexing.setRowIndex(row);
+    for (int64_t accumulator = 0; accumulator < indexing.vectorCount(); ++accumulator) {
+      indexing.setVector(accumulator);
+      SmallVector<Value> indices = indexing.of(result);
+      bool inBounds = indexing.inBounds(accumulator);
+      Value start = initialAccumulator(b, at, result->get(), indices, inBounds, rowType,
+                                       readsInit);
+      Value sum = accumulatorRow(b, at, stage, accumulator, row);
+      values.push_back({arith::AddIOp::create(b, at, start, sum), indices, inBounds});
+    }
+    return values;
+  });
 }
 
 /// Emits the microkernel for `block`, a contraction tile whose row and

@@ -24,6 +24,10 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 namespace tessel::run {
@@ -154,6 +158,48 @@ __attribute__((target("avx512f,avx512vnni"))) int64_t dotLoopVnni(int64_t iterat
   return total;
 }
 
+/// TDPBUSD on four accumulator tiles from two activation and two weight
+/// tiles of 16 rows of 64 bytes: 16 x 16 x 64 multiply-adds each. The tile
+/// configuration is per thread, so each call loads it.
+__attribute__((target("amx-tile,amx-int8"))) int64_t dotLoopAmx(int64_t iterations) {
+  struct TileConfig {
+    uint8_t palette, startRow, reserved[14];
+    uint16_t rowBytes[16];
+    uint8_t rows[16];
+  } config{};
+  config.palette = 1;
+  for (int tile = 0; tile < 8; ++tile) {
+    config.rows[tile] = 16;
+    config.rowBytes[tile] = 64;
+  }
+  alignas(64) uint8_t operands[16 * 64];
+  std::memset(operands, 2, sizeof operands);
+  alignas(64) int32_t sums[16 * 16];
+  _tile_loadconfig(&config);
+  _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+  _tile_loadd(4, operands, 64); _tile_loadd(5, operands, 64);
+  _tile_loadd(6, operands, 64); _tile_loadd(7, operands, 64);
+  for (int64_t n = 0; n < iterations; ++n) {
+    _tile_dpbusd(0, 4, 6); _tile_dpbusd(1, 4, 7);
+    _tile_dpbusd(2, 5, 6); _tile_dpbusd(3, 5, 7);
+  }
+  _tile_stored(0, sums, 64);
+  _tile_release();
+  return sums[0];
+}
+
+/// Whether this process may use AMX tiles: the CPU has AMX-INT8 and Linux
+/// grants the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, as the runtime
+/// asks before it loads AMX code).
+bool amxTilesUsable() {
+#if defined(__linux__)
+  return __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
+         syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+  return false;
+#endif
+}
+
 /// Sums the 8-byte words of `size` bytes at `data` (a multiple of 128),
 /// `passes` times over: four 32-byte loads a step, which keeps up with any
 /// cache level below L1 on the CPUs Tessel targets.
@@ -216,7 +262,10 @@ void measureCompute(MachinePeaks &peaks) {
     peaks.floatSequence = "AVX2 FMA";
     peaks.floatGflops = bestRate(peaks.threads, 2.0 * 8 * kAvx2Chains, fmaLoopAvx2) / 1e9;
   }
-  if (__builtin_cpu_supports("avx512vnni")) {
+  if (amxTilesUsable()) {
+    peaks.integerSequence = "AMX-INT8 tdpbusd";
+    peaks.integerGops = bestRate(peaks.threads, 2.0 * 16 * 16 * 64 * 4, dotLoopAmx) / 1e9;
+  } else if (__builtin_cpu_supports("avx512vnni")) {
     peaks.integerSequence = "AVX-512 VNNI vpdpbusd";
     peaks.integerGops =
         bestRate(peaks.threads, 2.0 * 64 * (kAvx512Chains / 2), dotLoopVnni) / 1e9;
