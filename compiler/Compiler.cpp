@@ -234,22 +234,12 @@ public:
                       const std::function<void(const llvm::Twine &)> &progress,
                       const QuantizationReport *quantization = nullptr, bool quietly = false);
 
-  /// The artifact of `module`, with nothing shown, for calibration's runs:
-  /// its kernels are optimized by LLVM at -O1 at most. The graph and the
-  /// kernels' MLIR are those of -O3, and LLVM reassociates no floating-point
-  /// arithmetic at either level, so the runs measure the values of the
-  /// final artifact; -O3 would only make 32 runs faster at the cost of more
-  /// compile time than they take (ResNet-50's quantized model, compiled to
-  /// measure its error, took 25 of the 60 s of its post-training
-  /// quantization).
+  /// The artifact of `module`, with nothing shown (calibration's).
   llvm::Expected<std::vector<uint8_t>> artifactOf(ModuleOp module) {
     std::string bytes;
     llvm::raw_string_ostream stream(bytes);
-    llvmOptLimit = 1;
-    llvm::Error error = compile(module, EmitKind::Artifact, stream, [](const llvm::Twine &) {},
-                                nullptr, /*quietly=*/true);
-    llvmOptLimit = 3;
-    if (error)
+    if (llvm::Error error = compile(module, EmitKind::Artifact, stream,
+                                    [](const llvm::Twine &) {}, nullptr, /*quietly=*/true))
       return std::move(error);
     return std::vector<uint8_t>(bytes.begin(), bytes.end());
   }
@@ -278,8 +268,6 @@ private:
   const CompileOptions &options;
   llvm::StringRef modelPath;
   DiagnosticCollector &diagnostics;
-  /// The highest LLVM optimization level kernels are compiled at.
-  int llvmOptLimit = 3;
 };
 
 llvm::Error ModuleCompiler::optimizeGraph(ModuleOp module) {
@@ -367,7 +355,6 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   for (const KernelPlacement &kernel : placement)
     placed[kernel.target].insert(kernel.kernel);
   TargetOptions targetOptions = tessel::targetOptions(options);
-  targetOptions.optLevel = std::min(targetOptions.optLevel, llvmOptLimit);
   for (auto [index, target] : llvm::enumerate(targets)) {
     if (target->lowersThroughLinalg())
       continue;
