@@ -796,12 +796,18 @@ bool convolutionFitsAmxTiles(linalg::LinalgOp op) {
   return op.getStaticLoopRanges()[kInputChannel] % 4 == 0;
 }
 
+int64_t amxConvolutionChannels(linalg::LinalgOp op, int64_t pixels) {
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  return accumulatorBudget(extents[kColumn], pixels, extents[kInputChannel] / 4) *
+         kTileColumns;
+}
+
 PixelBlock chooseAmxBlock(linalg::LinalgOp op) {
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  int64_t groups = extents[kInputChannel] / 4, rows = blockRows(extents[kColumn]);
-  return {1, rows,
+  int64_t pixels = blockRows(extents[kColumn]);
+  return {1, pixels,
           std::min<int64_t>(llvm::alignTo(extents[kChannel], kTileColumns),
-                            accumulatorBudget(extents[kColumn], rows, groups) * kTileColumns)};
+                            amxConvolutionChannels(op, pixels))};
 }
 
 bool isBlockableChannelsLast(linalg::LinalgOp op) {

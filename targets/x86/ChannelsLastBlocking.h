@@ -48,9 +48,15 @@ bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
 /// (and `dot` products for an INT8 or bf16 convolution).
 PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot);
 
+/// The most output channels of a block of `pixels` pixels of an INT8
+/// convolution on AMX tiles (convolutionFitsAmxTiles): the accumulator tiles
+/// that fit beside those of every other shape its blocks and steps take
+/// (accumulatorBudget), 16 channels each.
+int64_t amxConvolutionChannels(mlir::linalg::LinalgOp op, int64_t pixels);
+
 /// The block of an INT8 convolution on AMX tiles (convolutionFitsAmxTiles): up to 16
 /// pixels of one output row, the rows of its tiles, by up to
-/// kMaxAccumulatorTiles tiles of 16 output channels.
+/// amxConvolutionChannels output channels.
 PixelBlock chooseAmxBlock(mlir::linalg::LinalgOp op);
 
 /// Whether `unpack` restores an HWCF convolution weight [KH, KW, C, F] that

@@ -418,12 +418,17 @@ bool contractionFitsAmxTiles(linalg::LinalgOp op, const ContractionLoops &loops)
   return loops.dot && isDotProductBody(op) && op.getStaticLoopRanges()[loops.k] % 4 == 0;
 }
 
+int64_t amxContractionColumns(linalg::LinalgOp op, const ContractionLoops &loops,
+                              int64_t rows) {
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  return accumulatorBudget(extents[loops.m], rows, extents[loops.k] / 4) * kTileColumns;
+}
+
 ContractionBlock chooseAmxContractionBlock(linalg::LinalgOp op, const ContractionLoops &loops) {
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
-  int64_t groups = extents[loops.k] / 4, rows = blockRows(extents[loops.m]);
+  int64_t rows = blockRows(extents[loops.m]);
   return {rows, std::min<int64_t>(llvm::alignTo(extents[loops.n], kTileColumns),
-                                  accumulatorBudget(extents[loops.m], rows, groups) *
-                                      kTileColumns)};
+                                  amxContractionColumns(op, loops, rows))};
 }
 
 std::optional<int64_t> rightPanelWidth(linalg::LinalgOp op) {

@@ -56,8 +56,15 @@ chooseContractionBlock(int64_t rowExtent, int64_t columnExtent, int64_t width,
 /// tiles can compute (AmxTiles.h): its reduction is whole groups of four.
 bool contractionFitsAmxTiles(mlir::linalg::LinalgOp op, const ContractionLoops &loops);
 
+/// The most columns of a block of `rows` rows of an INT8 contraction on AMX
+/// tiles (contractionFitsAmxTiles): the accumulator tiles that fit beside
+/// those of every other shape its blocks and steps take
+/// (accumulatorBudget), 16 columns each.
+int64_t amxContractionColumns(mlir::linalg::LinalgOp op, const ContractionLoops &loops,
+                              int64_t rows);
+
 /// The block of an INT8 contraction on AMX tiles: up to 16 rows, the rows of
-/// its tiles, by up to kMaxAccumulatorTiles tiles of 16 columns.
+/// its tiles, by up to amxContractionColumns columns.
 ContractionBlock chooseAmxContractionBlock(mlir::linalg::LinalgOp op,
                                            const ContractionLoops &loops);
 

@@ -97,14 +97,11 @@ LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
       return op->emitError(kDotProduct)
              << " \"amx\" is for INT8 products whose reduction is whole groups of four "
                 "bytes";
-    // A window op's pixels of one row (n, oh, ow, c, kh, kw, ci), or a
-    // contraction's rows, by columns.
+    // A window op's pixels of one row, or a contraction's rows, by columns.
     ArrayRef<int64_t> block = config->registerBlock;
-    SmallVector<int64_t> extents = op.getStaticLoopRanges();
     int64_t rows = loops ? contractionBlockOf(op, *loops).rows : block[2];
-    int64_t rowExtent = loops ? extents[loops->m] : extents[2];
-    int64_t groups = (loops ? extents[loops->k] : extents[6]) / 4;
-    int64_t columns = accumulatorBudget(rowExtent, rows, groups) * kTileColumns;
+    int64_t columns = loops ? amxContractionColumns(op, *loops, rows)
+                            : amxConvolutionChannels(op, rows);
     if ((!loops && block[1] != 1) || rows > kTileRows || block.back() % kTileColumns != 0 ||
         block.back() > columns)
       return op->emitError(kRegisterBlock)
