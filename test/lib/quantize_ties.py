@@ -16,13 +16,13 @@ tessel-run compares at rtol 0, atol 0. Prints one line per scale and exits
 
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bit_exact import check_bit_exact  # noqa: E402
 
 
 def inputs(rng, scale, zero_point):
@@ -57,24 +57,12 @@ def main():
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [x.size])],
             [helper.make_tensor_value_info("y", TensorProto.UINT8, [x.size])], inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
-        directory = os.path.join(args.work, f"scale{index}")
-        data = os.path.join(directory, "test_data_set_0")
-        os.makedirs(data, exist_ok=True)
-        onnx.save(model, os.path.join(directory, "model.onnx"))
-        (y,) = ReferenceEvaluator(model).run(None, {"x": x})
-        onnx.save_tensor(numpy_helper.from_array(x, "x"), os.path.join(data, "input_0.pb"))
-        onnx.save_tensor(numpy_helper.from_array(y, "y"), os.path.join(data, "output_0.pb"))
-        artifact = os.path.join(directory, "model.tsl")
-        subprocess.run(["tessel-compile", os.path.join(directory, "model.onnx"), "-q",
-                        "-o", artifact], check=True)
-        run = subprocess.run(["tessel-run", artifact, "--test-data", data, "--rtol", "0",
-                              "--atol", "0"], capture_output=True, text=True)
-        passed = run.returncode == 0 and "PASS" in run.stdout
+        passed, output = check_bit_exact(model, x, os.path.join(args.work, f"scale{index}"))
         failures += not passed
         print(f"scale {scale:.6g} zero point {zero_point}, {x.size} inputs: "
               f"{'bit-exact' if passed else 'differs'}")
         if not passed:
-            print(run.stdout + run.stderr)
+            print(output)
     print(f"{len(scales)} scales: {len(scales) - failures} bit-exact, {failures} differ")
     return 1 if failures else 0
 

@@ -13,13 +13,13 @@ Prints one line per case and exits 1 if any differs.
 
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bit_exact import check_bit_exact  # noqa: E402
 
 # (name, storage type, channels, kernel, strides, pads, output scale / input scale)
 CASES = [
@@ -56,26 +56,14 @@ def main():
     rng = np.random.default_rng(20261126)
     failures = 0
     for name, storage, channels, kernel, strides, pads, ratio in CASES:
-        directory = os.path.join(args.work, name)
-        data = os.path.join(directory, "test_data_set_0")
-        os.makedirs(data, exist_ok=True)
-        onnx_model = model(storage, channels, kernel, strides, pads, ratio)
-        onnx.save(onnx_model, os.path.join(directory, "model.onnx"))
         info = np.iinfo(storage)
         x = rng.integers(info.min, info.max + 1, [1, channels, 15, 14]).astype(storage)
-        (y,) = ReferenceEvaluator(onnx_model).run(None, {"x": x})
-        onnx.save_tensor(numpy_helper.from_array(x, "x"), os.path.join(data, "input_0.pb"))
-        onnx.save_tensor(numpy_helper.from_array(y, "y"), os.path.join(data, "output_0.pb"))
-        artifact = os.path.join(directory, "model.tsl")
-        subprocess.run(["tessel-compile", os.path.join(directory, "model.onnx"), "-q",
-                        "-o", artifact], check=True)
-        run = subprocess.run(["tessel-run", artifact, "--test-data", data, "--rtol", "0",
-                              "--atol", "0"], capture_output=True, text=True)
-        passed = run.returncode == 0 and "PASS" in run.stdout
+        passed, output = check_bit_exact(model(storage, channels, kernel, strides, pads, ratio),
+                                         x, os.path.join(args.work, name))
         failures += not passed
         print(f"{name}: {'bit-exact' if passed else 'differs'}")
         if not passed:
-            print(run.stdout + run.stderr)
+            print(output)
     return 1 if failures else 0
 
 
