@@ -58,6 +58,9 @@ def load_compare_latency():
 def fma_peak(work):
     binary = work / "fma_peak"
     subprocess.run(["clang-22", "-O3", "-march=native", "-ffp-contract=fast",
+                    # Without it clang splits the 512-bit accumulators into ymm halves on
+                    # CPUs that prefer 256-bit vectors (Sapphire Rapids) and spills them.
+                    "-mprefer-vector-width=512",
                     str(ROOT / "scripts" / "bench" / "fma_peak.c"), "-o", str(binary)],
                    check=True)
     output = subprocess.run([str(binary)], check=True, capture_output=True,

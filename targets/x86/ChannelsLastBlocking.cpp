@@ -824,6 +824,7 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind d
   int64_t rows = extents[kRow], columns = extents[kColumn], channels = extents[kChannel];
   PixelBlock best{1, 1, width};
   int64_t bestCost = -1, bestBlocks = 0;
+  bool bestSplitsFilter = false;
   for (int64_t vectors = 1; vectors <= kMaxChannelVectors; ++vectors) {
     int64_t blockChannels = vectors * width;
     if (blockChannels > static_cast<int64_t>(llvm::alignTo(channels, width)))
@@ -831,6 +832,12 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind d
     int64_t maxPixels =
         std::min(kMaxPixels, accumulatorBudget(kind, vectors, width, dot) / vectors);
     auto [channelBlocks, channelTail] = blocksAlong(channels, blockChannels);
+    // Workgroups split the channels first, each reading its own panels of
+    // the filter, but only at whole blocks of one size (TileAndFuse): with
+    // a tail they split pixel rows instead, and each reads the whole
+    // filter. Of blocks that cost the same, one that divides the channels
+    // (a 512 x 512 3x3 filter is 9.4 MB, read once instead of 7 times).
+    bool splitsFilter = channelTail == 0 || channelBlocks == 0;
     for (int64_t blockColumns = 1; blockColumns <= std::min(columns, maxPixels);
          ++blockColumns) {
       // Whole rows of pixels may be stacked into one block.
@@ -855,10 +862,15 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind d
               cost += count * pixelStepCost(kind, height * blockWidth, blockVectors, dot);
               blocks += count;
             }
-        if (bestCost < 0 || cost < bestCost || (cost == bestCost && blocks < bestBlocks)) {
+        bool better = bestCost < 0 || cost < bestCost ||
+                      (cost == bestCost && splitsFilter != bestSplitsFilter
+                           ? splitsFilter
+                           : cost == bestCost && blocks < bestBlocks);
+        if (better) {
           best = PixelBlock{blockRows, blockColumns, blockChannels};
           bestCost = cost;
           bestBlocks = blocks;
+          bestSplitsFilter = splitsFilter;
         }
       }
     }

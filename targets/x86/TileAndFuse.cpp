@@ -141,12 +141,36 @@ TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp p
   return constraints;
 }
 
+/// Bytes of the tensor `operand` holds (0 if its shape is not static).
+int64_t operandBytes(OpOperand &operand) {
+  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+  if (!type || !type.hasStaticShape())
+    return 0;
+  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
+
+/// Whether workgroups of `op` should split its result's last axis (a
+/// contraction's columns, a window's channels) before the others. Each
+/// workgroup reads whole the operand that its split leaves whole: split
+/// the columns, and every workgroup reads all of the input; split the rows
+/// (pixels), and every workgroup reads all of the weight. So the last axis
+/// goes first only where the weight is the larger operand (a 3x3 filter of
+/// 512 channels on a 7x7 image, BERT's projections). Pooling has no weight:
+/// splitting its channels would only make two cores share every line of
+/// the image.
+bool splitsLastAxisFirst(linalg::LinalgOp op) {
+  if (isa<linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcMaxUnsignedOp, linalg::PoolingNhwcSumOp>(
+          op.getOperation()) ||
+      op.getNumDpsInputs() < 2)
+    return false;
+  return operandBytes(*op.getDpsInputOperand(1)) > operandBytes(*op.getDpsInputOperand(0));
+}
+
 /// A kernel with a register-blocked contraction (ContractionBlocking) or
 /// NHWC window op (ChannelsLastBlocking) needs whole blocks of its lowering
-/// config per workgroup, and splits the contraction's columns or the
-/// window's channels (the result's last axis) first: a workgroup then reads
-/// only its own panels of the weight, each once for all rows or pixels. Any
-/// number of whole blocks, or of whole batch entries, is worth a workgroup.
+/// config per workgroup, and splits first the axis that keeps each
+/// workgroup's reads smallest (splitsLastAxisFirst). Any number of whole
+/// blocks, or of whole batch entries, is worth a workgroup.
 TileConstraints constraintsFor(func::FuncOp function, TilingInterface root) {
   TileConstraints constraints;
   size_t rootLoops = root.getLoopIteratorTypes().size();
@@ -190,7 +214,9 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root) {
   ArrayRef<int64_t> axisExtents =
       cast<RankedTensorType>(blocked->getResult(0).getType()).getShape();
   SmallVector<int64_t> axisBlocks = loweringConfigOf(blocked)->registerBlock;
-  unsigned firstAxis = axisExtents.size() - 1;
+  std::optional<unsigned> firstAxis;
+  if (splitsLastAxisFirst(blocked))
+    firstAxis = axisExtents.size() - 1;
   // A shorter last block cannot go to a workgroup of its own: workgroups
   // have one static shape.
   for (auto [d, axis] : llvm::enumerate(*axes)) {

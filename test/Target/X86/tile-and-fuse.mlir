@@ -122,3 +122,38 @@ func.func @row_statistic(%x: tensor<16x256xf32>) -> tensor<16x256xf32> {
   } -> tensor<16x256xf32>
   return %y : tensor<16x256xf32>
 }
+
+// -----
+
+// Pooling has no weight: workgroups take whole rows of pixels, every
+// channel, so that no two cores share a line of the image.
+// CHECK-LABEL: @max_pool_rows_first
+// CHECK: scf.forall (%[[R:.+]]) = (0) to (8) step (2)
+// CHECK: linalg.pooling_nhwc_max
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %[[R]], 0, 0] [1, 2, 8, 64]
+func.func @max_pool_rows_first(%x: tensor<1x16x16x64xf32>) -> tensor<1x8x8x64xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %window = tensor.empty() : tensor<2x2xf32>
+  %e = tensor.empty() : tensor<1x8x8x64xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e : tensor<1x8x8x64xf32>) -> tensor<1x8x8x64xf32>
+  %0 = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+      ins(%x, %window : tensor<1x16x16x64xf32>, tensor<2x2xf32>) outs(%init : tensor<1x8x8x64xf32>) -> tensor<1x8x8x64xf32>
+  return %0 : tensor<1x8x8x64xf32>
+}
+
+// -----
+
+// A filter larger than the image: workgroups split the output channels, so
+// each reads only its own part of the filter.
+// CHECK-LABEL: @conv_channels_first
+// CHECK: scf.forall (%[[C:.+]]) = (0) to (128) step (32)
+// CHECK: linalg.conv_2d_nhwc_hwcf
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, 0, 0, %[[C]]] [1, 4, 4, 32]
+func.func @conv_channels_first(%x: tensor<1x6x6x16xf32>, %w: tensor<3x3x16x128xf32>) -> tensor<1x4x4x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4x4x128xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x4x128xf32>) -> tensor<1x4x4x128xf32>
+  %0 = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x6x6x16xf32>, tensor<3x3x16x128xf32>) outs(%init : tensor<1x4x4x128xf32>) -> tensor<1x4x4x128xf32>
+  return %0 : tensor<1x4x4x128xf32>
+}
