@@ -166,28 +166,23 @@ int64_t accumulatorBudget(WindowKind kind, int64_t vectors, int64_t width,
   llvm_unreachable("window kind");
 }
 
-/// L1 data cache geometry (Zen 4, Skylake and their successors alike):
-/// 64 sets of 64-byte lines, 8 ways.
-constexpr int64_t kCacheLine = 64;
-constexpr int64_t kCacheSets = 64;
-constexpr int64_t kCacheWays = 8;
-
 /// Whether the input rows that a regular convolution's block of `height` x
 /// `width` pixels broadcasts from fit the L1 cache together. Each pixel
 /// reads its own run of channels; when pixels lie a multiple of 4 KiB apart
 /// (1024 or 2048 channels) every run maps to the same set, and more runs
 /// than the set has ways (two stay for the filter stream) evict each other
 /// at every step.
-bool pixelRunsFitL1(linalg::LinalgOp op, int64_t height, int64_t width) {
+bool pixelRunsFitL1(linalg::LinalgOp op, int64_t height, int64_t width,
+                    const CacheGeometry &caches) {
   auto inputType = cast<RankedTensorType>(op.getDpsInputOperand(0)->get().getType());
   int64_t inputColumns = inputType.getDimSize(2), channels = inputType.getDimSize(3);
   SmallVector<int64_t> strides = windowAttribute(op, "strides");
-  SmallVector<int64_t> perSet(kCacheSets, 0);
+  SmallVector<int64_t> perSet(caches.l1Sets, 0);
   for (int64_t row = 0; row < height; ++row)
     for (int64_t column = 0; column < width; ++column) {
       int64_t pixel = row * strides[0] * inputColumns + column * strides[1];
-      int64_t set = (pixel * channels * 4 / kCacheLine) % kCacheSets;
-      if (++perSet[set] > kCacheWays - 2)
+      int64_t set = (pixel * channels * 4 / caches.lineBytes) % caches.l1Sets;
+      if (++perSet[set] > caches.l1Ways - 2)
         return false;
     }
   return true;
@@ -818,7 +813,8 @@ bool isBlockableChannelsLast(linalg::LinalgOp op) {
 }
 
 
-PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind dot) {
+PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind dot,
+                            const CacheGeometry &caches) {
   WindowKind kind = *windowKind(op);
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
   int64_t rows = extents[kRow], columns = extents[kColumn], channels = extents[kChannel];
@@ -845,7 +841,7 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind d
       for (int64_t blockRows = 1; blockRows <= std::min(rows, maxRows); ++blockRows) {
         if ((kind == WindowKind::Convolution || kind == WindowKind::DotConvolution) &&
             blockRows * blockColumns > 1 &&
-            !pixelRunsFitL1(op, blockRows, blockColumns))
+            !pixelRunsFitL1(op, blockRows, blockColumns, caches))
           continue;
         auto [rowBlocks, rowTail] = blocksAlong(rows, blockRows);
         auto [columnBlocks, columnTail] = blocksAlong(columns, blockColumns);

@@ -3,6 +3,7 @@
 #ifndef TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
 #define TESSEL_TARGETS_X86_CHANNELSLASTBLOCKING_H
 
+#include "targets/x86/CacheGeometry.h"
 #include "targets/x86/DotProduct.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -45,8 +46,10 @@ bool matchChannelsLastWindow(mlir::linalg::LinalgOp op);
 bool isBlockableChannelsLast(mlir::linalg::LinalgOp op);
 
 /// The block for `op` (matchChannelsLastWindow) with `width`-lane vectors
-/// (and `dot` products for an INT8 or bf16 convolution).
-PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot);
+/// (and `dot` products for an INT8 or bf16 convolution), whose pixels'
+/// input runs fit the sets of `caches`' L1 together.
+PixelBlock choosePixelBlock(mlir::linalg::LinalgOp op, int64_t width, DotProductKind dot,
+                            const CacheGeometry &caches);
 
 /// The most output channels of a block of `pixels` pixels of an INT8
 /// convolution on AMX tiles (convolutionFitsAmxTiles): the accumulator tiles

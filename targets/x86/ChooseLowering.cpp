@@ -19,7 +19,7 @@ namespace {
 
 /// What is known of the op being configured: its kernel, the kernel's only
 /// call (null if none), the ISA's dot products of bytes and of bf16, and
-/// whether it has AMX tiles for INT8.
+/// whether it has AMX tiles for INT8, and its L1 data cache.
 struct KernelContext {
   func::FuncOp kernel;
   func::CallOp call;
@@ -27,6 +27,7 @@ struct KernelContext {
   DotProductKind isa;
   DotProductKind bf16Isa;
   bool amx;
+  CacheGeometry caches;
 
   /// The dot product of a dot-product op whose weight `operand` reads: the
   /// bf16 one for bf16 ops; for INT8 ops VPMADDUBSW only where the constant
@@ -78,7 +79,7 @@ LoweringConfig chooseForWindow(linalg::LinalgOp op, const KernelContext &context
   if (isDotConvolution(op))
     config.dotProduct = context.dotProductFor(*op.getDpsInputOperand(1));
   PixelBlock block =
-      choosePixelBlock(op, context.width, config.dotProduct.value_or(context.isa));
+      choosePixelBlock(op, context.width, config.dotProduct.value_or(context.isa), context.caches);
   config.registerBlock = {1, block.height, block.width, block.channels};
   return config;
 }
@@ -111,11 +112,19 @@ struct TesselX86ChooseLoweringPass
       module.emitError("unknown dot-product kind '") << bf16DotProduct << "' for bf16";
       return signalPassFailure();
     }
+    CacheGeometry caches{cacheLine, l1Sets, l1Ways};
+    if (!llvm::isPowerOf2_64(cacheLine) || !llvm::isPowerOf2_64(l1Sets) || l1Ways < 1) {
+      module.emitError("the L1 cache needs power-of-two line bytes and sets and at least "
+                       "one way; got cache-line=")
+          << cacheLine.getValue() << " l1-sets=" << l1Sets.getValue()
+          << " l1-ways=" << l1Ways.getValue();
+      return signalPassFailure();
+    }
     for (func::FuncOp kernel : module.getOps<func::FuncOp>()) {
       if (kernel.isExternal())
         continue;
       KernelContext context{kernel, soleCall(kernel, module), vectorWidth, *isa, *bf16Isa,
-                            amx};
+                            amx, caches};
       WalkResult walk = kernel.walk([&](linalg::LinalgOp op) {
         if (op->hasAttr(kLoweringConfigAttr))
           return failed(checkPinnedConfig(op, context)) ? WalkResult::interrupt()

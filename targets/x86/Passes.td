@@ -46,6 +46,12 @@ def TesselX86ChooseLoweringPass : Pass<"tessel-x86-choose-lowering", "mlir::Modu
     Option<"amx", "amx", "bool", "false",
            "The CPU has AMX-INT8 tiles: INT8 convolutions whose input channels "
            "are whole groups of four compute on them (dot_product \"amx\")">,
+    Option<"cacheLine", "cache-line", "int64_t", "64", "Bytes of a cache line">,
+    Option<"l1Sets", "l1-sets", "int64_t", "64", "Sets of the L1 data cache">,
+    Option<"l1Ways", "l1-ways", "int64_t", "8",
+           "Ways of each set of the L1 data cache: a convolution block's pixels "
+           "read their input runs together only where no set holds more runs than "
+           "its ways less two (kept for the filter stream)">,
   ];
 }
 

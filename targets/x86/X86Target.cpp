@@ -4,6 +4,7 @@
 #include "runtime/schema/CpuFeatures.h"
 #include "targets/LLVMOptimization.h"
 #include "targets/x86/BlockingUtils.h"
+#include "targets/x86/CacheGeometry.h"
 #include "targets/x86/DotProduct.h"
 #include "targets/x86/HostBf16Throughput.h"
 #include "targets/x86/Linker.h"
@@ -82,6 +83,13 @@ bool amxTiles(const llvm::TargetMachine &machine) {
          machine.getMCSubtargetInfo()->checkFeatures("+amx-tile,+amx-int8");
 }
 
+/// The L1 data cache blocks are sized for: this machine's when the code is
+/// for it, else the smallest the target CPUs have (CacheGeometry's default).
+x86::CacheGeometry caches(const llvm::TargetMachine &machine) {
+  return machine.getTargetCPU() == llvm::sys::getHostCPUName() ? x86::hostCacheGeometry()
+                                                               : x86::CacheGeometry{};
+}
+
 class X86Target final : public Target {
 public:
   llvm::StringRef name() const override { return "x86"; }
@@ -101,10 +109,10 @@ public:
     if (failed(machine))
       return failure();
     PassManager pm(module.getContext());
-    pm.addPass(
-        x86::createTesselX86ChooseLoweringPass(
-            {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine, module),
-             amxTiles(**machine)}));
+    x86::CacheGeometry l1 = caches(**machine);
+    pm.addPass(x86::createTesselX86ChooseLoweringPass(
+        {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine, module),
+         amxTiles(**machine), l1.lineBytes, l1.l1Sets, l1.l1Ways}));
     pm.addPass(x86::createTesselX86PackWeightsPass());
     return pm.run(module);
   }
