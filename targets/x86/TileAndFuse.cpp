@@ -50,13 +50,28 @@ int64_t bodyCost(linalg::LinalgOp op) {
   return std::max<int64_t>(cost, 1);
 }
 
+/// Bytes of the tensors `op` reads and writes (those of static shape).
+int64_t bytesTouched(linalg::LinalgOp op) {
+  int64_t bytes = 0;
+  for (OpOperand &operand : op->getOpOperands())
+    if (auto type = dyn_cast<RankedTensorType>(operand.get().getType()))
+      if (type.hasStaticShape())
+        bytes += type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  return bytes;
+}
+
 /// Work of the kernel's costliest loop nest, in scalar operations: a
 /// convolution's reduction loops count even when the kernel's root is the
-/// elementwise op after it.
+/// elementwise op after it. A byte moved counts as one operation (a core
+/// moves about as many bytes per cycle from L2 as it does f32 operations),
+/// so that a matrix-vector product, which does two operations per 4-byte
+/// weight, is split once its weight is large enough for its cores' caches
+/// to share.
 int64_t kernelWork(func::FuncOp function) {
   int64_t work = 1;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   function.walk([&](linalg::LinalgOp op) {
+    work = std::max(work, bytesTouched(op));
     int64_t iterations = 1;
     for (int64_t extent : op.getStaticLoopRanges()) {
       if (ShapedType::isDynamic(extent) || extent <= 0)
