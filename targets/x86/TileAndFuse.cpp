@@ -2,6 +2,7 @@
 
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
+#include "targets/x86/ConcatenationTiles.h"
 #include "targets/x86/ContractionBlocking.h"
 #include "targets/x86/LoweringConfig.h"
 #include "targets/x86/Passes.h"
@@ -317,8 +318,11 @@ struct TesselX86TileAndFusePass
     if (function.isExternal())
       return;
     TilingInterface root = findRoot(function);
-    if (!root)
+    if (!root) {
+      IRRewriter rewriter(&getContext());
+      tileConcatenation(rewriter, function, maxWorkgroups, minWorkPerWorkgroup);
       return;
+    }
     SmallVector<int64_t> tiles =
         chooseWorkgroupTiles(root, kernelWork(function), maxWorkgroups, minWorkPerWorkgroup,
                              constraintsFor(function, root));

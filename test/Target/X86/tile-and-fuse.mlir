@@ -157,3 +157,24 @@ func.func @conv_channels_first(%x: tensor<1x6x6x16xf32>, %w: tensor<3x3x16x128xf
       ins(%x, %w : tensor<1x6x6x16xf32>, tensor<3x3x16x128xf32>) outs(%init : tensor<1x4x4x128xf32>) -> tensor<1x4x4x128xf32>
   return %0 : tensor<1x4x4x128xf32>
 }
+
+// -----
+
+// A concatenation (insert_slices into an empty tensor) has no tiling
+// interface: it is split along the first axis every input spans whole, each
+// workgroup copying its rows of both inputs into its rows of the result.
+// CHECK-LABEL: @concat_rows
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<1x8x4x32xf32>
+// CHECK: scf.forall (%[[R:.+]]) = (0) to (8) step (2) shared_outs(%[[O:.+]] = %[[E]])
+// CHECK: %[[ROWS:.+]] = tensor.extract_slice %[[O]][0, %[[R]], 0, 0] [1, 2, 4, 32]
+// CHECK: %[[A:.+]] = tensor.extract_slice %arg0[0, %[[R]], 0, 0] [1, 2, 4, 16]
+// CHECK: %[[WITH_A:.+]] = tensor.insert_slice %[[A]] into %[[ROWS]][0, 0, 0, 0] [1, 2, 4, 16]
+// CHECK: %[[B:.+]] = tensor.extract_slice %arg1[0, %[[R]], 0, 0] [1, 2, 4, 16]
+// CHECK: %[[BOTH:.+]] = tensor.insert_slice %[[B]] into %[[WITH_A]][0, 0, 0, 16] [1, 2, 4, 16]
+// CHECK: tensor.parallel_insert_slice %[[BOTH]] into %[[O]][0, %[[R]], 0, 0] [1, 2, 4, 32]
+func.func @concat_rows(%a: tensor<1x8x4x16xf32>, %b: tensor<1x8x4x16xf32>) -> tensor<1x8x4x32xf32> {
+  %e = tensor.empty() : tensor<1x8x4x32xf32>
+  %0 = tensor.insert_slice %a into %e[0, 0, 0, 0] [1, 8, 4, 16] [1, 1, 1, 1] : tensor<1x8x4x16xf32> into tensor<1x8x4x32xf32>
+  %1 = tensor.insert_slice %b into %0[0, 0, 0, 16] [1, 8, 4, 16] [1, 1, 1, 1] : tensor<1x8x4x16xf32> into tensor<1x8x4x32xf32>
+  return %1 : tensor<1x8x4x32xf32>
+}
