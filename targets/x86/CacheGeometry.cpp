@@ -2,6 +2,8 @@
 
 #include "targets/x86/CacheGeometry.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <fstream>
 #include <optional>
 #include <string>
@@ -34,9 +36,11 @@ std::optional<int64_t> readNumber(const std::string &path) {
   }
 }
 
-bool isPowerOfTwo(int64_t value) { return value > 0 && (value & (value - 1)) == 0; }
-
 } // namespace
+
+bool CacheGeometry::isValid() const {
+  return llvm::isPowerOf2_64(lineBytes) && llvm::isPowerOf2_64(l1Sets) && l1Ways >= 1;
+}
 
 CacheGeometry hostCacheGeometry() {
   CacheGeometry fallback;
@@ -52,11 +56,11 @@ CacheGeometry hostCacheGeometry() {
     std::optional<int64_t> line = readNumber(directory + "/coherency_line_size");
     std::optional<int64_t> sets = readNumber(directory + "/number_of_sets");
     std::optional<int64_t> ways = readNumber(directory + "/ways_of_associativity");
-    // Set indices are address bits: a count that is not a power of two is
-    // not one this model can use.
-    if (!line || !sets || !ways || !isPowerOfTwo(*line) || !isPowerOfTwo(*sets) || *ways > 64)
+    if (!line || !sets || !ways)
       return fallback;
-    return CacheGeometry{*line, *sets, *ways};
+    CacheGeometry found{*line, *sets, *ways};
+    // More ways than any CPU has is a misreport (a hypervisor's), not a cache.
+    return found.isValid() && found.l1Ways <= 64 ? found : fallback;
   }
   return fallback;
 }

@@ -20,6 +20,10 @@ struct CacheGeometry {
   int64_t lineBytes = 64;
   int64_t l1Sets = 64;
   int64_t l1Ways = 8;
+
+  /// Whether blocks can be sized for it: set indices are address bits (a
+  /// power-of-two line and number of sets) and a set has a way.
+  bool isValid() const;
 };
 
 /// The L1 data cache of this machine's first CPU as Linux reports it

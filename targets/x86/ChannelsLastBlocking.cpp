@@ -34,6 +34,8 @@
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <tuple>
+
 using namespace mlir;
 
 namespace tessel::x86 {
@@ -828,11 +830,12 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind d
     int64_t maxPixels =
         std::min(kMaxPixels, accumulatorBudget(kind, vectors, width, dot) / vectors);
     auto [channelBlocks, channelTail] = blocksAlong(channels, blockChannels);
-    // Workgroups split the channels first, each reading its own panels of
-    // the filter, but only at whole blocks of one size (TileAndFuse): with
-    // a tail they split pixel rows instead, and each reads the whole
-    // filter. Of blocks that cost the same, one that divides the channels
-    // (a 512 x 512 3x3 filter is 9.4 MB, read once instead of 7 times).
+    // Workgroups split the channels of a filter larger than its image, each
+    // reading its own panels, but only at whole blocks of one size
+    // (TileAndFuse): with a tail they split pixel rows instead, and each
+    // reads the whole filter. Of blocks that cost the same, one that
+    // divides the channels (a 512 x 512 3x3 filter is 9.4 MB, read once
+    // instead of 7 times), then the fewest blocks.
     bool splitsFilter = channelTail == 0 || channelBlocks == 0;
     for (int64_t blockColumns = 1; blockColumns <= std::min(columns, maxPixels);
          ++blockColumns) {
@@ -858,11 +861,8 @@ PixelBlock choosePixelBlock(linalg::LinalgOp op, int64_t width, DotProductKind d
               cost += count * pixelStepCost(kind, height * blockWidth, blockVectors, dot);
               blocks += count;
             }
-        bool better = bestCost < 0 || cost < bestCost ||
-                      (cost == bestCost && splitsFilter != bestSplitsFilter
-                           ? splitsFilter
-                           : cost == bestCost && blocks < bestBlocks);
-        if (better) {
+        if (bestCost < 0 || std::tuple(cost, !splitsFilter, blocks) <
+                                std::tuple(bestCost, !bestSplitsFilter, bestBlocks)) {
           best = PixelBlock{blockRows, blockColumns, blockChannels};
           bestCost = cost;
           bestBlocks = blocks;

@@ -113,7 +113,7 @@ struct TesselX86ChooseLoweringPass
       return signalPassFailure();
     }
     CacheGeometry caches{cacheLine, l1Sets, l1Ways};
-    if (!llvm::isPowerOf2_64(cacheLine) || !llvm::isPowerOf2_64(l1Sets) || l1Ways < 1) {
+    if (!caches.isValid()) {
       module.emitError("the L1 cache needs power-of-two line bytes and sets and at least "
                        "one way; got cache-line=")
           << cacheLine.getValue() << " l1-sets=" << l1Sets.getValue()

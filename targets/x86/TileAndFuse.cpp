@@ -51,13 +51,20 @@ int64_t bodyCost(linalg::LinalgOp op) {
   return std::max<int64_t>(cost, 1);
 }
 
-/// Bytes of the tensors `op` reads and writes (those of static shape).
+/// Bytes of the tensor `operand` holds (0 if it is no tensor of static
+/// shape).
+int64_t operandBytes(OpOperand &operand) {
+  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+  if (!type || !type.hasStaticShape())
+    return 0;
+  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
+
+/// Bytes of the tensors `op` reads and writes.
 int64_t bytesTouched(linalg::LinalgOp op) {
   int64_t bytes = 0;
   for (OpOperand &operand : op->getOpOperands())
-    if (auto type = dyn_cast<RankedTensorType>(operand.get().getType()))
-      if (type.hasStaticShape())
-        bytes += type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    bytes += operandBytes(operand);
   return bytes;
 }
 
@@ -155,14 +162,6 @@ TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp p
     }
   }
   return constraints;
-}
-
-/// Bytes of the tensor `operand` holds (0 if its shape is not static).
-int64_t operandBytes(OpOperand &operand) {
-  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
 }
 
 /// Whether workgroups of `op` should split its result's last axis (a
