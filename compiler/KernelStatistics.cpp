@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -32,8 +33,25 @@ bool computesOnFloats(Operation &op) {
   return isa<FloatType>(getElementTypeOrSelf(type));
 }
 
+/// How many times the loops around `op` run it (a recurrence's steps), or
+/// nullopt when a trip count is not a constant.
+std::optional<uint64_t> enclosingTrips(Operation *op) {
+  uint64_t trips = 1;
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>()) {
+    std::optional<APInt> count = loop.getStaticTripCount();
+    if (!count)
+      return std::nullopt;
+    trips *= count->getZExtValue();
+  }
+  return trips;
+}
+
 void countOperations(linalg::LinalgOp linalgOp, KernelStatistics &statistics) {
-  uint64_t iterations = 1;
+  std::optional<uint64_t> trips = enclosingTrips(linalgOp);
+  if (!trips)
+    return;
+  uint64_t iterations = *trips;
   for (int64_t extent : linalgOp.getStaticLoopRanges()) {
     if (ShapedType::isDynamic(extent))
       return;

@@ -182,8 +182,9 @@ def ConvertTesselToLinalgPass : Pass<"convert-tessel-to-linalg", "mlir::ModuleOp
     along with the ops.
   }];
   let dependentDialects = [
-    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
-    "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
+    "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+    "mlir::linalg::LinalgDialect", "mlir::math::MathDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
   ];
 }
 

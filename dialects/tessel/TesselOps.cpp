@@ -942,6 +942,46 @@ LogicalResult ConcatOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Recurrence
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanOp::verify() {
+  if (getStates().empty())
+    return emitOpError("needs at least one state");
+  auto stateType = cast<RankedTensorType>(getStates().front().getType());
+  for (Value state : getStates())
+    if (state.getType() != stateType)
+      return emitOpError("states must share one type, got ") << state.getType() << " and "
+                                                             << stateType;
+  RankedTensorType resultType = getType();
+  SmallVector<int64_t> stacked = {resultType.getDimSize(0),
+                                  static_cast<int64_t>(getStates().size())};
+  llvm::append_range(stacked, stateType.getShape());
+  if (resultType != stateType.clone(stacked))
+    return emitOpError("result must stack the states of every step as [steps, states, ...], "
+                       "expected ")
+           << stateType.clone(stacked) << ", got " << resultType;
+
+  SmallVector<Type> arguments(getInvariants().getTypes());
+  llvm::append_range(arguments, getStates().getTypes());
+  for (Value scanned : getScanned()) {
+    auto type = cast<RankedTensorType>(scanned.getType());
+    if (type.getRank() == 0 || type.getDimSize(0) != getSteps())
+      return emitOpError("scanned operand ") << type << " must have " << getSteps()
+                                             << " steps along its leading axis";
+    arguments.push_back(type.clone(type.getShape().drop_front()));
+  }
+  Block &body = getBody().front();
+  if (TypeRange(body.getArgumentTypes()) != TypeRange(arguments))
+    return emitOpError("body arguments must be the invariants, the states and one step of "
+                       "each scanned operand");
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || TypeRange(yield.getStates().getTypes()) != TypeRange(getStates().getTypes()))
+    return emitOpError("body must yield the next value of every state");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Quantization
 //===----------------------------------------------------------------------===//
 

@@ -1161,6 +1161,59 @@ def Tessel_ConcatOp : Tessel_Op<"concat", [InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Recurrence
+//===----------------------------------------------------------------------===//
+
+def Tessel_ScanOp : Tessel_Op<"scan", [IsolatedFromAbove, AttrSizedOperandSegments,
+    SingleBlock]> {
+  let summary = "A step function applied along the leading axis (LSTM, GRU, RNN)";
+  let description = [{
+    The body computes one step: from the `invariants` (weights, the same at
+    every step), the current `states` and step t's slice of each `scanned`
+    tensor (its leading axis of length T dropped), it yields the next
+    states. The result stacks every step's states: result[t, s] is state s
+    after step t, so all states share one type. With `reverse`, the steps
+    run from t = T - 1 down to 0, each still stored at its own t.
+
+    It stays one op, and one kernel, so that a target runs the steps as a
+    loop with the states in cache instead of a kernel per step.
+
+    ```mlir
+    %y = tessel.scan invariants(%r) states(%h0) scanned(%x)
+        : (tensor<8x8xf32>, tensor<1x8xf32>, tensor<5x1x8xf32>) -> tensor<5x1x1x8xf32> {
+    ^bb0(%rt: tensor<8x8xf32>, %h: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+      %p = tessel.matmul %h, %rt : (tensor<1x8xf32>, tensor<8x8xf32>) -> tensor<1x8xf32>
+      %s = tessel.add %xt, %p : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+      %n = tessel.tanh %s : tensor<1x8xf32>
+      tessel.yield %n : tensor<1x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Tessel_Tensor>:$invariants,
+                       Variadic<Tessel_Tensor>:$states,
+                       Variadic<Tessel_Tensor>:$scanned,
+                       UnitAttr:$reverse);
+  let results = (outs Tessel_Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`reverse` $reverse^)? `invariants` `(` $invariants `)` `states` `(` $states `)`
+    `scanned` `(` $scanned `)` attr-dict `:` functional-type(operands, results) $body
+  }];
+  let extraClassDeclaration = [{
+    /// The number of steps: the scanned tensors' leading extent.
+    int64_t getSteps() { return getType().getDimSize(0); }
+  }];
+  let hasVerifier = 1;
+}
+
+def Tessel_YieldOp : Op<Tessel_Dialect, "yield", [Pure, Terminator,
+    HasParent<"::tessel::ScanOp">]> {
+  let summary = "The next states of a scan's step";
+  let arguments = (ins Variadic<Tessel_Tensor>:$states);
+  let assemblyFormat = "$states attr-dict `:` type($states)";
+}
+
+//===----------------------------------------------------------------------===//
 // Quantization
 //===----------------------------------------------------------------------===//
 

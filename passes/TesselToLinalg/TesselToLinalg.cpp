@@ -5,10 +5,12 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -71,6 +73,7 @@ void populateTesselToLinalgPatterns(const TypeConverter &converter,
   populateDataMovementToLinalgPatterns(converter, patterns);
   populateNormalizationToLinalgPatterns(converter, patterns);
   populateQuantizationToLinalgPatterns(converter, patterns);
+  populateRecurrenceToLinalgPatterns(converter, patterns);
   populateQuantizedProductsToLinalgPatterns(converter, constants, patterns);
 }
 

@@ -55,6 +55,8 @@ void populateDataMovementToLinalgPatterns(const mlir::TypeConverter &converter,
                                           mlir::RewritePatternSet &patterns);
 void populateQuantizationToLinalgPatterns(const mlir::TypeConverter &converter,
                                           mlir::RewritePatternSet &patterns);
+void populateRecurrenceToLinalgPatterns(const mlir::TypeConverter &converter,
+                                        mlir::RewritePatternSet &patterns);
 void populateQuantizedProductsToLinalgPatterns(const mlir::TypeConverter &converter,
                                                const KernelConstants &constants,
                                                mlir::RewritePatternSet &patterns);

@@ -4,6 +4,7 @@
 #include "targets/cuda/TensorCoreProducts.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -11,6 +12,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
@@ -144,6 +146,25 @@ LogicalResult fuseElementwise(ModuleOp kernels, ProductPrecision precision) {
                                GreedyRewriteConfig().setUseTopDownTraversal());
 }
 
+/// Unrolls the step loops of recurrences (tessel.scan): their steps become
+/// launches one after another, each parallel within the step. A step's
+/// states, stored over the previous ones for a loop, are then values of
+/// their own.
+LogicalResult unrollSteps(ModuleOp kernels) {
+  SmallVector<scf::ForOp> loops;
+  kernels.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+  for (scf::ForOp loop : loops)
+    if (failed(loopUnrollFull(loop)))
+      return loop.emitError("the steps of this loop could not be unrolled for the GPU");
+  kernels.walk([](bufferization::MaterializeInDestinationOp store) {
+    if (store.getResult()) {
+      store.getResult().replaceAllUsesWith(store.getSource());
+      store.erase();
+    }
+  });
+  return success();
+}
+
 } // namespace
 
 uint64_t bufferBytes(MemRefType type) {
@@ -151,7 +172,8 @@ uint64_t bufferBytes(MemRefType type) {
 }
 
 LogicalResult bufferizeKernels(ModuleOp kernels, ProductPrecision precision) {
-  if (failed(lowerPacking(kernels)) || failed(fuseElementwise(kernels, precision)))
+  if (failed(unrollSteps(kernels)) || failed(lowerPacking(kernels)) ||
+      failed(fuseElementwise(kernels, precision)))
     return failure();
   PassManager pm(kernels.getContext());
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -550,13 +550,15 @@ def budget_cases():
                    inputs=[helper.make_tensor_value_info("i", TensorProto.INT64, [4])],
                    initializers=[int64("d", [2**30], []),
                                  helper.make_tensor("v", TensorProto.FLOAT, [2], [0, 1])])),
-        Case("lstm-2^26-steps", f"node 'n' (LSTM, opset 17): it would compute 67108864 unrolled "
-             f"steps {limit} 16384",
-             model([node("LSTM", ["q", "w", "r"], hidden_size=1)],
-                   inputs=[helper.make_tensor_value_info("q", TensorProto.FLOAT, [2**26, 1, 1])],
-                   initializers=[helper.make_tensor("w", TensorProto.FLOAT, [1, 4, 1], [0.1] * 4),
-                                 helper.make_tensor("r", TensorProto.FLOAT, [1, 4, 1],
-                                                    [0.1] * 4)])),
+        Case("scan-2^26-steps", "node 'n' (Scan, opset 17): a Scan of 67108864 steps is longer "
+             "than the 16384 it unrolls",
+             model([node("Scan", ["s", "q"], ["y"], num_scan_inputs=1, body=helper.make_graph(
+                 [node("Add", ["s_in", "x"], ["s_out"], name="add")], "body",
+                 [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1]),
+                  helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                 [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1])]))],
+                   inputs=[helper.make_tensor_value_info("s", TensorProto.FLOAT, [1]),
+                           helper.make_tensor_value_info("q", TensorProto.FLOAT, [2**26, 1])])),
     ]
 
 

@@ -1,9 +1,9 @@
 //===- Recurrent.cpp - LSTM, GRU and RNN ----------------------------------===//
 //
-// With a static sequence length the recurrence is unrolled at import: the
-// input projection of every time step is one matrix product up front, then
-// each step adds the hidden state's projection and applies the gates. Both
-// directions of a bidirectional layer are unrolled the same way.
+// The input projection of every time step is one matrix product up front;
+// the steps are one tessel.scan per direction, whose body adds the hidden
+// state's projection to the step's and applies the gates, so that a target
+// runs them as one loop. The sequence length is static.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +11,7 @@
 #include "dialects/tessel/TesselDialect.h"
 
 #include "mlir/IR/BuiltinDialect.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -19,22 +19,6 @@ namespace tessel::onnx_import {
 namespace {
 
 enum class Cell { LSTM, GRU, RNN };
-
-/// Whether every element of a constant is stored as zero bits (+0.0).
-bool isAllZeroBits(ElementsAttr constant) {
-  ArrayRef<char> bytes;
-  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(constant)) {
-    bytes = dense.getRawData();
-  } else if (auto resource = dyn_cast_if_present<DenseResourceElementsAttr>(constant)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return false;
-    bytes = blob->getData();
-  } else {
-    return false;
-  }
-  return llvm::all_of(bytes, [](char byte) { return byte == 0; });
-}
 
 class Recurrence {
 public:
@@ -69,22 +53,34 @@ private:
 
   /// Activation `index` of the node's list (or the cell's default).
   Value activate(size_t index, Value x);
-  bool readActivations();
+  bool readActivations(size_t directions);
 
-  /// One direction's outputs: every step's hidden state, the last hidden
-  /// and cell states.
+  /// One direction's outputs: every step's hidden state
+  /// ([sequence, 1, batch, hidden]), the last hidden and cell states.
   struct Run {
-    SmallVector<Value> hidden;
-    Value lastHidden, lastCell;
+    Value hidden, lastHidden, lastCell;
   };
   FailureOr<Run> runDirection(int64_t direction, bool reverse);
+
+  /// What a step reads besides the states: the same at every step.
+  struct StepInputs {
+    int64_t direction = 0;
+    Value recurrentWeight; // R^T: [hidden, gates * hidden]; GRU: update and reset only
+    Value candidateWeight; // GRU without linear_before_reset: R_h^T
+    Value recurrentBias;   // GRU with linear_before_reset: R_b (else in the projection)
+    Value peephole;
+  };
+  /// Builds one step from hidden state `h`, cell state `c` (LSTM) and the
+  /// step's input projection `x`; sets `next` to the next states and
+  /// returns the hidden state (null on failure).
+  Value step(const StepInputs &in, Value h, Value c, Value x, SmallVectorImpl<Value> &next);
 
   NodeImporter &node;
   OpBuilder &b;
   Location loc;
   Cell cell;
   Type elementType;
-  int64_t sequence = 0, batch = 0, hiddenSize = 0, gates = 0;
+  int64_t sequence = 0, batch = 0, hiddenSize = 0, gates = 0, layout = 0;
   float clip = 0;
   bool linearBeforeReset = false;
   Value steps; // [sequence, batch, input]
@@ -92,7 +88,7 @@ private:
   std::vector<float> alphas, betas;
 };
 
-bool Recurrence::readActivations() {
+bool Recurrence::readActivations(size_t directions) {
   size_t perDirection = cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1;
   std::vector<std::string> defaults =
       cell == Cell::LSTM  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
@@ -104,10 +100,14 @@ bool Recurrence::readActivations() {
     alphas = *given;
   if (std::optional<std::vector<float>> given = node.floatsAttr("activation_beta"))
     betas = *given;
+  // The defaults hold for each direction.
   if (activations.empty())
-    activations = defaults;
-  if (activations.size() < perDirection) {
-    (void)node.unsupported("activations lists too few functions");
+    for (size_t direction = 0; direction < directions; ++direction)
+      llvm::append_range(activations, defaults);
+  if (activations.size() < perDirection * directions) {
+    (void)node.unsupported("activations lists " + std::to_string(activations.size()) +
+                           " functions where " + std::to_string(directions) +
+                           " direction(s) need " + std::to_string(perDirection * directions));
     return false;
   }
   for (const std::string &name : activations)
@@ -158,41 +158,9 @@ Value Recurrence::activate(size_t index, Value x) {
   return mul(TanhOp::create(b, loc, type, inner), scalar(alpha(1.0f)));
 }
 
-FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reverse) {
-  size_t activationBase = direction * (cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1);
-  auto weight = [&](size_t input) {
-    return reshape(slice(node.input(input), 0, direction, 1),
-                   typeOf(node.input(input)).getShape().drop_front());
-  };
-  Value w = weight(1), r = weight(2); // [gates * hidden, input], [gates * hidden, hidden]
-  // The input projection of all steps at once: [sequence, batch, gates * hidden].
-  Value projected = matmul(steps, transposed(w));
-  Value rT = transposed(r);
-  Value inputBias, recurrentBias;
-  if (node.input(3)) {
-    Value bias = weight(3); // [2 * gates * hidden]
-    inputBias = slice(bias, 0, 0, gates * hiddenSize);
-    recurrentBias = slice(bias, 0, gates * hiddenSize, gates * hiddenSize);
-    projected = add(projected, inputBias);
-  }
-  auto initial = [&](size_t input) -> Value {
-    if (node.input(input))
-      return reshape(slice(node.input(input), 0, direction, 1), {batch, hiddenSize});
-    return node.splatConstant(elementType, 0.0, {batch, hiddenSize});
-  };
-  Value h = initial(5);
-  Value c = cell == Cell::LSTM ? initial(6) : Value();
-  // From a zero initial hidden state (absent, or zeros as exporters write
-  // it) the first step's h x R^T is zero for the finite weights of any
-  // trained model: that product is skipped.
-  bool hiddenIsZero = !node.input(5) || isAllZeroBits(node.constantInput(5));
-  auto recurrentProduct = [&](Value hidden, Value weight) -> Value {
-    if (!hiddenIsZero)
-      return matmul(hidden, weight);
-    auto weightType = typeOf(weight);
-    return node.splatConstant(elementType, 0.0, {batch, weightType.getDimSize(1)});
-  };
-  Value peephole = cell == Cell::LSTM && node.input(7) ? weight(7) : Value();
+Value Recurrence::step(const StepInputs &in, Value h, Value c, Value x,
+                       SmallVectorImpl<Value> &next) {
+  size_t activationBase = in.direction * (cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1);
   auto gate = [&](Value all, int64_t index) {
     return slice(all, 1, index * hiddenSize, hiddenSize);
   };
@@ -202,61 +170,132 @@ FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reve
     Value low = node.splatConstant(elementType, -clip), high = node.splatConstant(elementType, clip);
     return ClipOp::create(b, loc, x.getType(), x, low, high);
   };
-
-  Run run;
-  run.hidden.resize(sequence);
-  for (int64_t i = 0; i < sequence; ++i) {
-    int64_t t = reverse ? sequence - 1 - i : i;
-    Value x = reshape(slice(projected, 0, t, 1), {batch, gates * hiddenSize});
-    if (cell == Cell::LSTM) {
-      // Gates in ONNX order i, o, f, c.
-      Value all = add(x, recurrentProduct(h, rT));
-      if (recurrentBias)
-        all = add(all, recurrentBias);
-      Value inGate = gate(all, 0), outGate = gate(all, 1), forgetGate = gate(all, 2);
-      if (peephole) {
-        inGate = add(inGate, mul(slice(peephole, 0, 0, hiddenSize), c));
-        forgetGate = add(forgetGate, mul(slice(peephole, 0, 2 * hiddenSize, hiddenSize), c));
-      }
-      Value it = activate(activationBase, clipped(inGate));
-      Value ft = activate(activationBase, clipped(forgetGate));
-      Value candidate = activate(activationBase + 1, clipped(gate(all, 3)));
-      c = add(mul(ft, c), mul(it, candidate));
-      if (peephole)
-        outGate = add(outGate, mul(slice(peephole, 0, hiddenSize, hiddenSize), c));
-      Value ot = activate(activationBase, clipped(outGate));
-      h = mul(ot, activate(activationBase + 2, c));
-    } else if (cell == Cell::GRU) {
-      // Gates in ONNX order z, r, h.
-      Value hiddenProjection = recurrentProduct(h, rT);
-      if (recurrentBias)
-        hiddenProjection = add(hiddenProjection, recurrentBias);
-      Value zt = activate(activationBase, clipped(add(gate(x, 0), gate(hiddenProjection, 0))));
-      Value rt = activate(activationBase, clipped(add(gate(x, 1), gate(hiddenProjection, 1))));
-      Value candidateInput;
-      if (linearBeforeReset) {
-        candidateInput = add(gate(x, 2), mul(rt, gate(hiddenProjection, 2)));
-      } else {
-        Value rh = slice(rT, 1, 2 * hiddenSize, hiddenSize);
-        candidateInput = add(gate(x, 2), recurrentProduct(mul(rt, h), rh));
-        if (recurrentBias)
-          candidateInput = add(candidateInput, slice(recurrentBias, 0, 2 * hiddenSize, hiddenSize));
-      }
-      Value candidate = activate(activationBase + 1, clipped(candidateInput));
-      h = add(mul(sub(one(), zt), candidate), mul(zt, h));
-    } else {
-      Value all = add(x, recurrentProduct(h, rT));
-      if (recurrentBias)
-        all = add(all, recurrentBias);
-      h = activate(activationBase, clipped(all));
+  auto withBias = [&](Value product) {
+    return in.recurrentBias ? add(product, in.recurrentBias) : product;
+  };
+  if (cell == Cell::LSTM) {
+    // Gates in ONNX order i, o, f, c.
+    Value all = add(x, matmul(h, in.recurrentWeight));
+    Value inGate = gate(all, 0), outGate = gate(all, 1), forgetGate = gate(all, 2);
+    if (in.peephole) {
+      inGate = add(inGate, mul(slice(in.peephole, 0, 0, hiddenSize), c));
+      forgetGate = add(forgetGate, mul(slice(in.peephole, 0, 2 * hiddenSize, hiddenSize), c));
     }
-    if (!h)
-      return failure();
-    run.hidden[t] = h;
-    hiddenIsZero = false;
+    Value it = activate(activationBase, clipped(inGate));
+    Value ft = activate(activationBase, clipped(forgetGate));
+    Value candidate = activate(activationBase + 1, clipped(gate(all, 3)));
+    c = add(mul(ft, c), mul(it, candidate));
+    if (in.peephole)
+      outGate = add(outGate, mul(slice(in.peephole, 0, hiddenSize, hiddenSize), c));
+    Value ot = activate(activationBase, clipped(outGate));
+    h = mul(ot, activate(activationBase + 2, c));
+    next.assign({h, c});
+    return h;
   }
-  run.lastHidden = h;
-  run.lastCell = c;
+  if (cell == Cell::GRU) {
+    // Gates in ONNX order z, r, h.
+    Value updateReset = withBias(matmul(h, in.recurrentWeight));
+    Value zt = activate(activationBase, clipped(add(gate(x, 0), gate(updateReset, 0))));
+    Value rt = activate(activationBase, clipped(add(gate(x, 1), gate(updateReset, 1))));
+    Value candidateInput;
+    if (linearBeforeReset) {
+      candidateInput = add(gate(x, 2), mul(rt, gate(updateReset, 2)));
+    } else {
+      candidateInput = add(gate(x, 2), matmul(mul(rt, h), in.candidateWeight));
+    }
+    Value candidate = activate(activationBase + 1, clipped(candidateInput));
+    h = add(mul(sub(one(), zt), candidate), mul(zt, h));
+    next.assign({h});
+    return h;
+  }
+  h = activate(activationBase, clipped(add(x, matmul(h, in.recurrentWeight))));
+  next.assign({h});
+  return h;
+}
+
+FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reverse) {
+  auto weight = [&](size_t input) {
+    return reshape(slice(node.input(input), 0, direction, 1),
+                   typeOf(node.input(input)).getShape().drop_front());
+  };
+  Value w = weight(1), r = weight(2); // [gates * hidden, input], [gates * hidden, hidden]
+  // The input projection of all steps at once: [sequence, batch, gates * hidden].
+  Value projected = matmul(steps, transposed(w));
+  StepInputs in;
+  in.direction = direction;
+  in.recurrentWeight = transposed(r);
+  if (cell == Cell::GRU && !linearBeforeReset) {
+    // r_t multiplies h before the candidate's product: that product is a
+    // second one, and the first covers the update and reset gates alone.
+    in.candidateWeight = slice(in.recurrentWeight, 1, 2 * hiddenSize, hiddenSize);
+    in.recurrentWeight = slice(in.recurrentWeight, 1, 0, 2 * hiddenSize);
+  }
+  if (node.input(3)) {
+    Value bias = weight(3); // [2 * gates * hidden]
+    Value inputBias = slice(bias, 0, 0, gates * hiddenSize);
+    Value recurrentBias = slice(bias, 0, gates * hiddenSize, gates * hiddenSize);
+    // The recurrent bias adds to the gates as the input bias does, except
+    // in a GRU with linear_before_reset, where r_t scales the candidate's.
+    if (cell == Cell::GRU && linearBeforeReset)
+      in.recurrentBias = recurrentBias;
+    else
+      inputBias = add(inputBias, recurrentBias);
+    projected = add(projected, inputBias);
+  }
+  if (cell == Cell::LSTM && node.input(7))
+    in.peephole = weight(7);
+  auto initial = [&](size_t input) -> Value {
+    // [directions, batch, hidden]; layout 1: [batch, directions, hidden].
+    if (node.input(input))
+      return reshape(slice(node.input(input), layout == 0 ? 0 : 1, direction, 1),
+                     {batch, hiddenSize});
+    return node.splatConstant(elementType, 0.0, {batch, hiddenSize});
+  };
+  SmallVector<Value> states = {initial(5)};
+  if (cell == Cell::LSTM)
+    states.push_back(initial(6));
+  SmallVector<Value> invariants;
+  for (Value invariant : {in.recurrentWeight, in.candidateWeight, in.recurrentBias, in.peephole})
+    if (invariant)
+      invariants.push_back(invariant);
+
+  // One op for all steps: the body is one step, from the hidden (and cell)
+  // state and the step's input projection to the next states.
+  auto stateType = RankedTensorType::get({batch, hiddenSize}, elementType);
+  auto resultType = RankedTensorType::get(
+      {sequence, static_cast<int64_t>(states.size()), batch, hiddenSize}, elementType);
+  auto scan = ScanOp::create(b, loc, resultType, invariants, states, ValueRange{projected},
+                             reverse);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = b.createBlock(&scan.getBody());
+    IRMapping inBody;
+    for (Value invariant : invariants)
+      inBody.map(invariant, body->addArgument(invariant.getType(), loc));
+    for (Value state : states)
+      body->addArgument(state.getType(), loc);
+    Value x = body->addArgument(stateType.clone({batch, gates * hiddenSize}), loc);
+    StepInputs inside = in;
+    for (Value *invariant : {&inside.recurrentWeight, &inside.candidateWeight,
+                             &inside.recurrentBias, &inside.peephole})
+      *invariant = inBody.lookupOrNull(*invariant);
+    Value h = body->getArgument(invariants.size());
+    Value c = cell == Cell::LSTM ? body->getArgument(invariants.size() + 1) : Value();
+    SmallVector<Value> next;
+    if (!step(inside, h, c, x, next))
+      return failure();
+    YieldOp::create(b, loc, next);
+  }
+
+  // result[t] holds [h, c] after step t; the last step is t = 0 in reverse.
+  Run run;
+  Value all = scan.getResult();
+  run.hidden = slice(all, 1, 0, 1); // [sequence, 1, batch, hidden]
+  int64_t last = reverse ? 0 : sequence - 1;
+  Value lastStep = slice(all, 0, last, 1);
+  run.lastHidden = reshape(slice(lastStep, 1, 0, 1), {batch, hiddenSize});
+  if (cell == Cell::LSTM)
+    run.lastCell = reshape(slice(lastStep, 1, 1, 1), {batch, hiddenSize});
   return run;
 }
 
@@ -267,14 +306,11 @@ LogicalResult Recurrence::import() {
   if (!isa<FloatType>(xType.getElementType()))
     return node.unsupported("only floating-point inputs are supported");
   elementType = xType.getElementType();
-  int64_t layout = node.intAttr("layout", 0);
+  layout = node.intAttr("layout", 0);
   steps = layout == 0 ? node.input(0)
                       : node.createInferred<TransposeOp>(node.input(0),
                                                          b.getDenseI64ArrayAttr({1, 0, 2}));
   sequence = typeOf(steps).getDimSize(0);
-  // Every step becomes its own ops.
-  if (failed(checkComputeBudget(node, double(sequence), "unrolled steps", kMaxUnrolledSteps)))
-    return failure();
   batch = typeOf(steps).getDimSize(1);
   gates = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
   hiddenSize = node.intAttr("hidden_size").value_or(node.inputType(2).getDimSize(2));
@@ -291,8 +327,6 @@ LogicalResult Recurrence::import() {
     if (llvm::any_of(*lengths, [&](int64_t length) { return length != sequence; }))
       return node.unsupported("sequence_lens shorter than the sequence are not supported");
   }
-  if (!readActivations())
-    return failure();
   std::string direction = node.stringAttr("direction").value_or("forward");
   SmallVector<bool> reversed;
   if (direction == "forward")
@@ -303,6 +337,8 @@ LogicalResult Recurrence::import() {
     reversed = {false, true};
   else
     return node.unsupported("direction '" + direction + "' is not supported");
+  if (!readActivations(reversed.size()))
+    return failure();
 
   SmallVector<Run> runs;
   for (auto [index, reverse] : llvm::enumerate(reversed)) {
@@ -319,14 +355,10 @@ LogicalResult Recurrence::import() {
                                                              b.getI64IntegerAttr(axis));
   };
   if (node.outputUsed(0)) {
-    SmallVector<Value> perStep;
-    for (int64_t t = 0; t < sequence; ++t) {
-      SmallVector<Value> perDirection;
-      for (const Run &run : runs)
-        perDirection.push_back(reshape(run.hidden[t], {1, 1, batch, hiddenSize}));
-      perStep.push_back(stack(perDirection, 1));
-    }
-    Value y = stack(perStep, 0);
+    SmallVector<Value> perDirection;
+    for (const Run &run : runs)
+      perDirection.push_back(run.hidden);
+    Value y = stack(perDirection, 1);
     if (layout != 0)
       y = node.createInferred<TransposeOp>(y, b.getDenseI64ArrayAttr({2, 0, 1, 3}));
     node.setOutput(0, y);

@@ -313,3 +313,63 @@ func.func @conv_widening_one_operand(%x: tensor<1x2x4x4xbf16>, %w: tensor<3x2x1x
   %0 = tessel.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x4x4xbf16>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
   return %0 : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+func.func @scan_state_types(%h: tensor<1x8xf32>, %c: tensor<1x4xf32>, %x: tensor<3x1x8xf32>) -> tensor<3x2x1x8xf32> {
+  // expected-error @+1 {{states must share one type}}
+  %0 = tessel.scan invariants() states(%h, %c) scanned(%x)
+      : (tensor<1x8xf32>, tensor<1x4xf32>, tensor<3x1x8xf32>) -> tensor<3x2x1x8xf32> {
+  ^bb0(%a: tensor<1x8xf32>, %b: tensor<1x4xf32>, %xt: tensor<1x8xf32>):
+    tessel.yield %a, %b : tensor<1x8xf32>, tensor<1x4xf32>
+  }
+  return %0 : tensor<3x2x1x8xf32>
+}
+
+// -----
+
+func.func @scan_result(%h: tensor<1x8xf32>, %x: tensor<3x1x8xf32>) -> tensor<3x1x8xf32> {
+  // expected-error @+1 {{result must stack the states of every step as [steps, states, ...], expected 'tensor<3x1x1x8xf32>', got 'tensor<3x1x8xf32>'}}
+  %0 = tessel.scan invariants() states(%h) scanned(%x)
+      : (tensor<1x8xf32>, tensor<3x1x8xf32>) -> tensor<3x1x8xf32> {
+  ^bb0(%a: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    tessel.yield %a : tensor<1x8xf32>
+  }
+  return %0 : tensor<3x1x8xf32>
+}
+
+// -----
+
+func.func @scan_steps(%h: tensor<1x8xf32>, %x: tensor<4x1x8xf32>) -> tensor<3x1x1x8xf32> {
+  // expected-error @+1 {{scanned operand 'tensor<4x1x8xf32>' must have 3 steps along its leading axis}}
+  %0 = tessel.scan invariants() states(%h) scanned(%x)
+      : (tensor<1x8xf32>, tensor<4x1x8xf32>) -> tensor<3x1x1x8xf32> {
+  ^bb0(%a: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    tessel.yield %a : tensor<1x8xf32>
+  }
+  return %0 : tensor<3x1x1x8xf32>
+}
+
+// -----
+
+func.func @scan_arguments(%h: tensor<1x8xf32>, %x: tensor<3x1x8xf32>) -> tensor<3x1x1x8xf32> {
+  // expected-error @+1 {{body arguments must be the invariants, the states and one step of each scanned operand}}
+  %0 = tessel.scan invariants() states(%h) scanned(%x)
+      : (tensor<1x8xf32>, tensor<3x1x8xf32>) -> tensor<3x1x1x8xf32> {
+  ^bb0(%a: tensor<1x8xf32>, %xt: tensor<3x1x8xf32>):
+    tessel.yield %a : tensor<1x8xf32>
+  }
+  return %0 : tensor<3x1x1x8xf32>
+}
+
+// -----
+
+func.func @scan_yield(%h: tensor<1x8xf32>, %x: tensor<3x1x8xf32>) -> tensor<3x1x1x8xf32> {
+  // expected-error @+1 {{body must yield the next value of every state}}
+  %0 = tessel.scan invariants() states(%h) scanned(%x)
+      : (tensor<1x8xf32>, tensor<3x1x8xf32>) -> tensor<3x1x1x8xf32> {
+  ^bb0(%a: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    tessel.yield %a, %xt : tensor<1x8xf32>, tensor<1x8xf32>
+  }
+  return %0 : tensor<3x1x1x8xf32>
+}

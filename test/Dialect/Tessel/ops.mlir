@@ -142,3 +142,19 @@ func.func @bf16_products(%a: tensor<2x16xbf16>, %b: tensor<16x4xbf16>, %c: tenso
   %3 = tessel.matmul %a, %b : (tensor<2x16xbf16>, tensor<16x4xbf16>) -> tensor<2x4xbf16>
   return %0, %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<1x5x6x6xf32>, tensor<2x4xbf16>
 }
+
+// CHECK-LABEL: @scan
+// CHECK: tessel.scan reverse invariants(%arg0) states(%arg1) scanned(%arg2) : (tensor<8x8xf32>, tensor<1x8xf32>, tensor<5x1x8xf32>) -> tensor<5x1x1x8xf32> {
+// CHECK: ^bb0(%{{.+}}: tensor<8x8xf32>, %{{.+}}: tensor<1x8xf32>, %{{.+}}: tensor<1x8xf32>):
+// CHECK: tessel.yield %{{.+}} : tensor<1x8xf32>
+func.func @scan(%r: tensor<8x8xf32>, %h0: tensor<1x8xf32>, %x: tensor<5x1x8xf32>) -> tensor<5x1x1x8xf32> {
+  %0 = tessel.scan reverse invariants(%r) states(%h0) scanned(%x)
+      : (tensor<8x8xf32>, tensor<1x8xf32>, tensor<5x1x8xf32>) -> tensor<5x1x1x8xf32> {
+  ^bb0(%rt: tensor<8x8xf32>, %h: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    %p = tessel.matmul %h, %rt : (tensor<1x8xf32>, tensor<8x8xf32>) -> tensor<1x8xf32>
+    %s = tessel.add %xt, %p : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+    %n = tessel.tanh %s : tensor<1x8xf32>
+    tessel.yield %n : tensor<1x8xf32>
+  }
+  return %0 : tensor<5x1x1x8xf32>
+}

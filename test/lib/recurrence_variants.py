@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""LSTM, GRU and RNN nodes in the variants ONNX defines, against onnxruntime.
+
+Each case is a one-node model with random weights (initializers) and
+random inputs: directions, biases, peepholes, initial states given as
+graph inputs, clip, layout 1, linear_before_reset and non-default
+activations. Every case is compiled by tessel-compile and run by
+tessel-run; each output (Y, Y_h, Y_c) is compared with onnxruntime's at
+rtol 1e-3, atol 1e-4. onnxruntime's CPU kernels refuse layout 1
+(batch first): such a case's reference is the same node in layout 0 run by
+onnxruntime on the transposed inputs, its outputs transposed back. The compiled graph is also read back (--emit
+tessel): a recurrence must be one tessel.scan per direction, its steps a
+loop rather than ops per step.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 14
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def case(name, op, sequence=5, batch=2, inputs=3, hidden=4, direction="forward", bias=True,
+         peepholes=False, initial_inputs=False, layout=0, **attributes):
+    return dict(name=name, op=op, sequence=sequence, batch=batch, inputs=inputs, hidden=hidden,
+                direction=direction, bias=bias, peepholes=peepholes,
+                initial_inputs=initial_inputs, layout=layout, attributes=attributes)
+
+
+CASES = [
+    case("lstm_forward", "LSTM", bias=False),
+    case("lstm_bidirectional_peepholes", "LSTM", direction="bidirectional", peepholes=True,
+         initial_inputs=True),
+    case("lstm_reverse_clip", "LSTM", direction="reverse", clip=0.5),
+    case("lstm_layout1", "LSTM", layout=1, initial_inputs=True),
+    case("lstm_long", "LSTM", sequence=64, batch=1, inputs=16, hidden=32),
+    case("gru_forward", "GRU"),
+    case("gru_linear_before_reset_bidirectional", "GRU", direction="bidirectional",
+         initial_inputs=True, linear_before_reset=1),
+    case("gru_activations", "GRU", activations=["HardSigmoid", "Softsign"],
+         activation_alpha=[0.3], activation_beta=[0.4]),
+    case("rnn_relu", "RNN", activations=["Relu"]),
+    case("rnn_bidirectional_layout1", "RNN", direction="bidirectional", layout=1,
+         initial_inputs=True),
+]
+
+
+def build(spec, layout, seed):
+    """The case's model in `layout` and its feeds, the same for both layouts
+    up to transposition."""
+    rng = np.random.default_rng(seed)
+    op, hidden, gates = spec["op"], spec["hidden"], GATES[spec["op"]]
+    directions = 2 if spec["direction"] == "bidirectional" else 1
+    sequence, batch = spec["sequence"], spec["batch"]
+
+    def weight(name, shape):
+        return numpy_helper.from_array((0.5 * rng.standard_normal(shape)).astype(np.float32),
+                                       name)
+
+    initializers = [weight("W", [directions, gates * hidden, spec["inputs"]]),
+                    weight("R", [directions, gates * hidden, hidden])]
+    names = ["X", "W", "R", "", "", "", "", ""]
+    if spec["bias"]:
+        initializers.append(weight("B", [directions, 2 * gates * hidden]))
+        names[3] = "B"
+    x_shape, state_shape = [sequence, batch, spec["inputs"]], [directions, batch, hidden]
+    y_shape = [sequence, directions, batch, hidden]
+    feeds = {"X": rng.standard_normal(x_shape).astype(np.float32)}
+    if layout == 1:
+        x_shape, state_shape = [batch, sequence, spec["inputs"]], [batch, directions, hidden]
+        y_shape = [batch, sequence, directions, hidden]
+        feeds["X"] = feeds["X"].transpose(1, 0, 2)
+    graph_inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, x_shape)]
+    if spec["initial_inputs"]:
+        states = ["initial_h"] + (["initial_c"] if op == "LSTM" else [])
+        for position, state in zip([5, 6], states):
+            graph_inputs.append(helper.make_tensor_value_info(state, TensorProto.FLOAT,
+                                                              state_shape))
+            value = rng.standard_normal([directions, batch, hidden]).astype(np.float32)
+            feeds[state] = value.transpose(1, 0, 2) if layout == 1 else value
+            names[position] = state
+    if spec["peepholes"]:
+        initializers.append(weight("P", [directions, 3 * hidden]))
+        names[7] = "P"
+    while names[-1] == "":
+        names.pop()
+
+    outputs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    graph_outputs = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, y_shape)] + [
+        helper.make_tensor_value_info(name, TensorProto.FLOAT, state_shape)
+        for name in outputs[1:]]
+    node = helper.make_node(op, names, outputs, name=spec["name"], hidden_size=hidden,
+                            direction=spec["direction"], layout=layout,
+                            **spec["attributes"])
+    graph = helper.make_graph([node], spec["name"], graph_inputs, graph_outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model, full_check=True)
+    return model, feeds, outputs, directions
+
+
+def reference_outputs(spec, seed, outputs, work):
+    """onnxruntime's outputs for the case, through its layout-0 twin for
+    layout 1."""
+    model, feeds, _, _ = build(spec, 0, seed)
+    path = os.path.join(work, "reference.onnx")
+    onnx.save(model, path)
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    expected = session.run(outputs, feeds)
+    if spec["layout"] == 0:
+        return expected
+    # Y: [sequence, directions, batch, hidden] -> [batch, sequence, directions,
+    # hidden]; Y_h, Y_c: [directions, batch, hidden] -> [batch, directions, hidden].
+    return [expected[0].transpose(2, 0, 1, 3)] + [state.transpose(1, 0, 2)
+                                                  for state in expected[1:]]
+
+
+def run_tessel(artifact, feeds, work, count):
+    paths = []
+    for name, value in feeds.items():
+        paths.append(os.path.join(work, name + ".npy"))
+        np.save(paths[-1], value)
+    out = os.path.join(work, "out")
+    os.makedirs(out, exist_ok=True)
+    completed = subprocess.run(["tessel-run", artifact, "--input", *paths, "--output-dir", out],
+                               capture_output=True, text=True)
+    if completed.returncode != 0:
+        raise RuntimeError(completed.stderr.strip())
+    return [np.load(os.path.join(out, f"output_{i}.npy")) for i in range(count)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--work", required=True, help="folder for models and tensors")
+    args = parser.parse_args()
+    failed = 0
+    for seed, spec in enumerate(CASES):
+        model, feeds, outputs, directions = build(spec, spec["layout"], seed)
+        work = os.path.join(args.work, spec["name"])
+        os.makedirs(work, exist_ok=True)
+        model_path, artifact = os.path.join(work, "model.onnx"), os.path.join(work, "model.tsl")
+        onnx.save(model, model_path)
+        subprocess.run(["tessel-compile", model_path, "-o", artifact, "-q"], check=True)
+        graph = subprocess.run(["tessel-compile", model_path, "--emit", "tessel", "-q"],
+                               check=True, capture_output=True, text=True).stdout
+        scans = len(re.findall(r"= tessel\.scan ", graph))
+        products = len(re.findall(r"= tessel\.matmul ", graph))
+
+        expected = reference_outputs(spec, seed, outputs, work)
+        actual = run_tessel(artifact, feeds, work, len(outputs))
+        errors = []
+        for name, want, got in zip(outputs, expected, actual):
+            if want.shape != got.shape:
+                errors.append(f"{name} has shape {got.shape}, expected {want.shape}")
+            elif not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+                errors.append(f"{name} differs by {np.abs(got - want).max():.3g}")
+        verdict = "; ".join(errors) if errors else "match onnxruntime"
+        failed += bool(errors) or scans != directions
+        print(f"{spec['name']}: {scans} scans for {directions} directions, {products} matrix "
+              f"products; {', '.join(outputs)} {verdict}")
+    print(f"{len(CASES) - failed} passed, {failed} failed")
+
+
+if __name__ == "__main__":
+    main()
