@@ -23,6 +23,7 @@
 #include "dialects/tessel/TesselDialect.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include <algorithm>
 
@@ -333,11 +334,21 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
       return refuse("the scan inputs have different lengths along their axes");
     length = type.getDimSize(*axis);
   }
+  Location loc = nodeLocation(node, index);
+  ScanShape shape{stateCount, outputCount, length, inputAxes, inputDirections, outputAxes,
+                  outputDirections};
+  switch (importScanAsLoop(node, index, label, *inputs, shape)) {
+  case ScanImport::Done:
+    return;
+  case ScanImport::Failed:
+    return poisonOutputs(node);
+  case ScanImport::Unroll:
+    break;
+  }
   if (length > kMaxUnrolledSteps)
     return refuse("a Scan of " + std::to_string(length) + " steps is longer than the " +
                   std::to_string(kMaxUnrolledSteps) + " it unrolls");
 
-  Location loc = nodeLocation(node, index);
   // value[position] along `axis`, without that axis.
   auto sliceAt = [&](Value value, int64_t axis, int64_t position) -> Value {
     auto type = cast<RankedTensorType>(value.getType());
@@ -387,6 +398,165 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
     results.push_back(stacked);
   }
   bindOutputs(node, results);
+}
+
+/// value[:, index] (the slot of one state of a tessel.scan's stacked
+/// result), without that axis: [steps, ...].
+static Value stateSlot(OpBuilder &builder, Location loc, Value stacked, int64_t index) {
+  auto type = cast<RankedTensorType>(stacked.getType());
+  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  SmallVector<int64_t> shape(type.getShape());
+  starts[1] = index;
+  shape[1] = 1;
+  Value slot = SliceOp::create(builder, loc, type.clone(shape), stacked,
+                               builder.getDenseI64ArrayAttr(starts),
+                               builder.getDenseI64ArrayAttr(steps));
+  shape.erase(shape.begin() + 1);
+  return ReshapeOp::create(builder, loc, type.clone(shape), slot);
+}
+
+/// Scan as one tessel.scan, whose steps a target runs as a loop, when its
+/// states share one type and its scan inputs one direction: each scan
+/// output rides along as one more state of that type (its value before a
+/// step unused), so that the stacked result holds every step's outputs.
+/// Anything else is unrolled (importScan).
+GraphImporter::ScanImport
+GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
+                                ArrayRef<Value> inputs, const ScanShape &shape) {
+  if (shape.states == 0 || shape.length == 0 ||
+      !llvm::all_equal(shape.inputDirections))
+    return ScanImport::Unroll;
+  auto stateType = cast<RankedTensorType>(inputs.front().getType());
+  ArrayRef<Value> initial = inputs.take_front(shape.states);
+  if (llvm::any_of(initial, [&](Value state) { return state.getType() != stateType; }) ||
+      !stateType.hasStaticShape())
+    return ScanImport::Unroll;
+  Location loc = nodeLocation(node, index);
+  bool reverse = shape.inputDirections.front() != 0;
+
+  // Each scan input with its scanned axis first.
+  SmallVector<Value> scanned;
+  for (auto [j, input] : llvm::enumerate(inputs.drop_front(shape.states))) {
+    auto type = cast<RankedTensorType>(input.getType());
+    int64_t axis = shape.inputAxes[j];
+    if (axis == 0) {
+      scanned.push_back(input);
+      continue;
+    }
+    SmallVector<int64_t> order = {axis}, transposed = {type.getDimSize(axis)};
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != axis) {
+        order.push_back(d);
+        transposed.push_back(type.getDimSize(d));
+      }
+    scanned.push_back(TransposeOp::create(builder, loc, type.clone(transposed), input,
+                                          builder.getDenseI64ArrayAttr(order)));
+  }
+  SmallVector<Value> states(initial);
+  Value zeros = ConstantOp::create(
+      builder, loc, stateType,
+      DenseElementsAttr::get(stateType, builder.getZeroAttr(stateType.getElementType())));
+  states.append(shape.outputs, zeros);
+  SmallVector<int64_t> stacked = {shape.length, static_cast<int64_t>(states.size())};
+  llvm::append_range(stacked, stateType.getShape());
+  auto scan = ScanOp::create(builder, loc, stateType.clone(stacked), ValueRange{}, states,
+                             scanned, reverse);
+
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    Block *body = builder.createBlock(&scan.getBody());
+    SmallVector<Value> arguments;
+    for (Value state : states)
+      arguments.push_back(body->addArgument(state.getType(), loc));
+    for (Value input : scanned) {
+      auto type = cast<RankedTensorType>(input.getType());
+      arguments.push_back(body->addArgument(type.clone(type.getShape().drop_front()), loc));
+    }
+    // The outputs' carried values are not the body's inputs.
+    SmallVector<Value> bodyArguments(ArrayRef(arguments).take_front(shape.states));
+    llvm::append_range(bodyArguments, ArrayRef(arguments).drop_front(states.size()));
+    std::optional<SmallVector<Value>> outputs = importBody(*graphAttribute(node, "body"),
+                                                           bodyArguments, index, label);
+    if (!outputs || llvm::any_of(*outputs, [&](Value output) {
+          return output.getType() != stateType;
+        })) {
+      scan.erase();
+      return outputs ? ScanImport::Unroll : ScanImport::Failed;
+    }
+    YieldOp::create(builder, loc, *outputs);
+  }
+  // Values the body takes from the graph: constants are copied in, others
+  // become invariants, as the op is isolated from above.
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(scan.getBody(), captured);
+  Block &body = scan.getBody().front();
+  for (Value value : captured) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&body);
+    Value inside;
+    if (auto constant = value.getDefiningOp<ConstantOp>()) {
+      inside = builder.clone(*constant)->getResult(0);
+    } else {
+      inside = body.insertArgument(scan.getInvariants().size(), value.getType(), loc);
+      scan.getInvariantsMutable().append(value);
+    }
+    replaceAllUsesInRegionWith(value, inside, scan.getBody());
+  }
+
+  // Final states at the last step; scan outputs stacked in the order ONNX
+  // gives them, along their axes.
+  SmallVector<Value> results;
+  int64_t last = reverse ? 0 : shape.length - 1;
+  for (int64_t i = 0; i < shape.states; ++i) {
+    Value all = stateSlot(builder, loc, scan.getResult(), i);
+    auto type = cast<RankedTensorType>(all.getType());
+    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+    SmallVector<int64_t> one(type.getShape());
+    starts[0] = last;
+    one[0] = 1;
+    Value step = SliceOp::create(builder, loc, type.clone(one), all,
+                                 builder.getDenseI64ArrayAttr(starts),
+                                 builder.getDenseI64ArrayAttr(steps));
+    results.push_back(ReshapeOp::create(builder, loc, stateType, step));
+  }
+  for (int64_t k = 0; k < shape.outputs; ++k) {
+    Value output = stateSlot(builder, loc, scan.getResult(), shape.states + k);
+    auto type = cast<RankedTensorType>(output.getType());
+    // result[p] comes from the step at position p; ONNX stacks a forward
+    // output in the order of the steps, a reverse one in the opposite.
+    if (reverse != (shape.outputDirections[k] != 0)) {
+      SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+      starts[0] = shape.length - 1;
+      steps[0] = -1;
+      output = SliceOp::create(builder, loc, type, output, builder.getDenseI64ArrayAttr(starts),
+                               builder.getDenseI64ArrayAttr(steps));
+    }
+    std::optional<int64_t> axis = normalizeAxis(shape.outputAxes[k], type.getRank());
+    if (!axis) {
+      refuse(node, label, "scan output " + std::to_string(k) + "'s axis is out of range");
+      return ScanImport::Failed;
+    }
+    if (*axis != 0) {
+      SmallVector<int64_t> order, moved;
+      for (int64_t d = 1; d < type.getRank(); ++d) {
+        if (d - 1 == *axis) {
+          order.push_back(0);
+          moved.push_back(type.getDimSize(0));
+        }
+        order.push_back(d);
+        moved.push_back(type.getDimSize(d));
+      }
+      if (*axis == type.getRank() - 1) {
+        order.push_back(0);
+        moved.push_back(type.getDimSize(0));
+      }
+      output = TransposeOp::create(builder, loc, type.clone(moved), output,
+                                   builder.getDenseI64ArrayAttr(order));
+    }
+    results.push_back(output);
+  }
+  bindOutputs(node, results);
+  return ScanImport::Done;
 }
 
 /// Loop: the body runs while the trip count (input M) lasts and its

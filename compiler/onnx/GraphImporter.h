@@ -63,12 +63,23 @@ private:
   /// a subgraph inlined in place of node `index`.
   void importNode(const onnx::NodeProto &node, int index, bool nested = false);
   /// Control flow (ControlFlow.cpp), imported in place of node `index`:
-  /// If as its taken branch or both branches and a select; Scan as its body
-  /// unrolled over the scanned axis; Loop as its body unrolled as many
-  /// times as its constant trip count and conditions say.
+  /// If as its taken branch or both branches and a select; Scan as one
+  /// tessel.scan, or its body unrolled over the scanned axis; Loop as its
+  /// body unrolled as many times as its constant trip count and conditions
+  /// say.
   void importIf(const onnx::NodeProto &node, int index, const std::string &label);
   void importScan(const onnx::NodeProto &node, int index, const std::string &label);
   void importLoop(const onnx::NodeProto &node, int index, const std::string &label);
+  /// What importScan knows of a Scan once its inputs are checked.
+  struct ScanShape {
+    int64_t states, outputs, length;
+    llvm::SmallVector<int64_t> inputAxes, inputDirections, outputAxes, outputDirections;
+  };
+  enum class ScanImport { Done, Failed, Unroll };
+  /// Scan as one tessel.scan (ControlFlow.cpp), or Unroll where it cannot
+  /// be one.
+  ScanImport importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
+                              llvm::ArrayRef<mlir::Value> inputs, const ScanShape &shape);
   /// Imports `body` once with its inputs bound to `arguments`, then forgets
   /// the body's own names, so that the next iteration binds them afresh;
   /// its outputs, or nothing after recording why.

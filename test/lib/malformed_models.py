@@ -550,15 +550,23 @@ def budget_cases():
                    inputs=[helper.make_tensor_value_info("i", TensorProto.INT64, [4])],
                    initializers=[int64("d", [2**30], []),
                                  helper.make_tensor("v", TensorProto.FLOAT, [2], [0, 1])])),
+        # States of two types keep a Scan from being one loop: it unrolls.
         Case("scan-2^26-steps", "node 'n' (Scan, opset 17): a Scan of 67108864 steps is longer "
              "than the 16384 it unrolls",
-             model([node("Scan", ["s", "q"], ["y"], num_scan_inputs=1, body=helper.make_graph(
-                 [node("Add", ["s_in", "x"], ["s_out"], name="add")], "body",
-                 [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1]),
-                  helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                 [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1])]))],
+             model([node("Scan", ["s", "c", "q"], ["y", "z"], num_scan_inputs=1,
+                         body=helper.make_graph(
+                             [node("Add", ["s_in", "x"], ["s_out"], name="add"),
+                              node("Identity", ["c_in"], ["c_out"], name="keep")], "body",
+                             [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1]),
+                              helper.make_tensor_value_info("c_in", TensorProto.FLOAT, [2]),
+                              helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                             [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1]),
+                              helper.make_tensor_value_info("c_out", TensorProto.FLOAT, [2])]))],
                    inputs=[helper.make_tensor_value_info("s", TensorProto.FLOAT, [1]),
-                           helper.make_tensor_value_info("q", TensorProto.FLOAT, [2**26, 1])])),
+                           helper.make_tensor_value_info("c", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("q", TensorProto.FLOAT, [2**26, 1])],
+                   outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [1]),
+                            helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])])),
     ]
 
 
