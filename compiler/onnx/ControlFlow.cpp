@@ -26,6 +26,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 
 #include <algorithm>
+#include <numeric>
 
 using namespace mlir;
 
@@ -415,53 +416,31 @@ static Value stateSlot(OpBuilder &builder, Location loc, Value stacked, int64_t 
   return ReshapeOp::create(builder, loc, type.clone(shape), slot);
 }
 
-/// Scan as one tessel.scan, whose steps a target runs as a loop, when its
-/// states share one type and its scan inputs one direction: each scan
-/// output rides along as one more state of that type (its value before a
-/// step unused), so that the stacked result holds every step's outputs.
-/// Anything else is unrolled (importScan).
-GraphImporter::ScanImport
-GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
-                                ArrayRef<Value> inputs, const ScanShape &shape) {
-  if (shape.states == 0 || shape.length == 0 ||
-      !llvm::all_equal(shape.inputDirections))
-    return ScanImport::Unroll;
-  auto stateType = cast<RankedTensorType>(inputs.front().getType());
-  ArrayRef<Value> initial = inputs.take_front(shape.states);
-  if (llvm::any_of(initial, [&](Value state) { return state.getType() != stateType; }) ||
-      !stateType.hasStaticShape())
-    return ScanImport::Unroll;
-  Location loc = nodeLocation(node, index);
-  bool reverse = shape.inputDirections.front() != 0;
+/// State `index` after the last step of `scan`.
+static Value finalState(OpBuilder &builder, Location loc, ScanOp scan, int64_t index) {
+  Value all = stateSlot(builder, loc, scan.getResult(), index);
+  auto type = cast<RankedTensorType>(all.getType());
+  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  SmallVector<int64_t> one(type.getShape());
+  starts[0] = scan.getReverse() ? 0 : scan.getSteps() - 1;
+  one[0] = 1;
+  Value step = SliceOp::create(builder, loc, type.clone(one), all,
+                               builder.getDenseI64ArrayAttr(starts),
+                               builder.getDenseI64ArrayAttr(steps));
+  return ReshapeOp::create(builder, loc, cast<RankedTensorType>(scan.getStates()[index].getType()),
+                           step);
+}
 
-  // Each scan input with its scanned axis first.
-  SmallVector<Value> scanned;
-  for (auto [j, input] : llvm::enumerate(inputs.drop_front(shape.states))) {
-    auto type = cast<RankedTensorType>(input.getType());
-    int64_t axis = shape.inputAxes[j];
-    if (axis == 0) {
-      scanned.push_back(input);
-      continue;
-    }
-    SmallVector<int64_t> order = {axis}, transposed = {type.getDimSize(axis)};
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      if (d != axis) {
-        order.push_back(d);
-        transposed.push_back(type.getDimSize(d));
-      }
-    scanned.push_back(TransposeOp::create(builder, loc, type.clone(transposed), input,
-                                          builder.getDenseI64ArrayAttr(order)));
-  }
-  SmallVector<Value> states(initial);
-  Value zeros = ConstantOp::create(
-      builder, loc, stateType,
-      DenseElementsAttr::get(stateType, builder.getZeroAttr(stateType.getElementType())));
-  states.append(shape.outputs, zeros);
-  SmallVector<int64_t> stacked = {shape.length, static_cast<int64_t>(states.size())};
+GraphImporter::ScanImport GraphImporter::buildScanLoop(Location loc, ArrayRef<Value> states,
+                                                       ArrayRef<Value> scanned, bool reverse,
+                                                       const LoopBodyBuilder &buildBody,
+                                                       ScanOp &built) {
+  auto stateType = cast<RankedTensorType>(states.front().getType());
+  int64_t steps = cast<RankedTensorType>(scanned.front().getType()).getDimSize(0);
+  SmallVector<int64_t> stacked = {steps, static_cast<int64_t>(states.size())};
   llvm::append_range(stacked, stateType.getShape());
   auto scan = ScanOp::create(builder, loc, stateType.clone(stacked), ValueRange{}, states,
                              scanned, reverse);
-
   {
     OpBuilder::InsertionGuard guard(builder);
     Block *body = builder.createBlock(&scan.getBody());
@@ -472,18 +451,16 @@ GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const st
       auto type = cast<RankedTensorType>(input.getType());
       arguments.push_back(body->addArgument(type.clone(type.getShape().drop_front()), loc));
     }
-    // The outputs' carried values are not the body's inputs.
-    SmallVector<Value> bodyArguments(ArrayRef(arguments).take_front(shape.states));
-    llvm::append_range(bodyArguments, ArrayRef(arguments).drop_front(states.size()));
-    std::optional<SmallVector<Value>> outputs = importBody(*graphAttribute(node, "body"),
-                                                           bodyArguments, index, label);
-    if (!outputs || llvm::any_of(*outputs, [&](Value output) {
-          return output.getType() != stateType;
-        })) {
+    ScanImport outcome = ScanImport::Done;
+    SmallVector<Value> next = buildBody(arguments, outcome);
+    if (outcome == ScanImport::Done &&
+        llvm::any_of(next, [&](Value value) { return value.getType() != stateType; }))
+      outcome = ScanImport::Unroll;
+    if (outcome != ScanImport::Done) {
       scan.erase();
-      return outputs ? ScanImport::Unroll : ScanImport::Failed;
+      return outcome;
     }
-    YieldOp::create(builder, loc, *outputs);
+    YieldOp::create(builder, loc, next);
   }
   // Values the body takes from the graph: constants are copied in, others
   // become invariants, as the op is isolated from above.
@@ -502,23 +479,92 @@ GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const st
     }
     replaceAllUsesInRegionWith(value, inside, scan.getBody());
   }
+  built = scan;
+  return ScanImport::Done;
+}
 
-  // Final states at the last step; scan outputs stacked in the order ONNX
-  // gives them, along their axes.
-  SmallVector<Value> results;
-  int64_t last = reverse ? 0 : shape.length - 1;
-  for (int64_t i = 0; i < shape.states; ++i) {
-    Value all = stateSlot(builder, loc, scan.getResult(), i);
-    auto type = cast<RankedTensorType>(all.getType());
-    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
-    SmallVector<int64_t> one(type.getShape());
-    starts[0] = last;
-    one[0] = 1;
-    Value step = SliceOp::create(builder, loc, type.clone(one), all,
-                                 builder.getDenseI64ArrayAttr(starts),
-                                 builder.getDenseI64ArrayAttr(steps));
-    results.push_back(ReshapeOp::create(builder, loc, stateType, step));
+/// Zeros of `type`: the initial value of a scan output carried as a state.
+static Value zerosOf(OpBuilder &builder, Location loc, RankedTensorType type) {
+  return ConstantOp::create(builder, loc, type,
+                            DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())));
+}
+
+/// `value` with its axis 0 moved to `axis`.
+static Value moveLeadingAxis(OpBuilder &builder, Location loc, Value value, int64_t axis) {
+  if (axis == 0)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> order, moved;
+  for (int64_t d = 1; d < type.getRank(); ++d) {
+    order.push_back(d);
+    moved.push_back(type.getDimSize(d));
+    if (d == axis) {
+      order.push_back(0);
+      moved.push_back(type.getDimSize(0));
+    }
   }
+  return TransposeOp::create(builder, loc, type.clone(moved), value,
+                             builder.getDenseI64ArrayAttr(order));
+}
+
+/// Scan as one tessel.scan, whose steps a target runs as a loop, when its
+/// states share one type and its scan inputs one direction: each scan
+/// output rides along as one more state of that type (its value before a
+/// step unused), so that the stacked result holds every step's outputs.
+/// Anything else is unrolled (importScan).
+GraphImporter::ScanImport
+GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
+                                ArrayRef<Value> inputs, const ScanShape &shape) {
+  if (shape.states == 0 || shape.length == 0 || !llvm::all_equal(shape.inputDirections))
+    return ScanImport::Unroll;
+  auto stateType = cast<RankedTensorType>(inputs.front().getType());
+  ArrayRef<Value> initial = inputs.take_front(shape.states);
+  if (llvm::any_of(initial, [&](Value state) { return state.getType() != stateType; }) ||
+      !stateType.hasStaticShape())
+    return ScanImport::Unroll;
+  Location loc = nodeLocation(node, index);
+  bool reverse = shape.inputDirections.front() != 0;
+
+  // Each scan input with its scanned axis first.
+  SmallVector<Value> scanned;
+  for (auto [j, input] : llvm::enumerate(inputs.drop_front(shape.states))) {
+    auto type = cast<RankedTensorType>(input.getType());
+    int64_t axis = shape.inputAxes[j];
+    SmallVector<int64_t> order = {axis}, transposed = {type.getDimSize(axis)};
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != axis) {
+        order.push_back(d);
+        transposed.push_back(type.getDimSize(d));
+      }
+    scanned.push_back(axis == 0 ? input
+                                : TransposeOp::create(builder, loc, type.clone(transposed),
+                                                      input, builder.getDenseI64ArrayAttr(order)));
+  }
+  SmallVector<Value> states(initial);
+  states.append(shape.outputs, zerosOf(builder, loc, stateType));
+  const onnx::GraphProto &body = *graphAttribute(node, "body");
+  ScanOp scan;
+  ScanImport outcome = buildScanLoop(
+      loc, states, scanned, reverse,
+      [&](ArrayRef<Value> arguments, ScanImport &outcome) -> SmallVector<Value> {
+        // The outputs' carried values are not the body's inputs.
+        SmallVector<Value> bodyArguments(arguments.take_front(shape.states));
+        llvm::append_range(bodyArguments, arguments.drop_front(states.size()));
+        std::optional<SmallVector<Value>> outputs =
+            importBody(body, bodyArguments, index, label);
+        if (!outputs)
+          outcome = ScanImport::Failed;
+        return outputs.value_or(SmallVector<Value>());
+      },
+      scan);
+  if (outcome != ScanImport::Done)
+    return outcome;
+
+  // Final states; scan outputs stacked in the order ONNX gives them, along
+  // their axes.
+  SmallVector<Value> results;
+  for (int64_t i = 0; i < shape.states; ++i)
+    results.push_back(finalState(builder, loc, scan, i));
   for (int64_t k = 0; k < shape.outputs; ++k) {
     Value output = stateSlot(builder, loc, scan.getResult(), shape.states + k);
     auto type = cast<RankedTensorType>(output.getType());
@@ -536,25 +582,67 @@ GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const st
       refuse(node, label, "scan output " + std::to_string(k) + "'s axis is out of range");
       return ScanImport::Failed;
     }
-    if (*axis != 0) {
-      SmallVector<int64_t> order, moved;
-      for (int64_t d = 1; d < type.getRank(); ++d) {
-        if (d - 1 == *axis) {
-          order.push_back(0);
-          moved.push_back(type.getDimSize(0));
-        }
-        order.push_back(d);
-        moved.push_back(type.getDimSize(d));
-      }
-      if (*axis == type.getRank() - 1) {
-        order.push_back(0);
-        moved.push_back(type.getDimSize(0));
-      }
-      output = TransposeOp::create(builder, loc, type.clone(moved), output,
-                                   builder.getDenseI64ArrayAttr(order));
-    }
-    results.push_back(output);
+    results.push_back(moveLeadingAxis(builder, loc, output, *axis));
   }
+  bindOutputs(node, results);
+  return ScanImport::Done;
+}
+
+/// The most iterations of a Loop run as a tessel.scan: its iteration
+/// numbers are a constant of that many elements.
+constexpr int64_t kMaxLoopSteps = int64_t(1) << 24;
+
+/// Loop as one tessel.scan when its trip count is a constant, it starts
+/// running and its body's condition folds to true whatever the iteration:
+/// the iteration numbers are its scanned operand, and the loop-carried
+/// values and scan outputs (carried as states, as for Scan) share one type.
+GraphImporter::ScanImport
+GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
+                                ArrayRef<Value> inputs, int64_t tripCount, int64_t scanCount) {
+  ArrayRef<Value> initial = inputs.drop_front(2);
+  if (tripCount <= 0 || tripCount > kMaxLoopSteps || initial.empty())
+    return ScanImport::Unroll;
+  auto stateType = cast<RankedTensorType>(initial.front().getType());
+  if (llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }) ||
+      !stateType.hasStaticShape())
+    return ScanImport::Unroll;
+  Location loc = nodeLocation(node, index);
+  SmallVector<int64_t> numbers(tripCount);
+  std::iota(numbers.begin(), numbers.end(), 0);
+  auto numberType = RankedTensorType::get({tripCount}, builder.getI64Type());
+  Value iterations = ConstantOp::create(builder, loc, numberType,
+                                        DenseElementsAttr::get(numberType, ArrayRef(numbers)));
+  SmallVector<Value> states(initial);
+  states.append(scanCount, zerosOf(builder, loc, stateType));
+  const onnx::GraphProto &body = *graphAttribute(node, "body");
+  ScanOp scan;
+  ScanImport outcome = buildScanLoop(
+      loc, states, iterations, /*reverse=*/false,
+      [&](ArrayRef<Value> arguments, ScanImport &outcome) -> SmallVector<Value> {
+        auto flag = RankedTensorType::get({}, builder.getI1Type());
+        SmallVector<Value> bodyArguments = {
+            arguments.back(),
+            ConstantOp::create(builder, loc, DenseElementsAttr::get(flag, true))};
+        llvm::append_range(bodyArguments, arguments.take_front(initial.size()));
+        std::optional<SmallVector<Value>> outputs =
+            importBody(body, bodyArguments, index, label);
+        if (!outputs) {
+          outcome = ScanImport::Failed;
+          return {};
+        }
+        std::optional<int64_t> condition = constantScalar(foldConstantInputs(outputs->front()));
+        if (condition.value_or(0) == 0)
+          outcome = ScanImport::Unroll;
+        return SmallVector<Value>(ArrayRef(*outputs).drop_front());
+      },
+      scan);
+  if (outcome != ScanImport::Done)
+    return outcome;
+  SmallVector<Value> results;
+  for (int64_t i = 0; i < static_cast<int64_t>(initial.size()); ++i)
+    results.push_back(finalState(builder, loc, scan, i));
+  for (int64_t k = 0; k < scanCount; ++k)
+    results.push_back(stateSlot(builder, loc, scan.getResult(), initial.size() + k));
   bindOutputs(node, results);
   return ScanImport::Done;
 }
@@ -601,6 +689,16 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
                                                    freezeHint(inputs[1])));
   }
   bool running = initialCondition.value_or(1) != 0;
+  if (tripCount && running && !statedIterations) {
+    switch (importLoopAsScan(node, index, label, inputs, *tripCount, scanCount)) {
+    case ScanImport::Done:
+      return;
+    case ScanImport::Failed:
+      return poisonOutputs(node);
+    case ScanImport::Unroll:
+      break;
+    }
+  }
 
   Location loc = nodeLocation(node, index);
   auto scalar = [&](Type element, int64_t value) -> Value {

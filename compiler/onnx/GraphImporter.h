@@ -21,12 +21,17 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/Path.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "onnx/onnx_pb.h"
+
+namespace tessel {
+class ScanOp;
+} // namespace tessel
 
 namespace tessel::onnx_import {
 
@@ -80,6 +85,22 @@ private:
   /// be one.
   ScanImport importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
                               llvm::ArrayRef<mlir::Value> inputs, const ScanShape &shape);
+  /// Loop with a constant trip count as one tessel.scan, or Unroll.
+  ScanImport importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
+                              llvm::ArrayRef<mlir::Value> inputs, int64_t tripCount,
+                              int64_t scanCount);
+  /// Builds a step's body from the block arguments (the states, then one
+  /// step of each scanned operand): the next states, or sets the outcome
+  /// to Unroll or Failed.
+  using LoopBodyBuilder = std::function<llvm::SmallVector<mlir::Value>(
+      llvm::ArrayRef<mlir::Value> arguments, ScanImport &outcome)>;
+  /// A tessel.scan over `scanned` (each scanned along axis 0) from
+  /// `states`, all of one type, its body built by `buildBody`; values the
+  /// body reads from the graph become its invariants. On Unroll or Failed
+  /// nothing is left behind but what the body recorded.
+  ScanImport buildScanLoop(mlir::Location loc, llvm::ArrayRef<mlir::Value> states,
+                           llvm::ArrayRef<mlir::Value> scanned, bool reverse,
+                           const LoopBodyBuilder &buildBody, tessel::ScanOp &built);
   /// Imports `body` once with its inputs bound to `arguments`, then forgets
   /// the body's own names, so that the next iteration binds them afresh;
   /// its outputs, or nothing after recording why.

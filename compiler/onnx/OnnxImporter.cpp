@@ -407,6 +407,16 @@ Value GraphImporter::lookup(const std::string &name) {
     poisoned.insert(name);
     return {};
   }
+  // An initializer is the graph's: first read inside a loop's body (a
+  // tessel.scan's region), it is still created in the function, before the
+  // loop, so that later nodes may read it too.
+  OpBuilder::InsertionGuard guard(builder);
+  Operation *outermost = nullptr;
+  for (Operation *parent = builder.getInsertionBlock()->getParentOp();
+       parent && !isa<func::FuncOp>(parent); parent = parent->getParentOp())
+    outermost = parent;
+  if (outermost)
+    builder.setInsertionPoint(outermost);
   Value constant = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name)),
                                       *data);
   values[name] = constant;

@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""ONNX Scan nodes against onnxruntime, and how Tessel runs their steps.
+"""ONNX Scan and Loop nodes against onnxruntime, and how Tessel runs their
+steps.
 
 Each case is a Scan (opset 16) whose body accumulates: the state becomes
-state * decay + step (decay a constant of the main graph, or a graph input
-the body reads from the outer scope), and each scan output is the new
+state * decay + step (decay a constant of the main graph, which a node
+after the Scan may read too, or a graph input the body reads from the
+outer scope), and each scan output is the new
 state or a function of it. The cases vary the scan input's axis and
 direction and the scan output's axis and direction, and include one whose
 states differ in type. Each is compiled by tessel-compile, run by tessel-run
 and compared with onnxruntime (rtol 1e-5, atol 1e-6). The compiled graph
 is read back (--emit tessel): a Scan whose states share one type and whose
 inputs one direction is one tessel.scan (its steps a loop), any other is
-unrolled.
+unrolled. The Loop cases (opset 16) add the iteration number to a
+loop-carried value and give it as a scan output: with a constant trip count
+and a condition that stays true, the Loop is one tessel.scan too; one whose
+carries values of two types is unrolled.
 """
 
 import argparse
@@ -28,10 +33,11 @@ STEPS, WIDTH = 6, 4
 
 
 def case(name, input_axis=0, input_direction=0, output_axis=0, output_direction=0,
-         decay_input=False, second_state=False):
+         decay_input=False, second_state=False, decay_read_after=False):
     return dict(name=name, input_axis=input_axis, input_direction=input_direction,
                 output_axis=output_axis, output_direction=output_direction,
-                decay_input=decay_input, second_state=second_state)
+                decay_input=decay_input, second_state=second_state,
+                decay_read_after=decay_read_after)
 
 
 CASES = [
@@ -42,6 +48,7 @@ CASES = [
     case("input_axis_1", input_axis=1),
     case("output_axis_1", output_axis=1),
     case("outer_scope_input", decay_input=True),
+    case("initializer_read_after", decay_read_after=True),
     case("states_of_two_types", second_state=True),
 ]
 
@@ -84,7 +91,12 @@ def build(spec):
                             scan_input_directions=[spec["input_direction"]],
                             scan_output_axes=[spec["output_axis"]],
                             scan_output_directions=[spec["output_direction"]])
-    graph = helper.make_graph([scan], spec["name"], graph_inputs, graph_outputs, initializers)
+    nodes = [scan]
+    if spec["decay_read_after"]:
+        # The body reads the initializer first; a node after the Scan too.
+        nodes.append(helper.make_node("Mul", ["s_final", "decay"], ["s_scaled"]))
+        graph_outputs.append(value("s_scaled", [2, WIDTH]))
+    graph = helper.make_graph(nodes, spec["name"], graph_inputs, graph_outputs, initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     onnx.checker.check_model(model, full_check=True)
     rng = np.random.default_rng(3)
@@ -92,6 +104,52 @@ def build(spec):
         [d.dim_value for d in value.type.tensor_type.shape.dim]).astype(np.float32)
         for value in graph_inputs}
     return model, feeds, [output.name for output in graph_outputs]
+
+
+LOOP_CASES = ["loop_constant_trip_count", "loop_carried_values_of_two_types"]
+
+
+def build_loop(name):
+    """A Loop of 5 iterations: acc += float(i) * step; the scan output is the
+    new acc. In the second case a count of type int64 is carried too."""
+    value = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(
+        name, kind, shape)
+    body_nodes = [helper.make_node("Cast", ["i"], ["i_float"], to=TensorProto.FLOAT),
+                  helper.make_node("Mul", ["i_float", "step"], ["increment"]),
+                  helper.make_node("Add", ["acc_in", "increment"], ["acc_out"]),
+                  helper.make_node("Identity", ["acc_out"], ["acc_scan"])]
+    body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    carried_in, carried_out, inputs, outputs = [value("acc_in", [3])], [value("acc_out", [3])], \
+        ["trip_count", "keep_going", "acc0"], ["acc"]
+    if name == "loop_carried_values_of_two_types":
+        body_nodes.append(helper.make_node("Add", ["count_in", "one"], ["count_out"]))
+        carried_in.append(value("count_in", [], TensorProto.INT64))
+        carried_out.append(value("count_out", [], TensorProto.INT64))
+        inputs.append("count0")
+        outputs.append("count")
+    body = helper.make_graph(
+        body_nodes, "body",
+        [value("i", [], TensorProto.INT64), value("cond_in", [], TensorProto.BOOL)] + carried_in,
+        [value("cond_out", [], TensorProto.BOOL)] + carried_out + [value("acc_scan", [3])])
+    loop = helper.make_node("Loop", inputs, outputs + ["accs"], name=name, body=body)
+    initializers = [helper.make_tensor("trip_count", TensorProto.INT64, [], [5]),
+                    helper.make_tensor("keep_going", TensorProto.BOOL, [], [True]),
+                    helper.make_tensor("one", TensorProto.INT64, [], [1])]
+    graph_inputs = [value("acc0", [3]), value("step", [3])]
+    graph_outputs = [value("acc", [3])]
+    if name == "loop_carried_values_of_two_types":
+        graph_inputs.append(value("count0", [], TensorProto.INT64))
+        graph_outputs.append(value("count", [], TensorProto.INT64))
+    graph = helper.make_graph([loop], name, graph_inputs, graph_outputs + [value("accs", [5, 3])],
+                              initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(5)
+    feeds = {"acc0": rng.standard_normal(3).astype(np.float32),
+             "step": rng.standard_normal(3).astype(np.float32)}
+    if name == "loop_carried_values_of_two_types":
+        feeds["count0"] = np.array(7, np.int64)
+    return model, feeds, [output.name for output in graph.output]
 
 
 def run_tessel(artifact, feeds, work, count):
@@ -114,9 +172,11 @@ def main():
     args = parser.parse_args()
     onnxruntime.set_default_logger_severity(3)
     failed = 0
-    for spec in CASES:
-        model, feeds, outputs = build(spec)
-        work = os.path.join(args.work, spec["name"])
+    cases = [(spec["name"], lambda spec=spec: build(spec)) for spec in CASES] + \
+        [(name, lambda name=name: build_loop(name)) for name in LOOP_CASES]
+    for name, make in cases:
+        model, feeds, outputs = make()
+        work = os.path.join(args.work, name)
         os.makedirs(work, exist_ok=True)
         model_path, artifact = os.path.join(work, "model.onnx"), os.path.join(work, "model.tsl")
         onnx.save(model, model_path)
@@ -134,8 +194,8 @@ def main():
                   if want.shape != got.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6)]
         failed += bool(errors)
         verdict = "; ".join(errors) if errors else "match onnxruntime"
-        print(f"{spec['name']}: {form}; {', '.join(outputs)} {verdict}")
-    print(f"{len(CASES) - failed} passed, {failed} failed")
+        print(f"{name}: {form}; {', '.join(outputs)} {verdict}")
+    print(f"{len(cases) - failed} passed, {failed} failed")
 
 
 if __name__ == "__main__":
