@@ -285,6 +285,38 @@ std::optional<SmallVector<Value>> GraphImporter::importBody(const onnx::GraphPro
   return outputs;
 }
 
+/// value[position] along `axis`, without that axis.
+static Value sliceAt(OpBuilder &builder, Location loc, Value value, int64_t axis,
+                     int64_t position) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  SmallVector<int64_t> shape(type.getShape());
+  starts[axis] = position;
+  shape[axis] = 1;
+  Value slice = SliceOp::create(builder, loc, type.clone(shape), value,
+                                builder.getDenseI64ArrayAttr(starts),
+                                builder.getDenseI64ArrayAttr(steps));
+  shape.erase(shape.begin() + axis);
+  return ReshapeOp::create(builder, loc, type.clone(shape), slice);
+}
+
+/// `value` with its axis `from` moved to position `to`, the others in order.
+static Value moveAxis(OpBuilder &builder, Location loc, Value value, int64_t from, int64_t to) {
+  if (from == to)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (d != from)
+      order.push_back(d);
+  order.insert(order.begin() + to, from);
+  SmallVector<int64_t> moved;
+  for (int64_t d : order)
+    moved.push_back(type.getDimSize(d));
+  return TransposeOp::create(builder, loc, type.clone(moved), value,
+                             builder.getDenseI64ArrayAttr(order));
+}
+
 /// Scan (opset 9 on): the body runs once per position along each scan
 /// input's axis (forward or reversed), taking the states and each scan
 /// input's slice there; it gives the next states and one slice of each scan
@@ -335,40 +367,21 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
       return refuse("the scan inputs have different lengths along their axes");
     length = type.getDimSize(*axis);
   }
-  Location loc = nodeLocation(node, index);
   ScanShape shape{stateCount, outputCount, length, inputAxes, inputDirections, outputAxes,
                   outputDirections};
-  switch (importScanAsLoop(node, index, label, *inputs, shape)) {
-  case ScanImport::Done:
+  if (importScanAsLoop(node, index, label, *inputs, shape))
     return;
-  case ScanImport::Failed:
-    return poisonOutputs(node);
-  case ScanImport::Unroll:
-    break;
-  }
   if (length > kMaxUnrolledSteps)
     return refuse("a Scan of " + std::to_string(length) + " steps is longer than the " +
                   std::to_string(kMaxUnrolledSteps) + " it unrolls");
 
-  // value[position] along `axis`, without that axis.
-  auto sliceAt = [&](Value value, int64_t axis, int64_t position) -> Value {
-    auto type = cast<RankedTensorType>(value.getType());
-    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
-    SmallVector<int64_t> shape(type.getShape());
-    starts[axis] = position;
-    shape[axis] = 1;
-    Value slice = SliceOp::create(builder, loc, type.clone(shape), value,
-                                  builder.getDenseI64ArrayAttr(starts),
-                                  builder.getDenseI64ArrayAttr(steps));
-    shape.erase(shape.begin() + axis);
-    return ReshapeOp::create(builder, loc, type.clone(shape), slice);
-  };
+  Location loc = nodeLocation(node, index);
   SmallVector<Value> states(inputs->begin(), inputs->begin() + stateCount);
   std::vector<SmallVector<Value>> slices(outputCount);
   for (int64_t step = 0; step < length; ++step) {
     SmallVector<Value> arguments = states;
     for (int64_t j = 0; j < scanCount; ++j)
-      arguments.push_back(sliceAt((*inputs)[stateCount + j], inputAxes[j],
+      arguments.push_back(sliceAt(builder, loc, (*inputs)[stateCount + j], inputAxes[j],
                                   inputDirections[j] ? length - 1 - step : step));
     std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
     if (!outputs)
@@ -401,34 +414,15 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
   bindOutputs(node, results);
 }
 
-/// value[:, index] (the slot of one state of a tessel.scan's stacked
-/// result), without that axis: [steps, ...].
-static Value stateSlot(OpBuilder &builder, Location loc, Value stacked, int64_t index) {
-  auto type = cast<RankedTensorType>(stacked.getType());
-  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
-  SmallVector<int64_t> shape(type.getShape());
-  starts[1] = index;
-  shape[1] = 1;
-  Value slot = SliceOp::create(builder, loc, type.clone(shape), stacked,
-                               builder.getDenseI64ArrayAttr(starts),
-                               builder.getDenseI64ArrayAttr(steps));
-  shape.erase(shape.begin() + 1);
-  return ReshapeOp::create(builder, loc, type.clone(shape), slot);
+/// Every step's value of state `index` of `scan`: [steps, ...].
+static Value stateSlot(OpBuilder &builder, Location loc, ScanOp scan, int64_t index) {
+  return sliceAt(builder, loc, scan.getResult(), 1, index);
 }
 
 /// State `index` after the last step of `scan`.
 static Value finalState(OpBuilder &builder, Location loc, ScanOp scan, int64_t index) {
-  Value all = stateSlot(builder, loc, scan.getResult(), index);
-  auto type = cast<RankedTensorType>(all.getType());
-  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
-  SmallVector<int64_t> one(type.getShape());
-  starts[0] = scan.getReverse() ? 0 : scan.getSteps() - 1;
-  one[0] = 1;
-  Value step = SliceOp::create(builder, loc, type.clone(one), all,
-                               builder.getDenseI64ArrayAttr(starts),
-                               builder.getDenseI64ArrayAttr(steps));
-  return ReshapeOp::create(builder, loc, cast<RankedTensorType>(scan.getStates()[index].getType()),
-                           step);
+  return sliceAt(builder, loc, stateSlot(builder, loc, scan, index), 0,
+                 scan.getReverse() ? 0 : scan.getSteps() - 1);
 }
 
 GraphImporter::ScanImport GraphImporter::buildScanLoop(Location loc, ArrayRef<Value> states,
@@ -489,57 +483,27 @@ static Value zerosOf(OpBuilder &builder, Location loc, RankedTensorType type) {
                             DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())));
 }
 
-/// `value` with its axis 0 moved to `axis`.
-static Value moveLeadingAxis(OpBuilder &builder, Location loc, Value value, int64_t axis) {
-  if (axis == 0)
-    return value;
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> order, moved;
-  for (int64_t d = 1; d < type.getRank(); ++d) {
-    order.push_back(d);
-    moved.push_back(type.getDimSize(d));
-    if (d == axis) {
-      order.push_back(0);
-      moved.push_back(type.getDimSize(0));
-    }
-  }
-  return TransposeOp::create(builder, loc, type.clone(moved), value,
-                             builder.getDenseI64ArrayAttr(order));
-}
-
 /// Scan as one tessel.scan, whose steps a target runs as a loop, when its
 /// states share one type and its scan inputs one direction: each scan
 /// output rides along as one more state of that type (its value before a
 /// step unused), so that the stacked result holds every step's outputs.
 /// Anything else is unrolled (importScan).
-GraphImporter::ScanImport
-GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
+bool GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
                                 ArrayRef<Value> inputs, const ScanShape &shape) {
   if (shape.states == 0 || shape.length == 0 || !llvm::all_equal(shape.inputDirections))
-    return ScanImport::Unroll;
+    return false;
   auto stateType = cast<RankedTensorType>(inputs.front().getType());
   ArrayRef<Value> initial = inputs.take_front(shape.states);
   if (llvm::any_of(initial, [&](Value state) { return state.getType() != stateType; }) ||
       !stateType.hasStaticShape())
-    return ScanImport::Unroll;
+    return false;
   Location loc = nodeLocation(node, index);
   bool reverse = shape.inputDirections.front() != 0;
 
   // Each scan input with its scanned axis first.
   SmallVector<Value> scanned;
-  for (auto [j, input] : llvm::enumerate(inputs.drop_front(shape.states))) {
-    auto type = cast<RankedTensorType>(input.getType());
-    int64_t axis = shape.inputAxes[j];
-    SmallVector<int64_t> order = {axis}, transposed = {type.getDimSize(axis)};
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      if (d != axis) {
-        order.push_back(d);
-        transposed.push_back(type.getDimSize(d));
-      }
-    scanned.push_back(axis == 0 ? input
-                                : TransposeOp::create(builder, loc, type.clone(transposed),
-                                                      input, builder.getDenseI64ArrayAttr(order)));
-  }
+  for (auto [j, input] : llvm::enumerate(inputs.drop_front(shape.states)))
+    scanned.push_back(moveAxis(builder, loc, input, shape.inputAxes[j], 0));
   SmallVector<Value> states(initial);
   states.append(shape.outputs, zerosOf(builder, loc, stateType));
   const onnx::GraphProto &body = *graphAttribute(node, "body");
@@ -557,8 +521,10 @@ GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const st
         return outputs.value_or(SmallVector<Value>());
       },
       scan);
+  if (outcome == ScanImport::Failed)
+    poisonOutputs(node);
   if (outcome != ScanImport::Done)
-    return outcome;
+    return outcome == ScanImport::Failed;
 
   // Final states; scan outputs stacked in the order ONNX gives them, along
   // their axes.
@@ -566,7 +532,7 @@ GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const st
   for (int64_t i = 0; i < shape.states; ++i)
     results.push_back(finalState(builder, loc, scan, i));
   for (int64_t k = 0; k < shape.outputs; ++k) {
-    Value output = stateSlot(builder, loc, scan.getResult(), shape.states + k);
+    Value output = stateSlot(builder, loc, scan, shape.states + k);
     auto type = cast<RankedTensorType>(output.getType());
     // result[p] comes from the step at position p; ONNX stacks a forward
     // output in the order of the steps, a reverse one in the opposite.
@@ -580,12 +546,12 @@ GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const st
     std::optional<int64_t> axis = normalizeAxis(shape.outputAxes[k], type.getRank());
     if (!axis) {
       refuse(node, label, "scan output " + std::to_string(k) + "'s axis is out of range");
-      return ScanImport::Failed;
+      return true;
     }
-    results.push_back(moveLeadingAxis(builder, loc, output, *axis));
+    results.push_back(moveAxis(builder, loc, output, 0, *axis));
   }
   bindOutputs(node, results);
-  return ScanImport::Done;
+  return true;
 }
 
 /// The most iterations of a Loop run as a tessel.scan: its iteration
@@ -596,16 +562,15 @@ constexpr int64_t kMaxLoopSteps = int64_t(1) << 24;
 /// running and its body's condition folds to true whatever the iteration:
 /// the iteration numbers are its scanned operand, and the loop-carried
 /// values and scan outputs (carried as states, as for Scan) share one type.
-GraphImporter::ScanImport
-GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
+bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
                                 ArrayRef<Value> inputs, int64_t tripCount, int64_t scanCount) {
   ArrayRef<Value> initial = inputs.drop_front(2);
   if (tripCount <= 0 || tripCount > kMaxLoopSteps || initial.empty())
-    return ScanImport::Unroll;
+    return false;
   auto stateType = cast<RankedTensorType>(initial.front().getType());
   if (llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }) ||
       !stateType.hasStaticShape())
-    return ScanImport::Unroll;
+    return false;
   Location loc = nodeLocation(node, index);
   SmallVector<int64_t> numbers(tripCount);
   std::iota(numbers.begin(), numbers.end(), 0);
@@ -636,15 +601,17 @@ GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, const st
         return SmallVector<Value>(ArrayRef(*outputs).drop_front());
       },
       scan);
+  if (outcome == ScanImport::Failed)
+    poisonOutputs(node);
   if (outcome != ScanImport::Done)
-    return outcome;
+    return outcome == ScanImport::Failed;
   SmallVector<Value> results;
   for (int64_t i = 0; i < static_cast<int64_t>(initial.size()); ++i)
     results.push_back(finalState(builder, loc, scan, i));
   for (int64_t k = 0; k < scanCount; ++k)
-    results.push_back(stateSlot(builder, loc, scan.getResult(), initial.size() + k));
+    results.push_back(stateSlot(builder, loc, scan, initial.size() + k));
   bindOutputs(node, results);
-  return ScanImport::Done;
+  return true;
 }
 
 /// Loop: the body runs while the trip count (input M) lasts and its
@@ -689,16 +656,9 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
                                                    freezeHint(inputs[1])));
   }
   bool running = initialCondition.value_or(1) != 0;
-  if (tripCount && running && !statedIterations) {
-    switch (importLoopAsScan(node, index, label, inputs, *tripCount, scanCount)) {
-    case ScanImport::Done:
-      return;
-    case ScanImport::Failed:
-      return poisonOutputs(node);
-    case ScanImport::Unroll:
-      break;
-    }
-  }
+  if (tripCount && running && !statedIterations &&
+      importLoopAsScan(node, index, label, inputs, *tripCount, scanCount))
+    return;
 
   Location loc = nodeLocation(node, index);
   auto scalar = [&](Type element, int64_t value) -> Value {

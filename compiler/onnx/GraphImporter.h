@@ -81,14 +81,15 @@ private:
     llvm::SmallVector<int64_t> inputAxes, inputDirections, outputAxes, outputDirections;
   };
   enum class ScanImport { Done, Failed, Unroll };
-  /// Scan as one tessel.scan (ControlFlow.cpp), or Unroll where it cannot
-  /// be one.
-  ScanImport importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
-                              llvm::ArrayRef<mlir::Value> inputs, const ScanShape &shape);
-  /// Loop with a constant trip count as one tessel.scan, or Unroll.
-  ScanImport importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
-                              llvm::ArrayRef<mlir::Value> inputs, int64_t tripCount,
-                              int64_t scanCount);
+  /// Scan as one tessel.scan (ControlFlow.cpp): whether it took the node
+  /// (imported it, or recorded why its body cannot be); false leaves it to
+  /// be unrolled.
+  bool importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
+                        llvm::ArrayRef<mlir::Value> inputs, const ScanShape &shape);
+  /// Loop with a constant trip count as one tessel.scan, as importScanAsLoop.
+  bool importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
+                        llvm::ArrayRef<mlir::Value> inputs, int64_t tripCount,
+                        int64_t scanCount);
   /// Builds a step's body from the block arguments (the states, then one
   /// step of each scanned operand): the next states, or sets the outcome
   /// to Unroll or Failed.

@@ -21,30 +21,37 @@ using namespace mlir;
 namespace tessel {
 namespace {
 
+/// The window of a tensor of `type` at index `position` of its leading
+/// axes: one element along each of them, the whole of every other axis.
+struct LeadingWindow {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+
+  LeadingWindow(OpBuilder &b, RankedTensorType type, ArrayRef<OpFoldResult> position)
+      : offsets(position), sizes(position.size(), b.getIndexAttr(1)),
+        strides(type.getRank(), b.getIndexAttr(1)) {
+    offsets.resize(type.getRank(), b.getIndexAttr(0));
+    for (int64_t extent : type.getShape().drop_front(position.size()))
+      sizes.push_back(b.getIndexAttr(extent));
+  }
+};
+
 /// `source`'s slice at index `position` of its leading axes, those axes
 /// dropped: source[position..., :, ...].
 Value leadingSlice(OpBuilder &b, Location loc, Value source, ArrayRef<OpFoldResult> position) {
   auto type = cast<RankedTensorType>(source.getType());
-  SmallVector<OpFoldResult> offsets(position), sizes(position.size(), b.getIndexAttr(1));
-  offsets.resize(type.getRank(), b.getIndexAttr(0));
-  for (int64_t extent : type.getShape().drop_front(position.size()))
-    sizes.push_back(b.getIndexAttr(extent));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  LeadingWindow window(b, type, position);
   auto sliceType = RankedTensorType::get(type.getShape().drop_front(position.size()),
                                          type.getElementType());
-  return tensor::ExtractSliceOp::create(b, loc, sliceType, source, offsets, sizes, strides);
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, source, window.offsets,
+                                        window.sizes, window.strides);
 }
 
 /// `value` written into `dest` at index `position` of its leading axes.
 Value insertLeading(OpBuilder &b, Location loc, Value value, Value dest,
                     ArrayRef<OpFoldResult> position) {
-  auto type = cast<RankedTensorType>(dest.getType());
-  SmallVector<OpFoldResult> offsets(position), sizes(position.size(), b.getIndexAttr(1));
-  offsets.resize(type.getRank(), b.getIndexAttr(0));
-  for (int64_t extent : type.getShape().drop_front(position.size()))
-    sizes.push_back(b.getIndexAttr(extent));
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  return tensor::InsertSliceOp::create(b, loc, value, dest, offsets, sizes, strides);
+  LeadingWindow window(b, cast<RankedTensorType>(dest.getType()), position);
+  return tensor::InsertSliceOp::create(b, loc, value, dest, window.offsets, window.sizes,
+                                       window.strides);
 }
 
 struct ScanLowering : OpConversionPattern<ScanOp> {

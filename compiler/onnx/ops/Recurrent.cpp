@@ -60,7 +60,7 @@ private:
   struct Run {
     Value hidden, lastHidden, lastCell;
   };
-  FailureOr<Run> runDirection(int64_t direction, bool reverse);
+  Run runDirection(int64_t direction, bool reverse);
 
   /// What a step reads besides the states: the same at every step.
   struct StepInputs {
@@ -70,10 +70,9 @@ private:
     Value recurrentBias;   // GRU with linear_before_reset: R_b (else in the projection)
     Value peephole;
   };
-  /// Builds one step from hidden state `h`, cell state `c` (LSTM) and the
-  /// step's input projection `x`; sets `next` to the next states and
-  /// returns the hidden state (null on failure).
-  Value step(const StepInputs &in, Value h, Value c, Value x, SmallVectorImpl<Value> &next);
+  /// One step from hidden state `h`, cell state `c` (LSTM) and the step's
+  /// input projection `x`: the next states (hidden, then cell).
+  SmallVector<Value> step(const StepInputs &in, Value h, Value c, Value x);
 
   NodeImporter &node;
   OpBuilder &b;
@@ -158,8 +157,7 @@ Value Recurrence::activate(size_t index, Value x) {
   return mul(TanhOp::create(b, loc, type, inner), scalar(alpha(1.0f)));
 }
 
-Value Recurrence::step(const StepInputs &in, Value h, Value c, Value x,
-                       SmallVectorImpl<Value> &next) {
+SmallVector<Value> Recurrence::step(const StepInputs &in, Value h, Value c, Value x) {
   size_t activationBase = in.direction * (cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1);
   auto gate = [&](Value all, int64_t index) {
     return slice(all, 1, index * hiddenSize, hiddenSize);
@@ -189,8 +187,7 @@ Value Recurrence::step(const StepInputs &in, Value h, Value c, Value x,
       outGate = add(outGate, mul(slice(in.peephole, 0, hiddenSize, hiddenSize), c));
     Value ot = activate(activationBase, clipped(outGate));
     h = mul(ot, activate(activationBase + 2, c));
-    next.assign({h, c});
-    return h;
+    return {h, c};
   }
   if (cell == Cell::GRU) {
     // Gates in ONNX order z, r, h.
@@ -204,16 +201,12 @@ Value Recurrence::step(const StepInputs &in, Value h, Value c, Value x,
       candidateInput = add(gate(x, 2), matmul(mul(rt, h), in.candidateWeight));
     }
     Value candidate = activate(activationBase + 1, clipped(candidateInput));
-    h = add(mul(sub(one(), zt), candidate), mul(zt, h));
-    next.assign({h});
-    return h;
+    return {add(mul(sub(one(), zt), candidate), mul(zt, h))};
   }
-  h = activate(activationBase, clipped(add(x, matmul(h, in.recurrentWeight))));
-  next.assign({h});
-  return h;
+  return {activate(activationBase, clipped(add(x, matmul(h, in.recurrentWeight))))};
 }
 
-FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reverse) {
+Recurrence::Run Recurrence::runDirection(int64_t direction, bool reverse) {
   auto weight = [&](size_t input) {
     return reshape(slice(node.input(input), 0, direction, 1),
                    typeOf(node.input(input)).getShape().drop_front());
@@ -281,10 +274,7 @@ FailureOr<Recurrence::Run> Recurrence::runDirection(int64_t direction, bool reve
       *invariant = inBody.lookupOrNull(*invariant);
     Value h = body->getArgument(invariants.size());
     Value c = cell == Cell::LSTM ? body->getArgument(invariants.size() + 1) : Value();
-    SmallVector<Value> next;
-    if (!step(inside, h, c, x, next))
-      return failure();
-    YieldOp::create(b, loc, next);
+    YieldOp::create(b, loc, step(inside, h, c, x));
   }
 
   // result[t] holds [h, c] after step t; the last step is t = 0 in reverse.
@@ -341,12 +331,8 @@ LogicalResult Recurrence::import() {
     return failure();
 
   SmallVector<Run> runs;
-  for (auto [index, reverse] : llvm::enumerate(reversed)) {
-    FailureOr<Run> run = runDirection(index, reverse);
-    if (failed(run))
-      return failure();
-    runs.push_back(*run);
-  }
+  for (auto [index, reverse] : llvm::enumerate(reversed))
+    runs.push_back(runDirection(index, reverse));
   // Y: [sequence, directions, batch, hidden] (layout 1: [batch, sequence,
   // directions, hidden]); Y_h and Y_c: [directions, batch, hidden].
   auto stack = [&](ArrayRef<Value> parts, int64_t axis) {
