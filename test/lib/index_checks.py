@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import onnxruntime
 from onnx import TensorProto, helper
+from tessel_model_run import run_tessel
 
 OPSET = 18
 
@@ -72,20 +73,6 @@ def build_model(op, attributes, data, indices, output_shape):
     return model
 
 
-def run_tessel(artifact, feeds, work):
-    paths = []
-    for name, value in feeds.items():
-        paths.append(os.path.join(work, name + ".npy"))
-        np.save(paths[-1], value)
-    out = os.path.join(work, "out")
-    os.makedirs(out, exist_ok=True)
-    completed = subprocess.run(["tessel-run", artifact, "--input", *paths, "--output-dir", out],
-                               capture_output=True, text=True)
-    if completed.returncode != 0:
-        return None, completed.returncode, completed.stderr.strip()
-    return np.load(os.path.join(out, "output_0.npy")), 0, ""
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--work", required=True, help="folder for models and tensors")
@@ -110,7 +97,8 @@ def main():
             shape = [i.shape for i in reference.get_inputs() if i.name == "updates"][0]
             feeds["updates"] = rng.standard_normal(shape).astype(np.float32)
         expected = reference.run(None, feeds)[0]
-        actual, code, message = run_tessel(artifact, feeds, work)
+        outputs, code, message = run_tessel(artifact, feeds, work, 1)
+        actual = outputs[0] if outputs else None
         if actual is None:
             print(f"{op}: in range: tessel-run failed ({code}): {message}")
         else:
@@ -127,7 +115,8 @@ def main():
                 ort = "onnxruntime accepts it"
             except Exception:  # onnxruntime raises its own exception types
                 ort = "onnxruntime refuses it"
-            actual, code, message = run_tessel(artifact, bad_feeds, work)
+            outputs, code, message = run_tessel(artifact, bad_feeds, work, 1)
+            actual = outputs[0] if outputs else None
             outcome = "ran" if actual is not None else f"exit {code}: {message}"
             print(f"{op}: {label}: {ort}; tessel {outcome}")
 

@@ -16,12 +16,12 @@ loop rather than ops per step.
 import argparse
 import os
 import re
-import subprocess
 
 import numpy as np
 import onnx
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
+from tessel_model_run import compile_model, differences, run_tessel
 
 OPSET = 14
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -121,20 +121,6 @@ def reference_outputs(spec, seed, outputs, work):
                                                   for state in expected[1:]]
 
 
-def run_tessel(artifact, feeds, work, count):
-    paths = []
-    for name, value in feeds.items():
-        paths.append(os.path.join(work, name + ".npy"))
-        np.save(paths[-1], value)
-    out = os.path.join(work, "out")
-    os.makedirs(out, exist_ok=True)
-    completed = subprocess.run(["tessel-run", artifact, "--input", *paths, "--output-dir", out],
-                               capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise RuntimeError(completed.stderr.strip())
-    return [np.load(os.path.join(out, f"output_{i}.npy")) for i in range(count)]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--work", required=True, help="folder for models and tensors")
@@ -146,20 +132,15 @@ def main():
         os.makedirs(work, exist_ok=True)
         model_path, artifact = os.path.join(work, "model.onnx"), os.path.join(work, "model.tsl")
         onnx.save(model, model_path)
-        subprocess.run(["tessel-compile", model_path, "-o", artifact, "-q"], check=True)
-        graph = subprocess.run(["tessel-compile", model_path, "--emit", "tessel", "-q"],
-                               check=True, capture_output=True, text=True).stdout
+        graph = compile_model(model_path, artifact)
         scans = len(re.findall(r"= tessel\.scan ", graph))
         products = len(re.findall(r"= tessel\.matmul ", graph))
 
         expected = reference_outputs(spec, seed, outputs, work)
-        actual = run_tessel(artifact, feeds, work, len(outputs))
-        errors = []
-        for name, want, got in zip(outputs, expected, actual):
-            if want.shape != got.shape:
-                errors.append(f"{name} has shape {got.shape}, expected {want.shape}")
-            elif not np.allclose(got, want, rtol=1e-3, atol=1e-4):
-                errors.append(f"{name} differs by {np.abs(got - want).max():.3g}")
+        actual, _, message = run_tessel(artifact, feeds, work, len(outputs))
+        if actual is None:
+            raise RuntimeError(message)
+        errors = differences(outputs, expected, actual, rtol=1e-3, atol=1e-4)
         verdict = "; ".join(errors) if errors else "match onnxruntime"
         failed += bool(errors) or scans != directions
         print(f"{spec['name']}: {scans} scans for {directions} directions, {products} matrix "

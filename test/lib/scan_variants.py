@@ -21,12 +21,12 @@ carries values of two types is unrolled.
 import argparse
 import os
 import re
-import subprocess
 
 import numpy as np
 import onnx
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
+from tessel_model_run import compile_model, differences, run_tessel
 
 OPSET = 16
 STEPS, WIDTH = 6, 4
@@ -152,20 +152,6 @@ def build_loop(name):
     return model, feeds, [output.name for output in graph.output]
 
 
-def run_tessel(artifact, feeds, work, count):
-    paths = []
-    for name, array in feeds.items():
-        paths.append(os.path.join(work, name + ".npy"))
-        np.save(paths[-1], array)
-    out = os.path.join(work, "out")
-    os.makedirs(out, exist_ok=True)
-    completed = subprocess.run(["tessel-run", artifact, "--input", *paths, "--output-dir", out],
-                               capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise RuntimeError(completed.stderr.strip())
-    return [np.load(os.path.join(out, f"output_{i}.npy")) for i in range(count)]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--work", required=True, help="folder for models and tensors")
@@ -180,18 +166,15 @@ def main():
         os.makedirs(work, exist_ok=True)
         model_path, artifact = os.path.join(work, "model.onnx"), os.path.join(work, "model.tsl")
         onnx.save(model, model_path)
-        subprocess.run(["tessel-compile", model_path, "-o", artifact, "-q"], check=True)
-        graph = subprocess.run(["tessel-compile", model_path, "--emit", "tessel", "-q"],
-                               check=True, capture_output=True, text=True).stdout
+        graph = compile_model(model_path, artifact)
         form = "one tessel.scan" if len(re.findall(r"= tessel\.scan ", graph)) == 1 else \
             "unrolled" if "tessel.scan" not in graph else "several tessel.scan"
         session = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
         expected = session.run(outputs, feeds)
-        actual = run_tessel(artifact, feeds, work, len(outputs))
-        errors = [f"{name} differs by {np.abs(got - want).max():.3g}" if want.shape == got.shape
-                  else f"{name} has shape {got.shape}, expected {want.shape}"
-                  for name, want, got in zip(outputs, expected, actual)
-                  if want.shape != got.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6)]
+        actual, _, message = run_tessel(artifact, feeds, work, len(outputs))
+        if actual is None:
+            raise RuntimeError(message)
+        errors = differences(outputs, expected, actual, rtol=1e-5, atol=1e-6)
         failed += bool(errors)
         verdict = "; ".join(errors) if errors else "match onnxruntime"
         print(f"{name}: {form}; {', '.join(outputs)} {verdict}")
