@@ -2,6 +2,7 @@
 
 #include "targets/cuda/Loops.h"
 #include "targets/cuda/TensorCoreProducts.h"
+#include "targets/KernelArguments.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -175,6 +176,7 @@ LogicalResult bufferizeKernels(ModuleOp kernels, ProductPrecision precision) {
   if (failed(unrollSteps(kernels)) || failed(lowerPacking(kernels)) ||
       failed(fuseElementwise(kernels, precision)))
     return failure();
+  markKernelArgumentsReadOnly(kernels);
   PassManager pm(kernels.getContext());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

@@ -2,6 +2,7 @@
 
 #include "targets/x86/X86Target.h"
 #include "runtime/schema/CpuFeatures.h"
+#include "targets/KernelArguments.h"
 #include "targets/LLVMOptimization.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/CacheGeometry.h"
@@ -129,6 +130,7 @@ public:
     codegen.vectorWidth = vectorWidth(**machine);
     codegen.bytePermutes = (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512vbmi");
     codegen.fusedMultiplyAdd = (*machine)->getMCSubtargetInfo()->checkFeatures("+fma");
+    markKernelArgumentsReadOnly(kernels);
     PassManager pm(context);
     x86::buildX86CodegenPipeline(pm, codegen);
     if (failed(pm.run(kernels)))
