@@ -167,6 +167,26 @@ LogicalResult importGelu(NodeImporter &node) {
   return success();
 }
 
+} // namespace
+
+Value swish(NodeImporter &node, Value x, float alpha) {
+  auto type = cast<RankedTensorType>(x.getType());
+  OpBuilder &b = node.builder();
+  Value scaled = x;
+  if (alpha != 1.0f)
+    scaled = node.createInferred<MulOp>(x, node.splatConstant(type.getElementType(), alpha));
+  Value gate = SigmoidOp::create(b, node.loc(), type, scaled);
+  return node.createInferred<MulOp>(x, gate);
+}
+
+namespace {
+
+LogicalResult importSwish(NodeImporter &node) {
+  if (!isa<FloatType>(node.inputType(0).getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  return node.setInferredOutput(0, swish(node, node.input(0), node.floatAttr("alpha", 1.0f)));
+}
+
 /// Opset 6: the bounds are float attributes.
 LogicalResult importClip6(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
@@ -360,6 +380,7 @@ void registerElementwiseHandlers(OpRegistry &registry) {
   registry.on("Softsign", 1, importUnary<SoftsignOp>);
   registry.on("HardSwish", 14, importUnary<HardSwishOp>);
   registry.on("Mish", 18, importUnary<MishOp>);
+  registry.on("Swish", 24, importSwish);
   registry.on("LeakyRelu", 6, [](NodeImporter &node) {
     return importAlphaActivation<LeakyReluOp>(node, 0.01f);
   });

@@ -13,6 +13,7 @@ void registerDeterminantHandlers(OpRegistry &registry);
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerGatherScatterHandlers(OpRegistry &registry);
 void registerGridSampleHandlers(OpRegistry &registry);
+void registerLinearAttentionHandlers(OpRegistry &registry);
 void registerLinearMapHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
@@ -24,6 +25,10 @@ void registerResizeHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
+
+/// x * sigmoid(alpha * x) (Elementwise.cpp): Swish, and the SiLU (alpha 1)
+/// that CausalConvWithState fuses.
+mlir::Value swish(NodeImporter &node, mlir::Value x, float alpha);
 
 /// log(softmax(x)) along `axis` (Reduction.cpp), shared by LogSoftmax and
 /// SoftmaxCrossEntropyLoss.

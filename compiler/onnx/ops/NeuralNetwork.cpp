@@ -274,6 +274,66 @@ LogicalResult importConv(NodeImporter &node) {
       0, convolutionFromAttributes(node, node.input(0), node.input(1), node.input(2)));
 }
 
+/// CausalConvWithState (opset 27, the token mixer of Mamba and Gated
+/// DeltaNet): the past state (zeros without one) joined before the input
+/// along the length, a depthwise convolution of its k taps without padding
+/// over that (one output per input position), and the optional SiLU; the
+/// present state is the last k - 1 positions of the joined input.
+LogicalResult importCausalConvWithState(NodeImporter &node) {
+  RankedTensorType inputType = node.inputType(0);
+  RankedTensorType weightType = node.inputType(1);
+  if (inputType.getRank() != 3 || weightType.getRank() != 3 || !inputType.hasStaticShape() ||
+      !weightType.hasStaticShape() || !isa<FloatType>(inputType.getElementType()))
+    return node.unsupported("input [batch, channels, length] and weight [channels, 1, k] must "
+                            "be floating-point tensors of static shapes");
+  int64_t batch = inputType.getDimSize(0), channels = inputType.getDimSize(1);
+  int64_t length = inputType.getDimSize(2), taps = weightType.getDimSize(2);
+  if (weightType.getDimSize(0) != channels || weightType.getDimSize(1) != 1 || taps < 1)
+    return node.unsupported("weight must be [channels, 1, k] with k >= 1 for an input of " +
+                            Twine(channels) + " channels");
+  std::string activation = node.stringAttr("activation").value_or("none");
+  if (!llvm::is_contained({"none", "silu", "swish"}, activation))
+    return node.unsupported("activation '" + activation + "' is not 'none', 'silu' or 'swish'");
+  Type element = inputType.getElementType();
+  auto stateType = RankedTensorType::get({batch, channels, taps - 1}, element);
+  Value past = node.input(3);
+  if (past && node.inputType(3) != stateType)
+    return node.unsupported("past_state must be [" + Twine(batch) + ", " + Twine(channels) +
+                            ", " + Twine(taps - 1) + "] of the input's type");
+  OpBuilder &b = node.builder();
+  Value joined = node.input(0);
+  if (taps > 1) {
+    if (!past)
+      past = node.splatConstant(element, 0.0, stateType.getShape());
+    joined = node.createInferred<ConcatOp>(SmallVector<Value>{past, joined},
+                                           b.getI64IntegerAttr(2));
+  }
+  // A narrower float is convolved and activated in f32, each result
+  // rounded once to the input's type, as ONNX's reference computes them.
+  auto convert = [&](Value value, Type to) -> Value {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getElementType() == to)
+      return value;
+    return CastOp::create(b, node.loc(), type.clone(to), value);
+  };
+  Type f32 = b.getF32Type();
+  Window window{{taps}, {1}, {0, 0}, {1}};
+  Value bias = node.input(2) ? convert(node.input(2), f32) : Value();
+  Value output = convolve(node, convert(joined, f32), convert(node.input(1), f32), bias,
+                          window, channels, {});
+  if (!output)
+    return failure();
+  output = convert(output, element);
+  if (activation != "none")
+    output = convert(swish(node, convert(output, f32), 1.0f), element);
+  if (failed(node.setInferredOutput(0, output)))
+    return failure();
+  node.setOutput(1, SliceOp::create(b, node.loc(), stateType, joined,
+                                    b.getDenseI64ArrayAttr({0, 0, length}),
+                                    b.getDenseI64ArrayAttr({1, 1, 1})));
+  return success();
+}
+
 /// ConvTranspose as a convolution: the input with stride - 1 zeros between
 /// elements, padded by dilation * (kernel - 1) less the given pads, convolved
 /// at stride 1 with the spatially flipped weight whose in and out channels
@@ -673,6 +733,7 @@ void registerNeuralNetworkHandlers(OpRegistry &registry) {
   registry.on("Softmax", 1, importSoftmax1);
   registry.on("Softmax", 13, importSoftmax13);
   registry.on("Einsum", 12, importEinsum);
+  registry.on("CausalConvWithState", 27, importCausalConvWithState);
 }
 
 } // namespace tessel::onnx_import
