@@ -165,6 +165,67 @@ LogicalResult importScatterElements(NodeImporter &node) {
   return success();
 }
 
+/// TensorScatter (opset 24, a KV cache update): the update's positions
+/// along the sequence axis, shifted by each batch entry's write index (0
+/// without them) and wrapped around the cache in "circular" mode, are the
+/// indices of one ScatterElements of the update into the past cache. A
+/// "linear" write past the cache's end is an error when the model runs.
+LogicalResult importTensorScatter(NodeImporter &node) {
+  RankedTensorType cacheType = node.inputType(0);
+  RankedTensorType updateType = node.inputType(1);
+  int64_t rank = cacheType.getRank();
+  if (!cacheType.hasStaticShape() || !updateType.hasStaticShape() ||
+      updateType.getRank() != rank || rank < 2)
+    return node.unsupported("past_cache and update must have static shapes of one rank, "
+                            "at least 2");
+  std::optional<int64_t> axis = normalizeAxis(node.intAttr("axis", -2), rank);
+  if (!axis || *axis == 0)
+    return node.unsupported("axis must name a sequence axis other than the batch axis 0");
+  int64_t capacity = cacheType.getDimSize(*axis), length = updateType.getDimSize(*axis);
+  for (int64_t dim = 0; dim < rank; ++dim)
+    if (dim != *axis && updateType.getDimSize(dim) != cacheType.getDimSize(dim))
+      return node.unsupported("update must match past_cache on every axis but the sequence "
+                              "axis " + Twine(*axis));
+  if (length > capacity)
+    return node.unsupported("update's sequence of " + Twine(length) +
+                            " is longer than the cache's " + Twine(capacity));
+  std::string mode = node.stringAttr("mode").value_or("linear");
+  if (mode != "linear" && mode != "circular")
+    return node.unsupported("mode '" + mode + "' is not 'linear' or 'circular'");
+  int64_t batch = cacheType.getDimSize(0);
+  if (node.input(2) && node.inputType(2).getShape() != ArrayRef<int64_t>{batch})
+    return node.unsupported("write_indices must hold one index per batch entry (" +
+                            Twine(batch) + ")");
+
+  // positions[b, ..., s, ...] = write_indices[b] + s.
+  SmallVector<int64_t> alongAxis(rank, 1), alongBatch(rank, 1);
+  alongAxis[*axis] = length;
+  alongBatch[0] = batch;
+  Value positions = node.int64Constant(llvm::to_vector(llvm::seq<int64_t>(0, length)), alongAxis);
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  if (node.input(2)) {
+    Value starts = ReshapeOp::create(b, loc, RankedTensorType::get(alongBatch, b.getI64Type()),
+                                     node.input(2));
+    positions = node.createInferred<AddOp>(starts, positions);
+  }
+  if (mode == "circular")
+    positions = node.createInferred<ModOp>(positions, node.int64Constant({capacity}, {}),
+                                           b.getBoolAttr(false));
+  Value indices = ExpandOp::create(b, loc, updateType.clone(b.getI64Type()), positions);
+  Value outside = CountOutOfRangeOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()),
+                                            indices, b.getDenseI64ArrayAttr({capacity}));
+  auto name = dyn_cast<NameLoc>(loc);
+  CheckZeroOp::create(b, loc, outside, name ? name.getName() : b.getStringAttr(node.node().name()),
+                      b.getStringAttr("TensorScatter writes past the cache's " +
+                                      Twine(capacity) + " positions (write_indices + update "
+                                      "length > max_sequence_length)"));
+  node.setOutput(0, ScatterElementsOp::create(b, loc, cacheType, node.input(0), indices,
+                                              node.input(1), b.getI64IntegerAttr(*axis),
+                                              b.getStringAttr("none")));
+  return success();
+}
+
 /// MaxUnpool puts each input element at its MaxPool index in zeros of the
 /// shape the pooling's attributes infer. Indices are flat over that whole
 /// tensor (as MaxPool's Indices give them), so it is one scatter into it
@@ -497,6 +558,7 @@ void registerGatherScatterHandlers(OpRegistry &registry) {
   registry.on("OneHot", 9, importOneHot);
   registry.on("Compress", 9, importCompress);
   registry.on("NonZero", 9, importNonZero);
+  registry.on("TensorScatter", 24, importTensorScatter);
 }
 
 } // namespace tessel::onnx_import
