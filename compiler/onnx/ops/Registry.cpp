@@ -12,6 +12,7 @@ const OpRegistry &onnxOpRegistry() {
     registerElementwiseHandlers(result);
     registerGatherScatterHandlers(result);
     registerGridSampleHandlers(result);
+    registerLinearAttentionHandlers(result);
     registerLinearMapHandlers(result);
     registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
