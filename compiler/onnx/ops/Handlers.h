@@ -22,6 +22,7 @@ void registerRecurrentHandlers(OpRegistry &registry);
 void registerQuantizationHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerResizeHandlers(OpRegistry &registry);
+void registerRoiAlignHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);

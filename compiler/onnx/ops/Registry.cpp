@@ -21,6 +21,7 @@ const OpRegistry &onnxOpRegistry() {
     registerRecurrentHandlers(result);
     registerReductionHandlers(result);
     registerResizeHandlers(result);
+    registerRoiAlignHandlers(result);
     registerShapeHandlers(result);
     registerSlicingHandlers(result);
     registerTensorHandlers(result);
