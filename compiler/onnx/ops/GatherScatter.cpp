@@ -373,6 +373,8 @@ LogicalResult importOneHot(NodeImporter &node) {
   return node.setInferredOutput(0, node.createInferred<WhereOp>(hot, pick(1), pick(0)));
 }
 
+} // namespace
+
 /// The positions of the `kept` nonzero entries of `flags` (a 1-D tensor)
 /// known only at run time, kept being the count the model states: entry
 /// i is where the running count of nonzero flags first exceeds i, after a
@@ -406,6 +408,8 @@ Value positionsOfNonzero(NodeImporter &node, Value flags, int64_t kept, const Tw
       b.getDenseI64ArrayAttr({1}));
   return node.createInferred<MinOp>(position, node.int64Constant({count - 1}, {}));
 }
+
+namespace {
 
 /// An empty constant shaped like `value` but with `axis` of size 0.
 Value emptyAlong(NodeImporter &node, Value value, int64_t axis) {

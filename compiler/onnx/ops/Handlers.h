@@ -26,6 +26,7 @@ void registerRoiAlignHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
+void registerUniqueHandlers(OpRegistry &registry);
 
 /// x * sigmoid(alpha * x) (Elementwise.cpp): Swish, and the SiLU (alpha 1)
 /// that CausalConvWithState fuses.
@@ -92,6 +93,13 @@ mlir::LogicalResult importPadAtRunTime(NodeImporter &node, mlir::RankedTensorTyp
 /// Input `input`'s integers as a 1-D i64 tensor, at run time
 /// (StatedShapes.cpp).
 mlir::Value runtimeInt64s(NodeImporter &node, size_t input);
+
+/// The positions of the `kept` nonzero entries of `flags` (a 1-D tensor)
+/// known only at run time, `kept` being the count the model states, after a
+/// run-time check of that count (`what` names the flags in the error;
+/// GatherScatter.cpp).
+mlir::Value positionsOfNonzero(NodeImporter &node, mlir::Value flags, int64_t kept,
+                               const llvm::Twine &what);
 
 /// Ends the run with an error naming the node unless `count` (a 0-D i64
 /// tensor) is zero; the message is the count, then `problem`.

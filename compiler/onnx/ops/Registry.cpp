@@ -25,6 +25,7 @@ const OpRegistry &onnxOpRegistry() {
     registerShapeHandlers(result);
     registerSlicingHandlers(result);
     registerTensorHandlers(result);
+    registerUniqueHandlers(result);
     return result;
   }();
   return registry;
