@@ -86,11 +86,22 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     RankedTensorType resultType = op.getType();
     MatMulIteration iteration =
         matmulIteration(rewriter, loc, adaptor.getLhs(), adaptor.getRhs(), resultType);
-    ScalarBuilder scalar(rewriter, loc, resultType.getElementType(), false);
-    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
-    rewriter.replaceOp(op, buildContraction(rewriter, loc, iteration.lhs, iteration.rhs,
-                                            init, iteration.extents,
-                                            floatMultiplyAccumulate));
+    // An f16 product sums in f32 and rounds once, as onnxruntime's CPU
+    // kernels (which widen f16) and ONNX's reference do: rounding the
+    // running sum at every step loses about log2(K) of f16's 11 bits.
+    bool widen = resultType.getElementType().isF16();
+    RankedTensorType sumType = widen ? resultType.clone(rewriter.getF32Type()) : resultType;
+    ScalarBuilder scalar(rewriter, loc, sumType.getElementType(), false);
+    Value init = filledTensor(rewriter, loc, sumType, scalar.constant(0.0));
+    Value product = buildContraction(rewriter, loc, iteration.lhs, iteration.rhs, init,
+                                     iteration.extents, floatMultiplyAccumulate);
+    if (widen)
+      product = buildElementwise(
+          rewriter, loc, resultType, {product},
+          [&](OpBuilder &nested, Location at, ValueRange args) -> Value {
+            return arith::TruncFOp::create(nested, at, resultType.getElementType(), args[0]);
+          });
+    rewriter.replaceOp(op, product);
     return success();
   }
 };

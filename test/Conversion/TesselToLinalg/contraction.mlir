@@ -69,3 +69,17 @@ func.func @matmul_bf16_operands(%a: tensor<4x6xbf16>, %b: tensor<6x8xbf16>) -> t
   %0 = tessel.matmul %a, %b : (tensor<4x6xbf16>, tensor<6x8xbf16>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// An f16 product sums in f32 and rounds once at the end.
+// CHECK-LABEL: @matmul_f16
+// CHECK: %[[SUMS:.+]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x6xf16>, tensor<6x8xf16>) outs(%{{.+}} : tensor<4x8xf32>)
+// CHECK: arith.extf %{{.+}} : f16 to f32
+// CHECK: arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK: linalg.generic {{.*}} ins(%[[SUMS]] : tensor<4x8xf32>) outs(%{{.+}} : tensor<4x8xf16>)
+// CHECK: arith.truncf %{{.+}} : f32 to f16
+func.func @matmul_f16(%a: tensor<4x6xf16>, %b: tensor<6x8xf16>) -> tensor<4x8xf16> {
+  %0 = tessel.matmul %a, %b : (tensor<4x6xf16>, tensor<6x8xf16>) -> tensor<4x8xf16>
+  return %0 : tensor<4x8xf16>
+}
