@@ -101,10 +101,20 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
     SmallVector<utils::IteratorType> parallel(rank,
                                               utils::IteratorType::parallel);
     ScalarBuilder scalar(rewriter, loc, elementType, false);
+    // f16 exponentials and their sum are computed in f32 and each quotient
+    // rounded once: a sum of many f16 terms rounded at every step loses
+    // their low bits.
+    Type sumElement = elementType.isF16() ? rewriter.getF32Type() : elementType;
+    auto widen = [&](OpBuilder &b, Location nestedLoc, Value value) -> Value {
+      if (value.getType() == sumElement)
+        return value;
+      return arith::ExtFOp::create(b, nestedLoc, sumElement, value);
+    };
     auto shiftedExp = [&](OpBuilder &b, Location nestedLoc, Value x,
                           Value max) -> Value {
-      ScalarBuilder inner(b, nestedLoc, elementType, false);
-      return math::ExpOp::create(b, nestedLoc, inner.sub(x, max));
+      ScalarBuilder inner(b, nestedLoc, sumElement, false);
+      return math::ExpOp::create(
+          b, nestedLoc, inner.sub(widen(b, nestedLoc, x), widen(b, nestedLoc, max)));
     };
 
     Value maxInit = filledTensor(rewriter, loc, reducedType, scalar.lowest());
@@ -117,13 +127,15 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
                                               inner.max(args[1], args[0]));
                     })
                     .getResult(0);
-    Value sumInit = filledTensor(rewriter, loc, reducedType, scalar.constant(0.0));
+    auto sumType = reducedType.clone(sumElement);
+    Value sumInit = filledTensor(rewriter, loc, sumType,
+                                 ScalarBuilder(rewriter, loc, sumElement, false).constant(0.0));
     Value sum =
         linalg::GenericOp::create(
-            rewriter, loc, reducedType, ValueRange{input, max}, sumInit,
+            rewriter, loc, sumType, ValueRange{input, max}, sumInit,
             ArrayRef<AffineMap>{identity, reducedMap, reducedMap}, reduction,
             [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
-              ScalarBuilder inner(b, nestedLoc, elementType, false);
+              ScalarBuilder inner(b, nestedLoc, sumElement, false);
               Value exp = shiftedExp(b, nestedLoc, args[0], args[1]);
               linalg::YieldOp::create(b, nestedLoc, inner.add(args[2], exp));
             })
@@ -135,9 +147,12 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
             ArrayRef<AffineMap>{identity, reducedMap, reducedMap, identity},
             parallel,
             [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
-              ScalarBuilder inner(b, nestedLoc, elementType, false);
+              ScalarBuilder inner(b, nestedLoc, sumElement, false);
               Value exp = shiftedExp(b, nestedLoc, args[0], args[1]);
-              linalg::YieldOp::create(b, nestedLoc, inner.div(exp, args[2]));
+              Value quotient = inner.div(exp, args[2]);
+              if (sumElement != elementType)
+                quotient = arith::TruncFOp::create(b, nestedLoc, elementType, quotient);
+              linalg::YieldOp::create(b, nestedLoc, quotient);
             })
             .getResult(0);
     rewriter.replaceOp(op, result);

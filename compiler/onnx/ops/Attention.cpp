@@ -215,7 +215,9 @@ LogicalResult importAttention(NodeImporter &node) {
   if (!isa<FloatType>(queryType.getElementType()))
     return node.unsupported("only floating-point inputs are supported");
   a.elementType = queryType.getElementType();
-  node.ignoreAttr("softmax_precision"); // the softmax runs in the input type
+  // The softmax runs in the input type, summing f16 in f32, whatever this
+  // asks.
+  node.ignoreAttr("softmax_precision");
 
   Value q = node.input(0), k = node.input(1), v = node.input(2);
   if (rank == 3) {

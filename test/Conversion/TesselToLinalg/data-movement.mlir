@@ -46,3 +46,21 @@ func.func @softmax(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
   %0 = tessel.softmax %x {axis = 1 : i64} : tensor<2x10xf32>
   return %0 : tensor<2x10xf32>
 }
+
+// -----
+
+// An f16 softmax takes its maximum in f16 (exactly), computes the
+// exponentials and their sum in f32, and rounds each quotient once.
+// CHECK-LABEL: @softmax_f16
+// CHECK: %[[MAX:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<2xf16>)
+// CHECK: %[[SUM:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<2xf32>)
+// CHECK: arith.extf %{{.+}} : f16 to f32
+// CHECK: math.exp %{{.+}} : f32
+// CHECK: arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK: linalg.generic {{.*}}ins(%arg0, %[[MAX]], %[[SUM]] : tensor<2x10xf16>, tensor<2xf16>, tensor<2xf32>)
+// CHECK: arith.divf %{{.+}}, %{{.+}} : f32
+// CHECK: arith.truncf %{{.+}} : f32 to f16
+func.func @softmax_f16(%x: tensor<2x10xf16>) -> tensor<2x10xf16> {
+  %0 = tessel.softmax %x {axis = 1 : i64} : tensor<2x10xf16>
+  return %0 : tensor<2x10xf16>
+}
