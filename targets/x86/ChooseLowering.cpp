@@ -120,10 +120,11 @@ struct TesselX86ChooseLoweringPass
           << " l1-ways=" << l1Ways.getValue();
       return signalPassFailure();
     }
+    KernelCalls calls(module);
     for (func::FuncOp kernel : module.getOps<func::FuncOp>()) {
       if (kernel.isExternal())
         continue;
-      KernelContext context{kernel, soleCall(kernel, module), vectorWidth, *isa, *bf16Isa,
+      KernelContext context{kernel, calls.soleCall(kernel), vectorWidth, *isa, *bf16Isa,
                             amx, caches};
       WalkResult walk = kernel.walk([&](linalg::LinalgOp op) {
         if (op->hasAttr(kLoweringConfigAttr))

@@ -10,11 +10,21 @@ using namespace mlir;
 
 namespace tessel::x86 {
 
-func::CallOp soleCall(func::FuncOp kernel, ModuleOp module) {
-  std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(kernel, module);
-  if (!uses || !llvm::hasSingleElement(*uses))
-    return {};
-  return dyn_cast<func::CallOp>(uses->begin()->getUser());
+KernelCalls::KernelCalls(ModuleOp module) {
+  std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(&module.getBodyRegion());
+  if (!uses)
+    return;
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    auto [entry, first] =
+        onlyUser.try_emplace(use.getSymbolRef().getRootReference(), use.getUser());
+    if (!first)
+      entry->second = nullptr;
+  }
+}
+
+func::CallOp KernelCalls::soleCall(func::FuncOp kernel) const {
+  Operation *user = onlyUser.lookup(kernel.getSymNameAttr());
+  return user ? dyn_cast<func::CallOp>(user) : func::CallOp();
 }
 
 std::optional<KernelWeight> constantWeight(OpOperand &operand, func::FuncOp kernel,

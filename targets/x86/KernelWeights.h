@@ -18,9 +18,21 @@
 
 namespace tessel::x86 {
 
-/// The one call of `kernel` in `module`, when it has exactly one use and
-/// that is a call (a kernel whose arguments change type must have no other).
-mlir::func::CallOp soleCall(mlir::func::FuncOp kernel, mlir::ModuleOp module);
+/// The calls of a module's kernels, found in one walk of the module:
+/// asking the symbol table for each kernel's uses walks the whole module
+/// per kernel, which took seconds on a graph of a thousand kernels.
+class KernelCalls {
+public:
+  explicit KernelCalls(mlir::ModuleOp module);
+
+  /// The one call of `kernel`, when it has exactly one use and that is a
+  /// call (a kernel whose arguments change type must have no other).
+  mlir::func::CallOp soleCall(mlir::func::FuncOp kernel) const;
+
+private:
+  /// Per symbol used in the module, its only user, or null for several.
+  llvm::DenseMap<mlir::StringAttr, mlir::Operation *> onlyUser;
+};
 
 /// A kernel argument that one op reads, and the constant its call passes.
 struct KernelWeight {

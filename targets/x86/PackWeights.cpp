@@ -212,11 +212,12 @@ struct TesselX86PackWeightsPass
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
     SmallVector<WeightRead> reads;
+    KernelCalls calls(module);
     for (auto kernel : module.getOps<func::FuncOp>()) {
       if (kernel.isExternal() || !kernel->hasAttr(kKernelAttrName))
         continue;
       // The kernel's arguments change type: it must have no other caller.
-      func::CallOp call = soleCall(kernel, module);
+      func::CallOp call = calls.soleCall(kernel);
       if (!call)
         continue;
       kernel.walk([&](linalg::LinalgOp op) {

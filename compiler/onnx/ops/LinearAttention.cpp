@@ -21,9 +21,9 @@ using namespace mlir;
 namespace tessel::onnx_import {
 namespace {
 
-/// Most tokens imported one after another: compile time grows faster than
-/// their number (13 s for 64 tokens of two 128 x 128 heads, 37 s for 128,
-/// 200 s for 256).
+/// Most tokens imported one after another: compile time grows with their
+/// number, a little faster (8 s for 64 tokens of two 128 x 128 heads, 25 s
+/// for 128).
 constexpr int64_t kMaxTokens = 128;
 
 struct Heads {
@@ -139,7 +139,7 @@ LogicalResult importLinearAttention(NodeImporter &node) {
     return node.unsupported("beta must be [B, T, kv_num_heads] or [B, T, 1]");
   if (heads.steps > kMaxTokens)
     return node.unsupported(Twine(heads.steps) + " tokens: at most " + Twine(kMaxTokens) +
-                            " are unrolled (compiling takes about 40 s at 128); run a longer "
+                            " are unrolled (compiling takes about 25 s at 128); run a longer "
                             "prefill in chunks, each passing its present_state on as past_state");
 
   OpBuilder &b = node.builder();
