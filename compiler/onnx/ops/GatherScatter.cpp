@@ -52,10 +52,7 @@ LogicalResult checkIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> e
   OpBuilder &b = node.builder();
   Value count = CountOutOfRangeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
                                           node.input(input), b.getDenseI64ArrayAttr(extents));
-  auto name = dyn_cast<NameLoc>(node.loc());
-  CheckZeroOp::create(
-      b, node.loc(), count, name ? name.getName() : b.getStringAttr(node.node().name()),
-      b.getStringAttr(node.node().op_type() + " indices outside " + indexRanges(extents)));
+  stopUnlessZero(node, count, node.node().op_type() + " indices outside " + indexRanges(extents));
   return success();
 }
 
@@ -215,11 +212,9 @@ LogicalResult importTensorScatter(NodeImporter &node) {
   Value indices = ExpandOp::create(b, loc, updateType.clone(b.getI64Type()), positions);
   Value outside = CountOutOfRangeOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()),
                                             indices, b.getDenseI64ArrayAttr({capacity}));
-  auto name = dyn_cast<NameLoc>(loc);
-  CheckZeroOp::create(b, loc, outside, name ? name.getName() : b.getStringAttr(node.node().name()),
-                      b.getStringAttr("TensorScatter writes past the cache's " +
-                                      Twine(capacity) + " positions (write_indices + update "
-                                      "length > max_sequence_length)"));
+  stopUnlessZero(node, outside,
+                 "TensorScatter writes past the cache's " + Twine(capacity) +
+                     " positions (write_indices + update length > max_sequence_length)");
   node.setOutput(0, ScatterElementsOp::create(b, loc, cacheType, node.input(0), indices,
                                               node.input(1), b.getI64IntegerAttr(*axis),
                                               b.getStringAttr("none")));

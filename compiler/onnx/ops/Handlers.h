@@ -28,6 +28,10 @@ void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
 void registerUniqueHandlers(OpRegistry &registry);
 
+/// `value` with elements of type `element`: itself when it has them, else
+/// a tessel.cast (rounding to nearest, not saturating; Tensor.cpp).
+mlir::Value convertElements(NodeImporter &node, mlir::Value value, mlir::Type element);
+
 /// x * sigmoid(alpha * x) (Elementwise.cpp): Swish, and the SiLU (alpha 1)
 /// that CausalConvWithState fuses.
 mlir::Value swish(NodeImporter &node, mlir::Value x, float alpha);

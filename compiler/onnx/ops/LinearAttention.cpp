@@ -36,12 +36,7 @@ public:
   LinearAttentionBuilder(NodeImporter &node, Heads heads)
       : node(node), b(node.builder()), loc(node.loc()), heads(heads) {}
 
-  Value toF32(Value value) {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (type.getElementType().isF32())
-      return value;
-    return CastOp::create(b, loc, type.clone(b.getF32Type()), value);
-  }
+  Value toF32(Value value) { return convertElements(node, value, b.getF32Type()); }
   Value reshape(Value value, ArrayRef<int64_t> shape) {
     auto type = cast<RankedTensorType>(value.getType());
     return ReshapeOp::create(b, loc, type.clone(shape), value);
@@ -147,12 +142,14 @@ LogicalResult importLinearAttention(NodeImporter &node) {
   auto stateShape = SmallVector<int64_t>{heads.batch, heads.keyHeads, heads.keySize,
                                          heads.valueSize};
   Type stateElement = queryType.getElementType();
-  Value state = node.splatConstant(b.getF32Type(), 0.0, stateShape);
+  Value state;
   if (Value past = node.input(3)) {
     if (node.inputType(3).getShape() != ArrayRef<int64_t>(stateShape))
       return node.unsupported("past_state must be [B, kv_num_heads, d_k, d_v]");
     stateElement = node.inputType(3).getElementType();
     state = builder.toF32(past);
+  } else {
+    state = node.splatConstant(b.getF32Type(), 0.0, stateShape);
   }
   float scale = node.floatAttr("scale", 0.0f);
   if (scale == 0.0f)
@@ -172,13 +169,9 @@ LogicalResult importLinearAttention(NodeImporter &node) {
   Value output = outputs.size() == 1
                      ? outputs.front()
                      : node.createInferred<ConcatOp>(outputs, b.getI64IntegerAttr(1));
-  auto round = [&](Value f32, Type element) -> Value {
-    auto type = cast<RankedTensorType>(f32.getType());
-    return element.isF32() ? f32 : CastOp::create(b, node.loc(), type.clone(element), f32);
-  };
-  if (failed(node.setInferredOutput(0, round(output, queryType.getElementType()))))
+  if (failed(node.setInferredOutput(0, convertElements(node, output, queryType.getElementType()))))
     return failure();
-  node.setOutput(1, round(state, stateElement));
+  node.setOutput(1, convertElements(node, state, stateElement));
   return success();
 }
 

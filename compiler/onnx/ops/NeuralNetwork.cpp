@@ -310,12 +310,7 @@ LogicalResult importCausalConvWithState(NodeImporter &node) {
   }
   // A narrower float is convolved and activated in f32, each result
   // rounded once to the input's type, as ONNX's reference computes them.
-  auto convert = [&](Value value, Type to) -> Value {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (type.getElementType() == to)
-      return value;
-    return CastOp::create(b, node.loc(), type.clone(to), value);
-  };
+  auto convert = [&](Value value, Type to) { return convertElements(node, value, to); };
   Type f32 = b.getF32Type();
   Window window{{taps}, {1}, {0, 0}, {1}};
   Value bias = node.input(2) ? convert(node.input(2), f32) : Value();

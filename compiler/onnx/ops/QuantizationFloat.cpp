@@ -25,12 +25,7 @@ public:
   explicit Quantizer(NodeImporter &node) : node(node), b(node.builder()), loc(node.loc()) {}
 
   RankedTensorType typeOf(Value value) { return cast<RankedTensorType>(value.getType()); }
-  Value toF32(Value value) {
-    RankedTensorType type = typeOf(value);
-    if (type.getElementType().isF32())
-      return value;
-    return CastOp::create(b, loc, type.clone(b.getF32Type()), value);
-  }
+  Value toF32(Value value) { return convertElements(node, value, b.getF32Type()); }
   Value f32(double value) { return node.splatConstant(b.getF32Type(), value); }
 
   /// A per-axis parameter [C] shaped to broadcast along `axis` of `rank`;

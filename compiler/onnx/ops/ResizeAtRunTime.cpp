@@ -45,12 +45,7 @@ public:
     return node.createInferred<WhereOp>(condition, x, y);
   }
   Value either(Value x, Value y) { return node.createInferred<OrOp>(x, y); }
-  Value convert(Value x, Type element) {
-    auto type = cast<RankedTensorType>(x.getType());
-    return type.getElementType() == element
-               ? x
-               : CastOp::create(b, node.loc(), type.clone(element), x);
-  }
+  Value convert(Value x, Type element) { return convertElements(node, x, element); }
   Value toF64(Value x) { return convert(x, b.getF64Type()); }
   Value reshape(Value x, ArrayRef<int64_t> shape) {
     auto type = cast<RankedTensorType>(x.getType());

@@ -39,12 +39,7 @@ public:
   Value compare(StringRef predicate, Value lhs, Value rhs) {
     return node.createInferred<CompareOp>(b.getStringAttr(predicate), lhs, rhs);
   }
-  Value convert(Value value, Type element) {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (type.getElementType() == element)
-      return value;
-    return CastOp::create(b, loc, type.clone(element), value);
-  }
+  Value convert(Value value, Type element) { return convertElements(node, value, element); }
   Value reshape(Value value, ArrayRef<int64_t> shape) {
     auto type = cast<RankedTensorType>(value.getType());
     return ReshapeOp::create(b, loc, type.clone(shape), value);
@@ -138,7 +133,6 @@ LogicalResult importRoiAlign(NodeImporter &node) {
 
   RoiAlignBuilder a(node);
   OpBuilder &b = node.builder();
-  Location loc = node.loc();
   Type f32 = b.getF32Type();
   Value rois = a.convert(node.input(1), f32);
   auto corner = [&](int64_t column) {

@@ -69,6 +69,17 @@ LogicalResult importOptionalGetElement(NodeImporter &node) {
   return importIdentity(node);
 }
 
+} // namespace
+
+Value convertElements(NodeImporter &node, Value value, Type element) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == element)
+    return value;
+  return CastOp::create(node.builder(), node.loc(), type.clone(element), value);
+}
+
+namespace {
+
 LogicalResult castTo(NodeImporter &node, Type elementType) {
   // ONNX saturates 8- and 4-bit float targets unless told not to; others
   // ignore it.
