@@ -73,6 +73,21 @@ Value broadcastTo(OpBuilder &b, Location loc, Value value, int64_t width) {
 
 } // namespace
 
+int64_t operandBytes(OpOperand &operand) {
+  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+  if (!type || !type.hasStaticShape())
+    return 0;
+  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
+
+bool splitsLastAxisFirst(linalg::LinalgOp op) {
+  if (isa<linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcMaxUnsignedOp, linalg::PoolingNhwcSumOp>(
+          op.getOperation()) ||
+      op.getNumDpsInputs() < 2)
+    return false;
+  return operandBytes(*op.getDpsInputOperand(1)) > operandBytes(*op.getDpsInputOperand(0));
+}
+
 namespace {
 
 /// Whether `op` is a generic that yields out + widen(in0) * widen(in1) in

@@ -32,6 +32,21 @@ inline int64_t stepCost(int64_t fmas, int64_t loads) {
   return std::max({fmas, loads, kLatencySlots});
 }
 
+/// Bytes of the tensor `operand` holds (0 if it is no tensor of static
+/// shape).
+int64_t operandBytes(mlir::OpOperand &operand);
+
+/// Whether workgroups of `op` should split its result's last axis (a
+/// contraction's columns, a window's channels) before the others. Each
+/// workgroup reads whole the operand that its split leaves whole: split
+/// the columns, and every workgroup reads all of the input; split the rows
+/// (pixels), and every workgroup reads all of the weight. So the last axis
+/// goes first only where the weight is the larger operand (a 3x3 filter of
+/// 512 channels on a 7x7 image, BERT's projections). Pooling has no weight:
+/// splitting its channels would only make two cores share every line of
+/// the image.
+bool splitsLastAxisFirst(mlir::linalg::LinalgOp op);
+
 /// Whether `op` (a generic) sums extui(input 0) * extsi(input 1) into an i32
 /// output: the product of u8 activations and s8 weights that dot-product
 /// instructions compute.

@@ -96,6 +96,24 @@ def TesselX86PackWeightsPass : Pass<"tessel-x86-pack-weights", "mlir::ModuleOp">
                            "mlir::tensor::TensorDialect"];
 }
 
+def TesselX86PadChannelTailsPass : Pass<"tessel-x86-pad-channel-tails", "mlir::ModuleOp"> {
+  let summary = "Compute the padded channels of a weight's last panel too";
+  let description = [{
+    Runs on the whole module after tessel-x86-pack-weights. Workgroups take
+    whole register blocks of one static shape, so a kernel whose output
+    channels are no multiple of its block's (SqueezeNet's classifier: 1000
+    channels, blocks of 48) cannot split them, and splits its pixels
+    instead: every workgroup then reads the whole weight. Where the weight
+    is the larger operand, such a kernel computes the zero channels that
+    its last weight panel is padded with too (at most an eighth more): its
+    result and every value along its channels are widened to whole panels,
+    channel constants padded with zeros, and the kernels reading the
+    result (with elementwise generics only) take its first channels as a
+    slice. Kernels whose result goes elsewhere are left as they are.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::tensor::TensorDialect"];
+}
+
 def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> {
   let summary = "Tile the ops of each workgroup to vector sizes and vectorize them";
   let description = [{

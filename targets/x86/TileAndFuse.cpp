@@ -51,15 +51,6 @@ int64_t bodyCost(linalg::LinalgOp op) {
   return std::max<int64_t>(cost, 1);
 }
 
-/// Bytes of the tensor `operand` holds (0 if it is no tensor of static
-/// shape).
-int64_t operandBytes(OpOperand &operand) {
-  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-}
-
 /// Bytes of the tensors `op` reads and writes.
 int64_t bytesTouched(linalg::LinalgOp op) {
   int64_t bytes = 0;
@@ -162,23 +153,6 @@ TileConstraints attentionConstraints(linalg::LinalgOp scores, linalg::LinalgOp p
     }
   }
   return constraints;
-}
-
-/// Whether workgroups of `op` should split its result's last axis (a
-/// contraction's columns, a window's channels) before the others. Each
-/// workgroup reads whole the operand that its split leaves whole: split
-/// the columns, and every workgroup reads all of the input; split the rows
-/// (pixels), and every workgroup reads all of the weight. So the last axis
-/// goes first only where the weight is the larger operand (a 3x3 filter of
-/// 512 channels on a 7x7 image, BERT's projections). Pooling has no weight:
-/// splitting its channels would only make two cores share every line of
-/// the image.
-bool splitsLastAxisFirst(linalg::LinalgOp op) {
-  if (isa<linalg::PoolingNhwcMaxOp, linalg::PoolingNhwcMaxUnsignedOp, linalg::PoolingNhwcSumOp>(
-          op.getOperation()) ||
-      op.getNumDpsInputs() < 2)
-    return false;
-  return operandBytes(*op.getDpsInputOperand(1)) > operandBytes(*op.getDpsInputOperand(0));
 }
 
 /// A kernel with a register-blocked contraction (ContractionBlocking) or

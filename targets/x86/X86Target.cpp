@@ -115,6 +115,7 @@ public:
         {vectorWidth(**machine), dotProduct(**machine), bf16DotProduct(**machine, module),
          amxTiles(**machine), l1.lineBytes, l1.l1Sets, l1.l1Ways}));
     pm.addPass(x86::createTesselX86PackWeightsPass());
+    pm.addPass(x86::createTesselX86PadChannelTailsPass());
     return pm.run(module);
   }
 
