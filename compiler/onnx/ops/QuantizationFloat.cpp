@@ -83,19 +83,50 @@ bool isQuantizedType(Type type) {
   return width == 2 || width == 4 || width == 8 || width == 16 || type.isInteger(32);
 }
 
-/// The axis of per-axis quantization; a scalar scale makes it irrelevant.
+/// The axis of per-axis or blocked quantization; a scalar scale makes it
+/// irrelevant.
 std::optional<int64_t> quantizationAxis(NodeImporter &node, int64_t rank) {
-  if (node.intAttr("block_size", 0) != 0) {
-    (void)node.unsupported("blocked quantization (block_size) is not supported");
-    return std::nullopt;
-  }
   int64_t axis = node.intAttr("axis", 1);
-  if (node.inputType(1).getNumElements() == 1)
+  if (node.intAttr("block_size", 0) == 0 && node.inputType(1).getNumElements() == 1)
     return 0;
   std::optional<int64_t> normalized = normalizeAxis(axis, rank);
   if (!normalized)
     (void)node.unsupported("axis is out of range");
   return normalized;
+}
+
+/// A scale or zero point (input `index`) shaped to broadcast over the
+/// input, whose quantization axis is `axis`. Blocked quantization
+/// (block_size) gives parameters of the input's rank with ceil(D /
+/// block_size) entries along the axis, each of which covers a block of D:
+/// every entry is gathered once per element of its block.
+Value quantizationParameter(Quantizer &q, size_t index, int64_t axis) {
+  NodeImporter &node = q.node;
+  RankedTensorType input = node.inputType(0);
+  Value parameter = node.input(index);
+  int64_t blockSize = node.intAttr("block_size", 0);
+  if (blockSize == 0)
+    return q.alongAxis(parameter, axis, input.getRank());
+  RankedTensorType type = q.typeOf(parameter);
+  int64_t extent = input.getDimSize(axis);
+  auto shaped = [&] {
+    return type.getRank() == input.getRank() &&
+           llvm::all_of(llvm::seq<int64_t>(0, input.getRank()), [&](int64_t d) {
+             return d == axis ? type.getDimSize(d) == (extent + blockSize - 1) / blockSize
+                              : type.getDimSize(d) == input.getDimSize(d);
+           });
+  };
+  if (blockSize < 0 || ShapedType::isDynamic(extent) || !shaped()) {
+    (void)node.unsupported(
+        "blocked quantization needs a positive block_size and parameters shaped like the "
+        "input with ceil(D / block_size) entries along the axis");
+    return {};
+  }
+  SmallVector<int64_t> blockOf(extent);
+  for (int64_t i = 0; i < extent; ++i)
+    blockOf[i] = i / blockSize;
+  return node.createInferred<GatherOp>(parameter, node.int64Constant(blockOf, {extent}),
+                                       q.b.getI64IntegerAttr(axis));
 }
 
 /// (a - a_zp) @ (b - b_zp), exact in f32 for the usual sizes.
@@ -156,9 +187,11 @@ LogicalResult importFloatQuantizeLinear(NodeImporter &node) {
   if (!target || !isQuantizedType(target) || target.isInteger(32))
     return node.unsupported("quantizing to this type is not supported (2- to 16-bit "
                             "integers and 8- and 4-bit floats are)");
-  Value scale = q.alongAxis(q.toF32(node.input(1)), *axis, type.getRank());
-  Value zeroPoint = node.input(2) ? q.alongAxis(node.input(2), *axis, type.getRank()) : Value();
-  Value scaled = node.createInferred<DivOp>(q.toF32(node.input(0)), scale);
+  Value scale = quantizationParameter(q, 1, *axis);
+  Value zeroPoint = node.input(2) ? quantizationParameter(q, 2, *axis) : Value();
+  if (!scale || (node.input(2) && !zeroPoint))
+    return failure();
+  Value scaled = node.createInferred<DivOp>(q.toF32(node.input(0)), q.toF32(scale));
   node.setOutput(0, q.saturate(scaled, zeroPoint, target, saturate));
   return success();
 }
@@ -175,9 +208,11 @@ LogicalResult importFloatDequantizeLinear(NodeImporter &node) {
   Type resultType = node.inputType(1).getElementType();
   if (std::optional<int64_t> dtype = node.intAttr("output_dtype"); dtype && *dtype != 0)
     resultType = elementTypeFor(q.b.getContext(), *dtype);
-  Value zeroPoint = node.input(2) ? q.alongAxis(node.input(2), *axis, type.getRank()) : Value();
-  Value scale = q.alongAxis(q.toF32(node.input(1)), *axis, type.getRank());
-  Value result = node.createInferred<MulOp>(q.centered(node.input(0), zeroPoint), scale);
+  Value zeroPoint = node.input(2) ? quantizationParameter(q, 2, *axis) : Value();
+  Value scale = quantizationParameter(q, 1, *axis);
+  if (!scale || (node.input(2) && !zeroPoint))
+    return failure();
+  Value result = node.createInferred<MulOp>(q.centered(node.input(0), zeroPoint), q.toF32(scale));
   if (!result)
     return failure();
   if (resultType != q.b.getF32Type())
