@@ -352,9 +352,13 @@ LogicalResult fuseMovement(RewriterBase &rewriter, QuantizeOp quantize) {
     padValue = quantizedConstant(rewriter, loc, tensorType(pad.getValue()).getShape(), type,
                                  stored);
   }
+  // Requantized before the clone, which reads them.
+  SmallVector<Value> operands;
+  for (Value source : sources)
+    operands.push_back(requantizeTo(rewriter, loc, source, type));
   Operation *fused = rewriter.clone(*op);
-  for (auto [i, source] : llvm::enumerate(sources))
-    fused->setOperand(i, requantizeTo(rewriter, loc, source, type));
+  for (auto [i, operand] : llvm::enumerate(operands))
+    fused->setOperand(i, operand);
   if (padValue)
     fused->setOperand(1, padValue);
   fused->getResult(0).setType(quantize.getType().clone(type));

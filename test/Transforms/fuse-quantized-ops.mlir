@@ -266,3 +266,21 @@ func.func @conv_relu_clip(%x: tensor<1x2x4x4x!x>) -> tensor<1x2x4x4x!y> {
   %q = tessel.quantize %k : tensor<1x2x4x4xf32> -> tensor<1x2x4x4x!y>
   return %q : tensor<1x2x4x4x!y>
 }
+
+// -----
+
+// A concatenation of inputs of two scales takes the first's: the second is
+// requantized to it before the concatenation, which reads it (the
+// requantize was once created after it: SqueezeNet's fire modules).
+// CHECK-LABEL: @concat_two_scales
+// CHECK: %[[B:.+]] = tessel.requantize %arg1 {{.*}} -> tensor<1x2x2x2x!quant.uniform<u8:f32, 5.000000e-01:128>>
+// CHECK: %[[C:.+]] = tessel.concat %arg0, %[[B]] {axis = 1 : i64}
+// CHECK-SAME: -> tensor<1x4x2x2x!quant.uniform<u8:f32, 5.000000e-01:128>>
+// CHECK: tessel.requantize %[[C]] {{.*}} -> tensor<1x4x2x2x!quant.uniform<u8:f32, 2.500000e-01:128>>
+func.func @concat_two_scales(%a: tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:128>>, %b: tensor<1x2x2x2x!quant.uniform<u8:f32, 0.125:128>>) -> tensor<1x4x2x2x!quant.uniform<u8:f32, 0.25:128>> {
+  %ad = tessel.dequantize %a : tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:128>> -> tensor<1x2x2x2xf32>
+  %bd = tessel.dequantize %b : tensor<1x2x2x2x!quant.uniform<u8:f32, 0.125:128>> -> tensor<1x2x2x2xf32>
+  %c = tessel.concat %ad, %bd {axis = 1 : i64} : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %q = tessel.quantize %c : tensor<1x4x2x2xf32> -> tensor<1x4x2x2x!quant.uniform<u8:f32, 0.25:128>>
+  return %q : tensor<1x4x2x2x!quant.uniform<u8:f32, 0.25:128>>
+}
