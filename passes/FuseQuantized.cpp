@@ -319,9 +319,12 @@ QuantizeOp hoistQuantize(RewriterBase &rewriter, QuantizeOp quantize) {
 }
 
 /// quantize(pad(dequantize(x))) and quantize(concat(dequantize(x)...)) ->
-/// the op on x..., requantized: the inputs of a concatenation share the
-/// quantization of the first (the others are requantized to it), a pad
-/// value must be exact in it.
+/// the op on x..., requantized. A concatenation requantizes each input
+/// straight to the result's quantization, so that every element is rounded
+/// once, as ONNX rounds it (through the first input's quantization, the
+/// others were rounded twice and differed by a step). A pad keeps its
+/// input's quantization, in which its value must be exact, and the padded
+/// tensor is requantized once.
 LogicalResult fuseMovement(RewriterBase &rewriter, QuantizeOp quantize) {
   quant::QuantizedType result = eightBitPerTensor(quantize.getType());
   Operation *op = quantize.getInput().getDefiningOp();
@@ -337,7 +340,8 @@ LogicalResult fuseMovement(RewriterBase &rewriter, QuantizeOp quantize) {
       return failure();
     sources.push_back(source);
   }
-  quant::QuantizedType type = getQuantizedType(sources.front().getType());
+  quant::QuantizedType type =
+      isa<ConcatOp>(op) ? result : getQuantizedType(sources.front().getType());
   rewriter.setInsertionPoint(quantize);
   Location loc = quantize.getLoc();
   Value padValue;

@@ -269,14 +269,17 @@ func.func @conv_relu_clip(%x: tensor<1x2x4x4x!x>) -> tensor<1x2x4x4x!y> {
 
 // -----
 
-// A concatenation of inputs of two scales takes the first's: the second is
-// requantized to it before the concatenation, which reads it (the
-// requantize was once created after it: SqueezeNet's fire modules).
+// A concatenation of inputs of two scales requantizes each straight to the
+// result's scale: every element is rounded once, as ONNX rounds it. (The
+// second input was once requantized to the first's scale and then to the
+// result's, rounded twice, and created after the concatenation that reads
+// it: SqueezeNet's fire modules.)
 // CHECK-LABEL: @concat_two_scales
-// CHECK: %[[B:.+]] = tessel.requantize %arg1 {{.*}} -> tensor<1x2x2x2x!quant.uniform<u8:f32, 5.000000e-01:128>>
-// CHECK: %[[C:.+]] = tessel.concat %arg0, %[[B]] {axis = 1 : i64}
-// CHECK-SAME: -> tensor<1x4x2x2x!quant.uniform<u8:f32, 5.000000e-01:128>>
-// CHECK: tessel.requantize %[[C]] {{.*}} -> tensor<1x4x2x2x!quant.uniform<u8:f32, 2.500000e-01:128>>
+// CHECK: %[[A:.+]] = tessel.requantize %arg0 {{.*}} -> tensor<1x2x2x2x!quant.uniform<u8:f32, 2.500000e-01:128>>
+// CHECK: %[[B:.+]] = tessel.requantize %arg1 {{.*}} -> tensor<1x2x2x2x!quant.uniform<u8:f32, 2.500000e-01:128>>
+// CHECK: %[[C:.+]] = tessel.concat %[[A]], %[[B]] {axis = 1 : i64}
+// CHECK-SAME: -> tensor<1x4x2x2x!quant.uniform<u8:f32, 2.500000e-01:128>>
+// CHECK-NEXT: return %[[C]]
 func.func @concat_two_scales(%a: tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:128>>, %b: tensor<1x2x2x2x!quant.uniform<u8:f32, 0.125:128>>) -> tensor<1x4x2x2x!quant.uniform<u8:f32, 0.25:128>> {
   %ad = tessel.dequantize %a : tensor<1x2x2x2x!quant.uniform<u8:f32, 0.5:128>> -> tensor<1x2x2x2xf32>
   %bd = tessel.dequantize %b : tensor<1x2x2x2x!quant.uniform<u8:f32, 0.125:128>> -> tensor<1x2x2x2xf32>

@@ -22,6 +22,10 @@ sqrt(2 / fan_in), small biases):
   mobilenet-relu6  [1,8,16,16]: MobileNet's inverted residual without the
                    skip: Conv 1x1 + Clip(0, 6), depthwise Conv 3x3 stride 2 +
                    Clip(0, 6), Conv 1x1.
+  fire             [1,16,16,16]: SqueezeNet's fire module, a squeeze Conv
+                   1x1 + Relu, then an expand Conv 1x1 + Relu and an expand
+                   Conv 3x3 + Relu joined by Concat, and the next
+                   module's squeeze Conv 1x1.
 
 Each is quantized by quantize_static (QuantFormat.QDQ, per-channel int8
 weights) twice: with QUInt8 activations (asymmetric, with zero points) and
@@ -204,10 +208,25 @@ def mobilenet_relu6_model(rng):
     return g.model("mobilenet_relu6", [("x", [1, 8, 16, 16])], [("y", [1, 16, 8, 8])])
 
 
+def fire_model(rng):
+    """SqueezeNet's fire module: a squeeze Conv 1x1, then an expand Conv 1x1
+    and an expand Conv 3x3 whose results are joined by a Concat (inputs of
+    two scales, which the concatenation requantizes to one), read by the
+    next module's squeeze Conv 1x1."""
+    g = GraphBuilder(rng)
+    x = g.relu(g.conv("x", 16, 8, 1))       # [1,8,16,16]
+    left = g.relu(g.conv(x, 8, 16, 1))      # [1,16,16,16]
+    right = g.relu(g.conv(x, 8, 16, 3))     # [1,16,16,16]
+    x = g.node("Concat", [left, right], axis=1)  # [1,32,16,16]
+    g.conv(x, 32, 16, 1, output="y")            # the next fire's squeeze
+    return g.model("fire", [("x", [1, 16, 16, 16])], [("y", [1, 16, 16, 16])])
+
+
 MODELS = {
     "cnn": cnn_model,
     "mlp": mlp_model,
     "mobilenet-relu6": mobilenet_relu6_model,
+    "fire": fire_model,
 }
 
 

@@ -3,11 +3,11 @@
 post-training quantization computes: a standard QDQ ONNX model that
 onnxruntime runs to Tessel's own results.
 
-For each float model of ort_qdq.py (a CNN, an MLP, a MobileNet block; fixed
-seeds) and each activation type (u8 with zero points, s8 symmetric), the
-script calibrates Tessel's PTQ on 16 seeded inputs, compiles the artifact
-and exports the QDQ model with the same options, then on 8 fresh inputs
-compares Tessel's artifact (tessel-run) with
+For each float model of ort_qdq.py (a CNN, an MLP, a MobileNet block, a
+fire module; fixed seeds) and each activation type (u8 with zero points, s8
+symmetric), the script calibrates Tessel's PTQ on 16 seeded inputs,
+compiles the artifact and exports the QDQ model with the same options, then
+on 8 fresh inputs compares Tessel's artifact (tessel-run) with
 
   - onnxruntime's run of the exported model with its basic graph
     optimizations (CPUExecutionProvider): each QuantizeLinear, DequantizeLinear
