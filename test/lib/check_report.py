@@ -148,7 +148,11 @@ def check_page(document, model, quantized, npu):
     if missing:
         fail(f"no kernel names the products {missing[:5]}")
     shares = [float(row["Share"].rstrip("%")) for row in rows]
-    if not 0 < sum(shares) <= 100.5 or shares != sorted(shares, reverse=True):
+    # Each share is printed rounded to 0.1 points, so printed shares may sum
+    # past 100 by up to 0.05 each when the kernels take the whole run
+    # (ResNet-50: 57 kernels, no copies).
+    rounding = 0.05 * len(shares)
+    if not 0 < sum(shares) <= 100 + rounding or shares != sorted(shares, reverse=True):
         fail(f"kernel shares {shares[:5]}... do not add up or are not longest first")
     print(f"kernel table: {len(rows)} kernels naming {len(shown)} ONNX nodes, "
           f"all {len(products)} convolutions and matrix products among them")
