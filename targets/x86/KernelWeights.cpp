@@ -27,6 +27,13 @@ func::CallOp KernelCalls::soleCall(func::FuncOp kernel) const {
   return user ? dyn_cast<func::CallOp>(user) : func::CallOp();
 }
 
+void setArgumentType(func::FuncOp kernel, unsigned index, Type type) {
+  kernel.getArgument(index).setType(type);
+  SmallVector<Type> inputs(kernel.getArgumentTypes());
+  inputs[index] = type;
+  kernel.setType(FunctionType::get(kernel.getContext(), inputs, kernel.getResultTypes()));
+}
+
 std::optional<KernelWeight> constantWeight(OpOperand &operand, func::FuncOp kernel,
                                            func::CallOp call) {
   auto argument = dyn_cast<BlockArgument>(operand.get());

@@ -34,6 +34,10 @@ private:
   llvm::DenseMap<mlir::StringAttr, mlir::Operation *> onlyUser;
 };
 
+/// Gives argument `index` of `kernel` the type `type`, in its block and in
+/// its function type (the caller passes a value of that type).
+void setArgumentType(mlir::func::FuncOp kernel, unsigned index, mlir::Type type);
+
 /// A kernel argument that one op reads, and the constant its call passes.
 struct KernelWeight {
   unsigned argument;

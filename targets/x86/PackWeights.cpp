@@ -168,10 +168,7 @@ void unpackArgument(RewriterBase &rewriter, const WeightRead &read, Value packed
 
   BlockArgument argument = kernel.getArgument(index);
   auto unpackedType = cast<RankedTensorType>(argument.getType());
-  argument.setType(packed.getType());
-  SmallVector<Type> inputs(kernel.getArgumentTypes());
-  inputs[index] = packed.getType();
-  kernel.setType(FunctionType::get(kernel.getContext(), inputs, kernel.getResultTypes()));
+  setArgumentType(kernel, index, packed.getType());
 
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(&kernel.getBody().front());

@@ -12,7 +12,8 @@
 // too: its result, and everything between its product and its result, get
 // the padded channels (1008), constants along the channels are padded, and
 // the kernels that read the result take the first 1000 channels as a slice.
-// Nothing reads the padded channels, so what they hold does not matter. Where the split matters, when the weight is the larger operand
+// Nothing reads the padded channels, so what they hold does not matter.
+// Where the split matters, when the weight is the larger operand
 // (splitsLastAxisFirst), the extra channels cost at most an eighth more
 // work and gain whole workgroups of channels.
 //
@@ -77,6 +78,11 @@ linalg::LinalgOp paddableProduct(func::FuncOp kernel) {
   return {};
 }
 
+/// The last loop of `op`: the channels, where keepsChannelsLast holds.
+AffineExpr channelLoop(linalg::GenericOp op) {
+  return getAffineDimExpr(op.getNumLoops() - 1, op.getContext());
+}
+
 /// Whether every operand of `op` that its last loop indexes has that loop
 /// as its last axis, the result with the identity map: the last loop is
 /// the channels of every operand that has them.
@@ -84,12 +90,10 @@ bool keepsChannelsLast(linalg::GenericOp op) {
   if (op.getNumParallelLoops() != op.getNumLoops() || op.getNumDpsInits() != 1 ||
       !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
     return false;
-  unsigned last = op.getNumLoops() - 1;
   return llvm::all_of(op.getIndexingMapsArray(), [&](AffineMap map) {
     if (!map.isProjectedPermutation())
       return false;
-    std::optional<unsigned> position = map.getResultPosition(
-        getAffineDimExpr(last, op.getContext()));
+    std::optional<unsigned> position = map.getResultPosition(channelLoop(op));
     return !position || *position == map.getNumResults() - 1;
   });
 }
@@ -124,9 +128,8 @@ FailureOr<SetVector<Value>> channelValues(func::FuncOp kernel, linalg::LinalgOp 
     } else if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
       if (!keepsChannelsLast(generic))
         return failure();
-      AffineExpr last = getAffineDimExpr(generic.getNumLoops() - 1, generic.getContext());
       for (OpOperand &operand : generic->getOpOperands())
-        if (generic.getMatchingIndexingMap(&operand).getResultPosition(last))
+        if (generic.getMatchingIndexingMap(&operand).getResultPosition(channelLoop(generic)))
           worklist.push_back(operand.get());
     } else if (!isa<tensor::EmptyOp, arith::ConstantOp>(op)) {
       return failure();
@@ -142,8 +145,7 @@ FailureOr<SetVector<Value>> channelValues(func::FuncOp kernel, linalg::LinalgOp 
       if (user->getNumResults() != 1 || !values.contains(user->getResult(0)))
         return failure();
       if (auto generic = dyn_cast<linalg::GenericOp>(user))
-        if (!generic.getMatchingIndexingMap(&use).getResultPosition(
-                getAffineDimExpr(generic.getNumLoops() - 1, generic.getContext())))
+        if (!generic.getMatchingIndexingMap(&use).getResultPosition(channelLoop(generic)))
           return failure();
     }
   return values;
@@ -179,8 +181,6 @@ DenseElementsAttr padChannels(DenseElementsAttr value, int64_t channels) {
 struct ChannelTail {
   func::FuncOp kernel;
   func::CallOp call;
-  linalg::LinalgOp product;
-  int64_t channels;
   int64_t paddedChannels;
   SetVector<Value> values;
   SmallVector<std::pair<func::FuncOp, unsigned>> readers;
@@ -210,7 +210,7 @@ std::optional<ChannelTail> channelTailOf(func::FuncOp kernel, const KernelCalls 
   FailureOr<SetVector<Value>> values = channelValues(kernel, product, channels);
   if (failed(values))
     return std::nullopt;
-  ChannelTail tail{kernel, call, product, channels, padded, std::move(*values), {}};
+  ChannelTail tail{kernel, call, padded, std::move(*values), {}};
   for (OpOperand &use : call->getResult(0).getUses()) {
     auto readerCall = dyn_cast<func::CallOp>(use.getOwner());
     if (!readerCall)
@@ -252,10 +252,7 @@ void sliceArgument(RewriterBase &rewriter, func::FuncOp reader, unsigned index,
                    RankedTensorType padded) {
   BlockArgument argument = reader.getArgument(index);
   auto type = cast<RankedTensorType>(argument.getType());
-  argument.setType(padded);
-  SmallVector<Type> inputs(reader.getArgumentTypes());
-  inputs[index] = padded;
-  reader.setType(FunctionType::get(reader.getContext(), inputs, reader.getResultTypes()));
+  setArgumentType(reader, index, padded);
   rewriter.setInsertionPointToStart(&reader.getBody().front());
   int64_t rank = type.getRank();
   auto slice = tensor::ExtractSliceOp::create(

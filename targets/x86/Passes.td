@@ -107,7 +107,7 @@ def TesselX86PadChannelTailsPass : Pass<"tessel-x86-pad-channel-tails", "mlir::M
     is the larger operand, such a kernel computes the zero channels that
     its last weight panel is padded with too (at most an eighth more): its
     result and every value along its channels are widened to whole panels,
-    channel constants padded with zeros, and the kernels reading the
+    channel constants padded, and the kernels reading the
     result (with elementwise generics only) take its first channels as a
     slice. Kernels whose result goes elsewhere are left as they are.
   }];
