@@ -62,3 +62,44 @@ func.func @into_matmul(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %c: tensor<4x1
   } -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A comparison read by two elementwise ops is recomputed in each: a tensor
+// of booleans between generics would keep them scalar.
+// CHECK-LABEL: @shared_comparison
+// CHECK-NOT: tensor<4x16xi1>
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x16xf32>, tensor<4x16xf32>) outs(%{{.+}} : tensor<4x16xf32>)
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x16xf32>, tensor<4x16xf32>) outs(%{{.+}} : tensor<4x16xf32>)
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK-NOT: linalg.generic
+func.func @shared_comparison(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<4x16xi1>
+  %ef = tensor.empty() : tensor<4x16xf32>
+  %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x16xf32>) outs(%eb : tensor<4x16xi1>) {
+  ^bb0(%in: f32, %out: i1):
+    %p = arith.cmpf ogt, %in, %zero : f32
+    linalg.yield %p : i1
+  } -> tensor<4x16xi1>
+  %a = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %y : tensor<4x16xi1>, tensor<4x16xf32>) outs(%ef : tensor<4x16xf32>) {
+  ^bb0(%k: i1, %v: f32, %out: f32):
+    %s = arith.select %k, %v, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %y : tensor<4x16xi1>, tensor<4x16xf32>) outs(%ef : tensor<4x16xf32>) {
+  ^bb0(%k: i1, %v: f32, %out: f32):
+    %s = arith.select %k, %zero, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %a, %b : tensor<4x16xf32>, tensor<4x16xf32>
+}
