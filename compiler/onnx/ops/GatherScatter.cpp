@@ -371,11 +371,13 @@ LogicalResult importOneHot(NodeImporter &node) {
 } // namespace
 
 /// The positions of the `kept` nonzero entries of `flags` (a 1-D tensor)
-/// known only at run time, kept being the count the model states: entry
-/// i is where the running count of nonzero flags first exceeds i, after a
+/// known only at run time, kept being the count the model states, after a
 /// run-time check that `kept` flags are nonzero (`what` names them in the
-/// error). Clamped into `flags`: a gather reading them may run before the
-/// check stops the run.
+/// error). Each nonzero flag writes its position to the entry its running
+/// count names, every other flag to a spare entry past the end, which is
+/// dropped: one pass over the flags. Entries stay within `flags` even when
+/// the count is wrong: a gather reading them may run before the check
+/// stops the run.
 Value positionsOfNonzero(NodeImporter &node, Value flags, int64_t kept, const Twine &what) {
   OpBuilder &b = node.builder();
   Location loc = node.loc();
@@ -393,15 +395,19 @@ Value positionsOfNonzero(NodeImporter &node, Value flags, int64_t kept, const Tw
                  what + " than the " + Twine(kept) + " the model states");
   Value running = CumSumOp::create(b, loc, i64({count}), keep, b.getI64IntegerAttr(0),
                                    b.getBoolAttr(false), b.getBoolAttr(false));
-  SmallVector<int64_t> ordinals(kept);
-  std::iota(ordinals.begin(), ordinals.end(), 1);
-  Value notYet = node.createInferred<CompareOp>(
-      b.getStringAttr("lt"), ReshapeOp::create(b, loc, i64({1, count}), running),
-      node.int64Constant(ordinals, {kept, 1}));
-  Value position = node.createInferred<ReduceOp>(
-      b.getStringAttr("sum"), CastOp::create(b, loc, i64({kept, count}), notYet),
-      b.getDenseI64ArrayAttr({1}));
-  return node.createInferred<MinOp>(position, node.int64Constant({count - 1}, {}));
+  Value spare = node.int64Constant({kept}, {});
+  Value entry = node.createInferred<MinOp>(
+      node.createInferred<WhereOp>(
+          nonzero, node.createInferred<SubOp>(running, node.int64Constant({1}, {})), spare),
+      spare);
+  SmallVector<int64_t> positions(count);
+  std::iota(positions.begin(), positions.end(), 0);
+  Value written = ScatterElementsOp::create(
+      b, loc, i64({kept + 1}), node.int64Constant(SmallVector<int64_t>(kept + 1, 0), {kept + 1}),
+      entry, node.int64Constant(positions, {count}), b.getI64IntegerAttr(0),
+      b.getStringAttr("none"));
+  return SliceOp::create(b, loc, i64({kept}), written, b.getDenseI64ArrayAttr({0}),
+                         b.getDenseI64ArrayAttr({1}));
 }
 
 namespace {
