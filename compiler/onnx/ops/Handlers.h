@@ -17,6 +17,7 @@ void registerLinearAttentionHandlers(OpRegistry &registry);
 void registerLinearMapHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
+void registerNonMaxSuppressionHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);
 void registerRecurrentHandlers(OpRegistry &registry);
 void registerQuantizationHandlers(OpRegistry &registry);

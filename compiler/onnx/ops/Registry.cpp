@@ -16,6 +16,7 @@ const OpRegistry &onnxOpRegistry() {
     registerLinearMapHandlers(result);
     registerLossHandlers(result);
     registerNeuralNetworkHandlers(result);
+    registerNonMaxSuppressionHandlers(result);
     registerNormalizationHandlers(result);
     registerQuantizationHandlers(result);
     registerRecurrentHandlers(result);
