@@ -9,6 +9,7 @@ namespace tessel::onnx_import {
 
 // One function per op family, each in the file of the same name.
 void registerAttentionHandlers(OpRegistry &registry);
+void registerDeformConvHandlers(OpRegistry &registry);
 void registerDeterminantHandlers(OpRegistry &registry);
 void registerElementwiseHandlers(OpRegistry &registry);
 void registerGatherScatterHandlers(OpRegistry &registry);

@@ -8,6 +8,7 @@ const OpRegistry &onnxOpRegistry() {
   static const OpRegistry registry = [] {
     OpRegistry result;
     registerAttentionHandlers(result);
+    registerDeformConvHandlers(result);
     registerDeterminantHandlers(result);
     registerElementwiseHandlers(result);
     registerGatherScatterHandlers(result);
