@@ -137,8 +137,8 @@ def main():
         "`scripts/bench-index-checks.py` (part of `make bench`); medians of "
         f"{args.rounds} rounds of {args.runs} runs. The share is the time of the count "
         "kernels and check steps in `tessel-run --profile` (which synchronizes after each "
-        "step); the ratio is Tessel's latency over onnxruntime's, measured in alternating "
-        "rounds.",
+        "step); the ratio is Tessel's latency over onnxruntime's, medians of "
+        f"{args.rounds * args.runs} samples of each taken alternately in one process.",
         "",
         "| model | ms per run (profiled) | ms in checks | share | Tessel / onnxruntime |",
         "|---|---:|---:|---:|---:|",

@@ -210,7 +210,8 @@ def write_report(path, cpu, fma_peak, peaks, peak, rows, means, args):
         "onnxruntime with `quantize_static` (QDQ, per-channel s8 weights, u8 activations). "
         f"SQNR is each INT8 model's output against onnxruntime FP32 on {HELD_OUT_SAMPLES} "
         "held-out inputs. Latencies are medians of "
-        f"{args.rounds} alternating rounds of {args.runs} runs, batch 1; ratio = Tessel INT8 / "
+        f"{args.rounds * args.runs} samples of each, alternating in one process, batch 1; "
+        "ratio = Tessel INT8 / "
         "onnxruntime INT8 (below 1: Tessel is faster). GOP/s counts 2 x the multiply-adds of "
         "the convolutions and matrix products at Tessel's 1-thread latency.",
         "",

@@ -9,15 +9,16 @@
    Tessel and run by onnxruntime, as fractions of that peak.
 3. Exports each benchmark model from torch/torchvision with random weights,
    compiles it (timing the compile), and measures Tessel and onnxruntime in
-   alternating rounds at 1 and 2 threads, batch 1 (scripts/compare-latency.py
-   does the measuring), then prints medians, ratios and their geometric mean.
+   alternating samples in one process at 1 and 2 threads, batch 1
+   (scripts/compare-latency.py does the measuring), then prints medians,
+   ratios and their geometric mean.
 4. Reports each model's memory: Tessel's arena (the intermediate tensors of
    its static memory plan), and onnxruntime's peak RSS growth from creating a
    session and running it once (weights included, so Tessel's weights are
    given beside it).
 
-Timings are medians of round medians; only ratios measured in the same run
-are meaningful on a shared machine.
+Timings are medians of samples; only ratios measured in the same run are
+meaningful on a shared machine.
 """
 
 import argparse
@@ -150,7 +151,7 @@ def onnxruntime_rss_growth(latency, model):
 
 
 def measure(latency, tools, model, artifact, threads, rounds, runs):
-    """Median latencies (ms) of Tessel and onnxruntime, alternating rounds."""
+    """Median latencies (ms) of Tessel and onnxruntime, alternating samples."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -176,7 +177,7 @@ def main():
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=10,
-                        help="runs per round, at least (more for fast models)")
+                        help="samples of each per round (rounds * runs in all)")
     parser.add_argument("--build", default=str(ROOT / "build"))
     parser.add_argument("--output", default=str(ROOT / "docs" / "performance.md"))
     args = parser.parse_args()
@@ -271,9 +272,10 @@ def write_report(path, peak_line, peak, kernels, rows, means, args):
         f"Machine: {os.cpu_count()} cores ({cpu_description()}); single-thread FP32 FMA "
         "peak measured by "
         f"scripts/bench/fma_peak.c: **{peak:.1f} GFLOP/s** ({peak_line}).",
-        f"Latencies are medians of {args.rounds} alternating rounds of at least {args.runs} runs "
-        "(more for fast models: a round lasts about 100 ms), "
-        "batch 1; ratio = Tessel / onnxruntime (below 1: Tessel is faster).",
+        f"Latencies are medians of {args.rounds * args.runs} samples of each, Tessel and "
+        "onnxruntime alternating in one process (a sample: the mean of as many runs as last "
+        "about 2 ms, at least one), batch 1; ratio = Tessel / onnxruntime (below 1: Tessel "
+        "is faster).",
         "",
         "## Kernels (1 thread)",
         "",

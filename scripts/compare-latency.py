@@ -3,10 +3,13 @@
 
     scripts/compare-latency.py model.onnx model.tsl --threads 1 2 --rounds 5
 
-For each thread count the two are measured in alternating rounds (Tessel
-through `tessel-run --bench`, onnxruntime in process on the same random
-inputs), so that both see the same machine noise. Prints the median of the
-round medians of each and their ratio Tessel / onnxruntime.
+For each thread count the two run in this process on the same random inputs
+(Tessel through its Python bindings, build/python), timed in alternating
+samples of a few milliseconds each, so that both see the same machine noise:
+on a shared machine whose speed drifts by tens of percent within minutes,
+rounds of many runs each (one process per Tessel round) gave ratios that
+moved by 0.3 from one try to the next. Prints the median sample of each and
+their ratio Tessel / onnxruntime.
 """
 
 import argparse
@@ -53,25 +56,43 @@ def time_tessel(tessel_run, artifact, threads, runs):
     return float(match.group(1))
 
 
-def runs_per_round(session, feeds, runs, round_ms=100.0):
-    """At least `runs`, and enough that a round lasts about `round_ms`
-    (judged by onnxruntime's latency): rounds of a few sub-millisecond runs
-    would time the machine's noise more than the model."""
-    return max(runs, math.ceil(round_ms / max(time_onnxruntime(session, feeds, 3), 1e-3)))
+def load_tessel(tessel_run):
+    """The tessel Python package of the build that holds `tessel_run`."""
+    sys.path.insert(0, str(pathlib.Path(tessel_run).resolve().parent.parent / "python"))
+    import tessel
+    return tessel
 
 
-def alternate(tessel_run, artifact, session, feeds, threads, rounds, runs):
-    """Medians of the round medians (ms) of Tessel and onnxruntime, measured
-    in alternating rounds."""
-    runs = runs_per_round(session, feeds, runs)
-    tessel, reference = [], []
-    for _ in range(rounds):
-        # onnxruntime's workers spin for a while after a run; Tessel
-        # started at once would share the cores with them.
-        time.sleep(0.1)
-        tessel.append(time_tessel(tessel_run, artifact, threads, runs))
-        reference.append(time_onnxruntime(session, feeds, runs))
-    return statistics.median(tessel), statistics.median(reference)
+def mean_ms(run, repeats):
+    start = time.perf_counter()
+    for _ in range(repeats):
+        run()
+    return (time.perf_counter() - start) * 1e3 / max(repeats, 1)
+
+
+def alternate(tessel_run, artifact, session, feeds, threads, rounds, runs, sample_ms=2.0):
+    """Median latencies (ms) of Tessel and onnxruntime over rounds * runs
+    samples each, taken in alternation (which goes first swaps each time).
+    A sample is the mean of enough runs to last about `sample_ms`, judged by
+    onnxruntime's latency. With several threads, each sample waits 0.1 s
+    first: onnxruntime's workers spin for tens of milliseconds after a run,
+    and a Tessel sample started at once ran 6x slower beside them (an MLP
+    at 2 threads on 2 cores). Runs that short are preceded by half as many
+    untimed ones: the first runs after a pause wait for worker threads to
+    wake, which a sample of back-to-back latency should not count."""
+    module = load_tessel(tessel_run).load(artifact)
+    engines = [lambda s=module.session(threads=threads): s.run(feeds),
+               lambda: session.run(None, feeds)]
+    for run in engines:
+        mean_ms(run, 3)
+    repeats = max(1, math.ceil(sample_ms / max(mean_ms(engines[1], 3), 1e-3)))
+    samples = ([], [])
+    for pair in range(rounds * runs):
+        for engine in (0, 1) if pair % 2 == 0 else (1, 0):
+            time.sleep(0.1 if threads > 1 else 0.0)
+            mean_ms(engines[engine], repeats // 2)
+            samples[engine].append(mean_ms(engines[engine], repeats))
+    return statistics.median(samples[0]), statistics.median(samples[1])
 
 
 def main():
@@ -81,7 +102,7 @@ def main():
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=10,
-                        help="runs per round, at least (more for fast models)")
+                        help="samples of each per round (rounds * runs in all)")
     parser.add_argument("--tessel-run", default=str(
         pathlib.Path(__file__).resolve().parent.parent / "build/bin/tessel-run"))
     args = parser.parse_args()
