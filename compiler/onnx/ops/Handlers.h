@@ -28,6 +28,7 @@ void registerRoiAlignHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
+void registerTfIdfVectorizerHandlers(OpRegistry &registry);
 void registerUniqueHandlers(OpRegistry &registry);
 
 /// `value` with elements of type `element`: itself when it has them, else

@@ -27,6 +27,7 @@ const OpRegistry &onnxOpRegistry() {
     registerShapeHandlers(result);
     registerSlicingHandlers(result);
     registerTensorHandlers(result);
+    registerTfIdfVectorizerHandlers(result);
     registerUniqueHandlers(result);
     return result;
   }();
