@@ -100,8 +100,6 @@ class DeformConvBuilder : public Formula {
 public:
   DeformConvBuilder(NodeImporter &node, const Geometry &g) : Formula(node), g(g) {}
 
-  Value f32(double value) { return node.splatConstant(b.getF32Type(), value); }
-  Value i64(int64_t value) { return node.int64Constant({value}, {}); }
   Value transpose(Value x, ArrayRef<int64_t> perm) {
     return node.createInferred<TransposeOp>(x, b.getDenseI64ArrayAttr(perm));
   }

@@ -42,6 +42,9 @@ public:
   mlir::Value scalar(mlir::Value like, double value) {
     return node.splatConstant(mlir::getElementTypeOrSelf(like.getType()), value);
   }
+  /// 0-D constants of f32 and i64.
+  mlir::Value f32(double value) { return node.splatConstant(b.getF32Type(), value); }
+  mlir::Value i64(int64_t value) { return node.int64Constant({value}, {}); }
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
     auto type = mlir::cast<mlir::RankedTensorType>(x.getType());
     return ReshapeOp::create(b, node.loc(), type.clone(shape), x);

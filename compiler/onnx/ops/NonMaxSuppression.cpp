@@ -42,10 +42,8 @@ struct Chosen {
 
 class SuppressionBuilder : public Formula {
 public:
-  explicit SuppressionBuilder(NodeImporter &node) : Formula(node), loc(node.loc()) {}
+  explicit SuppressionBuilder(NodeImporter &node) : Formula(node) {}
 
-  Value f32(double value) { return node.splatConstant(b.getF32Type(), value); }
-  Value i64(int64_t value) { return node.int64Constant({value}, {}); }
   Value isPositive(Value value) { return compare("gt", value, f32(0)); }
   Value both(Value lhs, Value rhs) { return node.createInferred<AndOp>(lhs, rhs); }
   Value reduce(StringRef kind, Value value, int64_t axis) {
@@ -67,7 +65,7 @@ public:
     SmallVector<int64_t> shape(type.getShape()), starts(type.getRank(), 0);
     shape.back() = 1;
     starts.back() = column;
-    return SliceOp::create(b, loc, type.clone(shape), value, b.getDenseI64ArrayAttr(starts),
+    return SliceOp::create(b, node.loc(), type.clone(shape), value, b.getDenseI64ArrayAttr(starts),
                            b.getDenseI64ArrayAttr(SmallVector<int64_t>(type.getRank(), 1)));
   }
 
@@ -193,9 +191,6 @@ public:
       columns.push_back(reshape(value, {selected, 1}));
     return node.createInferred<ConcatOp>(columns, b.getI64IntegerAttr(1));
   }
-
-private:
-  Location loc;
 };
 
 /// Whether optional input `i` is given: present and not empty.
