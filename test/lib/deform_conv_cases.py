@@ -12,13 +12,12 @@ naming the node.
 
 import argparse
 import os
-import subprocess
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from tessel_model_run import compile_model, differences, run_tessel
+from tessel_model_run import compile_model, differences, refused_compile, run_tessel
 
 OPSET = 19
 
@@ -108,10 +107,7 @@ def main():
     model_path = os.path.join(args.work, "one_d.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]),
               model_path)
-    refused = subprocess.run(["tessel-compile", model_path, "-o", model_path + ".tsl", "-q"],
-                             capture_output=True, text=True)
-    print(f"one_d: exit status {refused.returncode}: {refused.stderr.strip().splitlines()[-1]}; "
-          f"artifact {'written' if os.path.exists(model_path + '.tsl') else 'not written'}")
+    print(f"one_d: {refused_compile(model_path, model_path + '.tsl')}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,15 @@ def compile_model(model_path, artifact):
                           check=True, capture_output=True, text=True).stdout
 
 
+def refused_compile(model_path, artifact):
+    """Compiles `model_path` expecting a refusal: "exit status N: <stderr>;
+    artifact written|not written"."""
+    completed = subprocess.run(["tessel-compile", model_path, "-o", artifact, "-q"],
+                               capture_output=True, text=True)
+    written = "written" if os.path.exists(artifact) else "not written"
+    return f"exit status {completed.returncode}: {completed.stderr.strip()}; artifact {written}"
+
+
 def run_tessel(artifact, feeds, work, count):
     """Runs `artifact` on `feeds` (name -> array), with files under `work`:
     (its first `count` outputs, 0, "") or (None, exit status, stderr)."""
