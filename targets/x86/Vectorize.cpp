@@ -163,9 +163,9 @@ void vectorizeRows(RewriterBase &rewriter, linalg::LinalgOp op, SmallVector<int6
   int64_t tail = extent % width;
   // Whole short rows, several at a time (a transpose's blocks): the rows
   // together fill the vectors without masks.
-  bool wholeShortRows = extent < width && tiles[last] == extent &&
-                        llvm::any_of(ArrayRef(tiles).drop_back(),
-                                     [](int64_t tile) { return tile > 1; });
+  bool transposeBlocks =
+      llvm::any_of(ArrayRef(tiles).drop_back(), [](int64_t tile) { return tile > 1; });
+  bool wholeShortRows = extent < width && tiles[last] == extent && transposeBlocks;
   if (tail == 0 || tiles[last] % width == 0 || wholeShortRows || dividesIntegers(op)) {
     vectorizeTiled(rewriter, op, tiles);
     return;
@@ -176,7 +176,9 @@ void vectorizeRows(RewriterBase &rewriter, linalg::LinalgOp op, SmallVector<int6
     auto [head, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
                                         last, rewriter.getIndexAttr(extent - tail));
     SmallVector<int64_t> headTiles = tiles;
-    headTiles[last] = divisorTile(extent - tail, 4 * width, width);
+    // A transpose's blocks stay square (width x width), the shape whose
+    // transpose lowers to in-register shuffles.
+    headTiles[last] = divisorTile(extent - tail, transposeBlocks ? width : 4 * width, width);
     vectorizeTiled(rewriter, cast<linalg::LinalgOp>(head.getOperation()), headTiles);
     tailOp = cast<linalg::LinalgOp>(rest.getOperation());
   }
