@@ -86,21 +86,12 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     RankedTensorType resultType = op.getType();
     MatMulIteration iteration =
         matmulIteration(rewriter, loc, adaptor.getLhs(), adaptor.getRhs(), resultType);
-    // An f16 product sums in f32 and rounds once, as onnxruntime's CPU
-    // kernels (which widen f16) and ONNX's reference do: rounding the
-    // running sum at every step loses about log2(K) of f16's 11 bits.
-    bool widen = resultType.getElementType().isF16();
-    RankedTensorType sumType = widen ? resultType.clone(rewriter.getF32Type()) : resultType;
+    RankedTensorType sumType = productSumType(resultType);
     ScalarBuilder scalar(rewriter, loc, sumType.getElementType(), false);
     Value init = filledTensor(rewriter, loc, sumType, scalar.constant(0.0));
     Value product = buildContraction(rewriter, loc, iteration.lhs, iteration.rhs, init,
                                      iteration.extents, floatMultiplyAccumulate);
-    if (widen)
-      product = buildElementwise(
-          rewriter, loc, resultType, {product},
-          [&](OpBuilder &nested, Location at, ValueRange args) -> Value {
-            return arith::TruncFOp::create(nested, at, resultType.getElementType(), args[0]);
-          });
+    product = roundProductSum(rewriter, loc, product, resultType);
     rewriter.replaceOp(op, product);
     return success();
   }
@@ -116,7 +107,6 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
       return failure();
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getType();
-    Type elementType = resultType.getElementType();
     enum { m = 0, n = 1, k = 2 };
     int64_t kExtent = op.getA().getType().getDimSize(op.getTransA() ? 0 : 1);
     SmallVector<int64_t> extents{resultType.getDimSize(0),
@@ -132,21 +122,28 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
     double beta = op.getBeta().convertToDouble();
     Value c = adaptor.getC();
     bool hasBias = c && beta != 0.0;
-    ScalarBuilder scalar(rewriter, loc, elementType, false);
+    // Scaled and summed in the sum's type (f32 for f16), rounded once.
+    RankedTensorType sumType = productSumType(resultType);
+    Type sumElement = sumType.getElementType();
+    auto widened = [&](OpBuilder &builder, Location at, Value x) -> Value {
+      return x.getType() == sumElement ? x : arith::ExtFOp::create(builder, at, sumElement, x);
+    };
+    ScalarBuilder scalar(rewriter, loc, sumElement, false);
 
     // With alpha = 1 the (scaled) bias is the accumulator's initial value.
     Value init;
     if (hasBias && alpha == 1.0) {
       init = buildElementwise(
-          rewriter, loc, resultType, {c},
+          rewriter, loc, sumType, {c},
           [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+            Value bias = widened(nested, nestedLoc, args[0]);
             if (beta == 1.0)
-              return args[0];
-            ScalarBuilder inner(nested, nestedLoc, elementType, false);
-            return inner.mul(args[0], inner.constant(beta));
+              return bias;
+            ScalarBuilder inner(nested, nestedLoc, sumElement, false);
+            return inner.mul(bias, inner.constant(beta));
           });
     } else {
-      init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+      init = filledTensor(rewriter, loc, sumType, scalar.constant(0.0));
     }
     Value result =
         buildContraction(rewriter, loc, a, b, init, extents, floatMultiplyAccumulate);
@@ -155,15 +152,17 @@ struct GemmLowering : OpConversionPattern<GemmOp> {
       if (hasBias)
         operands.push_back(c);
       result = buildElementwise(
-          rewriter, loc, resultType, operands,
+          rewriter, loc, sumType, operands,
           [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-            ScalarBuilder inner(nested, nestedLoc, elementType, false);
+            ScalarBuilder inner(nested, nestedLoc, sumElement, false);
             Value scaled = inner.mul(args[0], inner.constant(alpha));
             if (!hasBias)
               return scaled;
-            return inner.add(scaled, inner.mul(args[1], inner.constant(beta)));
+            Value bias = widened(nested, nestedLoc, args[1]);
+            return inner.add(scaled, inner.mul(bias, inner.constant(beta)));
           });
     }
+    result = roundProductSum(rewriter, loc, result, resultType);
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -204,22 +203,29 @@ struct EinsumLowering : OpConversionPattern<EinsumOp> {
                                                utils::IteratorType::parallel);
     iterators.append(loops - equation->output.size(), utils::IteratorType::reduction);
     auto resultType = getTypeConverter()->convertType<RankedTensorType>(op.getType());
-    Type elementType = resultType.getElementType();
+    // f16 operands are widened, multiplied and summed in f32.
+    RankedTensorType sumType = productSumType(resultType);
+    Type elementType = sumType.getElementType();
     bool isUnsigned = hasUnsignedElements(op.getType());
     ScalarBuilder scalar(rewriter, loc, elementType, isUnsigned);
-    Value init = filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
+    Value init = filledTensor(rewriter, loc, sumType, scalar.constant(0.0));
     Value result =
         linalg::GenericOp::create(
-            rewriter, loc, resultType, adaptor.getInputs(), init, maps, iterators,
+            rewriter, loc, sumType, adaptor.getInputs(), init, maps, iterators,
             [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
               ScalarBuilder inner(b, nestedLoc, elementType, isUnsigned);
-              Value product = args.front();
+              auto widened = [&](Value x) -> Value {
+                return x.getType() == elementType
+                           ? x
+                           : arith::ExtFOp::create(b, nestedLoc, elementType, x);
+              };
+              Value product = widened(args.front());
               for (Value factor : args.drop_front().drop_back())
-                product = inner.mul(product, factor);
+                product = inner.mul(product, widened(factor));
               linalg::YieldOp::create(b, nestedLoc, inner.add(args.back(), product));
             })
             .getResult(0);
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, roundProductSum(rewriter, loc, result, resultType));
     return success();
   }
 };

@@ -179,6 +179,22 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
   return generic.getResult(0);
 }
 
+RankedTensorType productSumType(RankedTensorType resultType) {
+  if (!resultType.getElementType().isF16())
+    return resultType;
+  return resultType.clone(Float32Type::get(resultType.getContext()));
+}
+
+Value roundProductSum(OpBuilder &b, Location loc, Value sum, RankedTensorType resultType) {
+  if (sum.getType() == resultType)
+    return sum;
+  return buildElementwise(b, loc, resultType, {sum},
+                          [&](OpBuilder &nested, Location at, ValueRange args) -> Value {
+                            return arith::TruncFOp::create(nested, at,
+                                                           resultType.getElementType(), args[0]);
+                          });
+}
+
 std::optional<SmallVector<ReassociationIndices>>
 reshapeReassociation(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
   if (from.size() < to.size())

@@ -87,6 +87,16 @@ mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::RankedTensorType resultType,
                              mlir::ValueRange operands, ScalarBodyFn body);
 
+/// The type a float product of `resultType` sums in: f32 for f16, whose
+/// running sum rounded at every step loses about log2(K) of its 11 bits
+/// (onnxruntime's CPU kernels and ONNX's reference widen f16 and round
+/// once); `resultType` itself otherwise.
+mlir::RankedTensorType productSumType(mlir::RankedTensorType resultType);
+
+/// `sum` (of productSumType(resultType)) rounded to `resultType`.
+mlir::Value roundProductSum(mlir::OpBuilder &b, mlir::Location loc, mlir::Value sum,
+                            mlir::RankedTensorType resultType);
+
 /// Reassociation that collapses `from` into `to` when `to` merges runs of
 /// adjacent axes of `from` (or the reverse for expansion); nullopt if the
 /// reshape is not such a merge.

@@ -215,51 +215,67 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
     if (isQuantized(op.getType()))
       return failure();
     Location loc = op.getLoc();
-    RankedTensorType resultType = op.getType();
+    // An f16 convolution widens its operands and sums in f32 (the f32
+    // kernels, blocked like any other), rounding each output once.
+    RankedTensorType resultType = productSumType(op.getType());
     Type elementType = resultType.getElementType();
+    auto widened = [&](Value operand) -> Value {
+      auto type = cast<RankedTensorType>(operand.getType());
+      if (!type.getElementType().isF16())
+        return operand;
+      return buildElementwise(rewriter, loc, type.clone(elementType), {operand},
+                              [&](OpBuilder &nested, Location at, ValueRange args) -> Value {
+                                return arith::ExtFOp::create(nested, at, elementType, args[0]);
+                              });
+    };
+    Value inputOperand = widened(adaptor.getInput());
+    Value weightOperand = widened(adaptor.getWeight());
+    Value biasOperand = adaptor.getBias() ? widened(adaptor.getBias()) : Value();
     ScalarBuilder scalar(rewriter, loc, elementType, false);
     size_t spatialRank = resultType.getRank() - 2;
     ArrayRef<int64_t> pads = op.getPads();
     bool channelsLast = op.getChannelsLast();
     // bf16 operands of an f32 result (tessel-bf16-products): generics whose
     // bodies widen them, which targets recognize as bf16 dot products.
-    Type inputElement = op.getInput().getType().getElementType();
+    Type inputElement = cast<RankedTensorType>(inputOperand.getType()).getElementType();
     bool widening = inputElement != elementType;
     if (widening && channelsLast && op.getGroup() != 1)
       return rewriter.notifyMatchFailure(op, "bf16 operands of a grouped NHWC convolution");
-    Value input = padSpatial(rewriter, loc, adaptor.getInput(),
-                             pads.take_front(spatialRank), pads.drop_front(spatialRank),
+    Value input = padSpatial(rewriter, loc, inputOperand, pads.take_front(spatialRank),
+                             pads.drop_front(spatialRank),
                              ScalarBuilder(rewriter, loc, inputElement, false).constant(0.0),
                              channelsLast);
     int64_t channelAxis = channelsLast ? resultType.getRank() - 1 : 1;
-    Value init = adaptor.getBias()
-                     ? broadcastAlongAxis(rewriter, loc, adaptor.getBias(), resultType,
-                                          channelAxis)
+    Value init = biasOperand
+                     ? broadcastAlongAxis(rewriter, loc, biasOperand, resultType, channelAxis)
                      : filledTensor(rewriter, loc, resultType, scalar.constant(0.0));
-    if (channelsLast) {
-      Value result =
-          widening ? buildChannelsLastConvolution(rewriter, loc, input, adaptor.getWeight(), init,
-                                                  op.getStrides(), op.getDilations(),
-                                                  /*depthwise=*/false, floatMultiplyAccumulate)
-                   : channelsLastConvolution(rewriter, loc, op, input, adaptor.getWeight(), init);
-      rewriter.replaceOp(op, result);
+    auto replace = [&](Value result) {
+      rewriter.replaceOp(op, roundProductSum(rewriter, loc, result, op.getType()));
       return success();
-    }
+    };
+    if (channelsLast)
+      return replace(widening ? buildChannelsLastConvolution(
+                                    rewriter, loc, input, weightOperand, init, op.getStrides(),
+                                    op.getDilations(), /*depthwise=*/false,
+                                    floatMultiplyAccumulate)
+                              : channelsLastConvolution(rewriter, loc, op.getGroup(), input,
+                                                        weightOperand, init, op.getStrides(),
+                                                        op.getDilations()));
 
-    RankedTensorType weightType = op.getWeight().getType();
+    RankedTensorType weightType = cast<RankedTensorType>(weightOperand.getType());
     int64_t group = op.getGroup();
     int64_t channels = op.getInput().getType().getDimSize(1);
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     Value result;
     if (widening) {
-      result = buildGroupedConvolution(rewriter, loc, input, adaptor.getWeight(), init,
+      result = buildGroupedConvolution(rewriter, loc, input, weightOperand, init,
                                        op.getStrides(), op.getDilations(), group,
                                        floatMultiplyAccumulate);
     } else if (spatialRank == 2 && group == 1) {
-      result = linalg::Conv2DNchwFchwOp::create(
-                   rewriter, loc, resultType, ValueRange{input, adaptor.getWeight()},
-                   init, strides, dilations)
+      result = linalg::Conv2DNchwFchwOp::create(rewriter, loc, resultType,
+                                                ValueRange{input, weightOperand}, init, strides,
+                                                dilations)
                    .getResult(0);
     } else if (spatialRank == 2 && group == channels &&
                weightType.getDimSize(0) == channels) {
@@ -268,29 +284,29 @@ struct ConvLowering : OpConversionPattern<ConvOp> {
           {channels, weightType.getDimSize(2), weightType.getDimSize(3)},
           elementType);
       Value weight = tensor::CollapseShapeOp::create(
-          rewriter, loc, depthwiseType, adaptor.getWeight(),
+          rewriter, loc, depthwiseType, weightOperand,
           ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
       result = linalg::DepthwiseConv2DNchwChwOp::create(
                    rewriter, loc, resultType, ValueRange{input, weight}, init,
                    strides, dilations)
                    .getResult(0);
     } else {
-      result = buildGroupedConvolution(
-          rewriter, loc, input, adaptor.getWeight(), init, op.getStrides(),
-          op.getDilations(), group, floatMultiplyAccumulate);
+      result = buildGroupedConvolution(rewriter, loc, input, weightOperand, init,
+                                       op.getStrides(), op.getDilations(), group,
+                                       floatMultiplyAccumulate);
     }
-    rewriter.replaceOp(op, result);
-    return success();
+    return replace(result);
   }
 
   /// NHWC: a regular convolution with an HWCF weight, or a depthwise one
   /// with an HW1C weight (the pass forms no other channels-last grouping).
-  static Value channelsLastConvolution(OpBuilder &b, Location loc, ConvOp op,
-                                       Value input, Value weight, Value init) {
-    RankedTensorType resultType = op.getType();
-    auto strides = b.getI64TensorAttr(op.getStrides());
-    auto dilations = b.getI64TensorAttr(op.getDilations());
-    if (op.getGroup() == 1)
+  static Value channelsLastConvolution(OpBuilder &b, Location loc, int64_t group, Value input,
+                                       Value weight, Value init, ArrayRef<int64_t> strideValues,
+                                       ArrayRef<int64_t> dilationValues) {
+    auto resultType = cast<RankedTensorType>(init.getType());
+    auto strides = b.getI64TensorAttr(strideValues);
+    auto dilations = b.getI64TensorAttr(dilationValues);
+    if (group == 1)
       return linalg::Conv2DNhwcHwcfOp::create(b, loc, resultType, ValueRange{input, weight},
                                               init, strides, dilations)
           .getResult(0);
