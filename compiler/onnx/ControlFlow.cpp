@@ -317,48 +317,123 @@ static Value moveAxis(OpBuilder &builder, Location loc, Value value, int64_t fro
                              builder.getDenseI64ArrayAttr(order));
 }
 
-/// Scan (opset 9 on): the body runs once per position along each scan
-/// input's axis (forward or reversed), taking the states and each scan
-/// input's slice there; it gives the next states and one slice of each scan
-/// output, stacked along that output's axis.
+/// From opset 9 on, the node's scan_input_axes, scan_input_directions,
+/// scan_output_axes and scan_output_directions; before, every scan input
+/// and output of one batch element is scanned along axis 0, the inputs in
+/// the node's `directions`.
+std::optional<GraphImporter::ScanShape> GraphImporter::scanAttributes(const onnx::NodeProto &node,
+                                                                      int64_t states,
+                                                                      int64_t scanCount,
+                                                                      int64_t outputCount) const {
+  ScanShape shape{states, outputCount, -1, {}, {}, {}, {}};
+  if (opset < 9) {
+    shape.inputAxes.assign(scanCount, 0);
+    shape.inputDirections = intsAttribute(node, "directions", scanCount, 0);
+    shape.outputAxes.assign(outputCount, 0);
+    shape.outputDirections.assign(outputCount, 0);
+  } else {
+    shape.inputAxes = intsAttribute(node, "scan_input_axes", scanCount, 0);
+    shape.inputDirections = intsAttribute(node, "scan_input_directions", scanCount, 0);
+    shape.outputAxes = intsAttribute(node, "scan_output_axes", outputCount, 0);
+    shape.outputDirections = intsAttribute(node, "scan_output_directions", outputCount, 0);
+  }
+  if (static_cast<int64_t>(shape.inputAxes.size()) != scanCount ||
+      static_cast<int64_t>(shape.inputDirections.size()) != scanCount ||
+      static_cast<int64_t>(shape.outputAxes.size()) != outputCount ||
+      static_cast<int64_t>(shape.outputDirections.size()) != outputCount)
+    return std::nullopt;
+  return shape;
+}
+
+/// Scan: the body runs once per position along each scan input's axis
+/// (forward or reversed), taking the states and each scan input's slice
+/// there; it gives the next states and one slice of each scan output,
+/// stacked along that output's axis. Before opset 9 every input has a
+/// leading batch axis, whose elements are scanned apart, and an optional
+/// first input, sequence_lens.
 void GraphImporter::importScan(const onnx::NodeProto &node, int index,
                                const std::string &label) {
   auto refuse = [&](const std::string &why) { this->refuse(node, label, why); };
-  if (opset < 9)
-    return refuse("Scan before opset 9 (a batch axis and sequence_lens) is not supported");
+  bool batched = opset < 9;
+  int64_t leading = batched ? 1 : 0; // sequence_lens
   const onnx::GraphProto *body = graphAttribute(node, "body");
   int64_t scanCount = -1;
   for (const onnx::AttributeProto &attribute : node.attribute())
     if (attribute.name() == "num_scan_inputs")
       scanCount = attribute.i();
-  int64_t stateCount = node.input_size() - scanCount;
+  int64_t stateCount = node.input_size() - leading - scanCount;
   if (!body || scanCount < 1 || stateCount < 0)
     return refuse("a Scan needs a body and num_scan_inputs between 1 and its input count");
   int64_t outputCount = body->output_size() - stateCount;
   if (outputCount < 0 || outputCount != node.output_size() - stateCount)
     return refuse("the body must give the states and then one slice per scan output");
+  std::optional<ScanShape> shape = scanAttributes(node, stateCount, scanCount, outputCount);
+  if (!shape)
+    return refuse("the scan axes and directions must give one entry per scan input and output");
 
   std::optional<SmallVector<Value>> inputs = nodeInputs(node, label);
   if (!inputs)
     return poisonOutputs(node);
-  if (llvm::is_contained(*inputs, Value()))
+  if (batched && (*inputs)[0])
+    return refuse("sequence_lens (Scan before opset 9) is not supported; omit it to scan every "
+                  "batch element's whole sequence");
+  ArrayRef<Value> operands = ArrayRef<Value>(*inputs).drop_front(leading);
+  if (llvm::is_contained(operands, Value()))
     return refuse("a Scan's inputs may not be omitted");
-  SmallVector<int64_t> inputAxes = intsAttribute(node, "scan_input_axes", scanCount, 0);
-  SmallVector<int64_t> inputDirections =
-      intsAttribute(node, "scan_input_directions", scanCount, 0);
-  SmallVector<int64_t> outputAxes = intsAttribute(node, "scan_output_axes", outputCount, 0);
-  SmallVector<int64_t> outputDirections =
-      intsAttribute(node, "scan_output_directions", outputCount, 0);
-  if (static_cast<int64_t>(inputAxes.size()) != scanCount ||
-      static_cast<int64_t>(inputDirections.size()) != scanCount ||
-      static_cast<int64_t>(outputAxes.size()) != outputCount ||
-      static_cast<int64_t>(outputDirections.size()) != outputCount)
-    return refuse("the scan axes and directions must give one entry per scan input and output");
+  if (!batched) {
+    if (std::optional<SmallVector<Value>> results =
+            scanResults(node, index, label, operands, *shape))
+      bindOutputs(node, *results);
+    return;
+  }
 
+  // Before opset 9: each batch element scanned on its own, the results
+  // stacked along the batch axis again.
+  int64_t batch = -1;
+  for (Value operand : operands) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    if (!type.hasStaticShape() || type.getRank() < 1 || (batch >= 0 && type.getDimSize(0) != batch))
+      return refuse("every input of a Scan before opset 9 needs a static shape with the same "
+                    "batch axis first");
+    batch = type.getDimSize(0);
+  }
+  Location loc = nodeLocation(node, index);
+  std::vector<SmallVector<Value>> perElement(node.output_size());
+  for (int64_t element = 0; element < batch; ++element) {
+    SmallVector<Value> elementInputs;
+    for (Value operand : operands)
+      elementInputs.push_back(sliceAt(builder, loc, operand, 0, element));
+    std::optional<SmallVector<Value>> results =
+        scanResults(node, index, label, elementInputs, *shape);
+    if (!results)
+      return;
+    for (auto [i, result] : llvm::enumerate(*results))
+      perElement[i].push_back(result);
+  }
+  if (batch == 0)
+    return refuse("a Scan over a batch of 0 elements has no results to give");
+  SmallVector<Value> stacked;
+  for (ArrayRef<Value> values : perElement)
+    stacked.push_back(stack(builder, loc, values, 0));
+  bindOutputs(node, stacked);
+}
+
+std::optional<SmallVector<Value>> GraphImporter::scanResults(const onnx::NodeProto &node, int index,
+                                                             const std::string &label,
+                                                             ArrayRef<Value> inputs,
+                                                             ScanShape shape) {
+  auto refuse = [&](const std::string &why) {
+    this->refuse(node, label, why);
+    return std::nullopt;
+  };
+  const onnx::GraphProto *body = graphAttribute(node, "body");
+  int64_t stateCount = shape.states, outputCount = shape.outputs;
+  int64_t scanCount = static_cast<int64_t>(shape.inputAxes.size());
+  SmallVector<int64_t> &inputAxes = shape.inputAxes;
   // The scanned length, the same along every scan input's axis.
   int64_t length = -1;
   for (int64_t j = 0; j < scanCount; ++j) {
-    auto type = cast<RankedTensorType>((*inputs)[stateCount + j].getType());
+    auto type = cast<RankedTensorType>(inputs[stateCount + j].getType());
     std::optional<int64_t> axis = normalizeAxis(inputAxes[j], type.getRank());
     if (!axis || !type.hasStaticShape())
       return refuse("scan input " + std::to_string(j) + " needs a static shape and an axis in it");
@@ -367,25 +442,33 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
       return refuse("the scan inputs have different lengths along their axes");
     length = type.getDimSize(*axis);
   }
-  ScanShape shape{stateCount, outputCount, length, inputAxes, inputDirections, outputAxes,
-                  outputDirections};
-  if (importScanAsLoop(node, index, label, *inputs, shape))
-    return;
+  shape.length = length;
+  SmallVector<Value> results;
+  switch (importScanAsLoop(node, index, label, inputs, shape, results)) {
+  case ScanImport::Done:
+    return results;
+  case ScanImport::Failed:
+    return std::nullopt;
+  case ScanImport::Unroll:
+    break;
+  }
   if (length > kMaxUnrolledSteps)
     return refuse("a Scan of " + std::to_string(length) + " steps is longer than the " +
                   std::to_string(kMaxUnrolledSteps) + " it unrolls");
 
   Location loc = nodeLocation(node, index);
-  SmallVector<Value> states(inputs->begin(), inputs->begin() + stateCount);
+  SmallVector<Value> states(inputs.begin(), inputs.begin() + stateCount);
   std::vector<SmallVector<Value>> slices(outputCount);
   for (int64_t step = 0; step < length; ++step) {
     SmallVector<Value> arguments = states;
     for (int64_t j = 0; j < scanCount; ++j)
-      arguments.push_back(sliceAt(builder, loc, (*inputs)[stateCount + j], inputAxes[j],
-                                  inputDirections[j] ? length - 1 - step : step));
+      arguments.push_back(sliceAt(builder, loc, inputs[stateCount + j], inputAxes[j],
+                                  shape.inputDirections[j] ? length - 1 - step : step));
     std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
-    if (!outputs)
-      return poisonOutputs(node);
+    if (!outputs) {
+      poisonOutputs(node);
+      return std::nullopt;
+    }
     for (int64_t i = 0; i < stateCount; ++i) {
       if ((*outputs)[i].getType() != states[i].getType())
         return refuse("the body changes the type of state " + std::to_string(i));
@@ -395,15 +478,15 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
       slices[k].push_back((*outputs)[stateCount + k]);
   }
 
-  SmallVector<Value> results = states;
+  results = states;
   for (int64_t k = 0; k < outputCount; ++k) {
     if (length == 0)
       return refuse("a Scan of no steps has no scan outputs to give");
     auto sliceType = cast<RankedTensorType>(slices[k].front().getType());
-    std::optional<int64_t> axis = normalizeAxis(outputAxes[k], sliceType.getRank() + 1);
+    std::optional<int64_t> axis = normalizeAxis(shape.outputAxes[k], sliceType.getRank() + 1);
     if (!axis)
       return refuse("scan output " + std::to_string(k) + "'s axis is out of range");
-    if (outputDirections[k])
+    if (shape.outputDirections[k])
       std::reverse(slices[k].begin(), slices[k].end());
     Value stacked = stack(builder, loc, slices[k], *axis);
     if (!stacked)
@@ -411,7 +494,7 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
                     " slices of different types");
     results.push_back(stacked);
   }
-  bindOutputs(node, results);
+  return results;
 }
 
 /// Every step's value of state `index` of `scan`: [steps, ...].
@@ -487,16 +570,19 @@ static Value zerosOf(OpBuilder &builder, Location loc, RankedTensorType type) {
 /// states share one type and its scan inputs one direction: each scan
 /// output rides along as one more state of that type (its value before a
 /// step unused), so that the stacked result holds every step's outputs.
-/// Anything else is unrolled (importScan).
-bool GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
-                                ArrayRef<Value> inputs, const ScanShape &shape) {
+/// Anything else is unrolled (scanResults).
+GraphImporter::ScanImport GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index,
+                                                          const std::string &label,
+                                                          ArrayRef<Value> inputs,
+                                                          const ScanShape &shape,
+                                                          SmallVector<Value> &results) {
   if (shape.states == 0 || shape.length == 0 || !llvm::all_equal(shape.inputDirections))
-    return false;
+    return ScanImport::Unroll;
   auto stateType = cast<RankedTensorType>(inputs.front().getType());
   ArrayRef<Value> initial = inputs.take_front(shape.states);
   if (llvm::any_of(initial, [&](Value state) { return state.getType() != stateType; }) ||
       !stateType.hasStaticShape())
-    return false;
+    return ScanImport::Unroll;
   Location loc = nodeLocation(node, index);
   bool reverse = shape.inputDirections.front() != 0;
 
@@ -524,11 +610,10 @@ bool GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, con
   if (outcome == ScanImport::Failed)
     poisonOutputs(node);
   if (outcome != ScanImport::Done)
-    return outcome == ScanImport::Failed;
+    return outcome;
 
   // Final states; scan outputs stacked in the order ONNX gives them, along
   // their axes.
-  SmallVector<Value> results;
   for (int64_t i = 0; i < shape.states; ++i)
     results.push_back(finalState(builder, loc, scan, i));
   for (int64_t k = 0; k < shape.outputs; ++k) {
@@ -546,12 +631,11 @@ bool GraphImporter::importScanAsLoop(const onnx::NodeProto &node, int index, con
     std::optional<int64_t> axis = normalizeAxis(shape.outputAxes[k], type.getRank());
     if (!axis) {
       refuse(node, label, "scan output " + std::to_string(k) + "'s axis is out of range");
-      return true;
+      return ScanImport::Failed;
     }
     results.push_back(moveAxis(builder, loc, output, 0, *axis));
   }
-  bindOutputs(node, results);
-  return true;
+  return ScanImport::Done;
 }
 
 /// The most iterations of a Loop run as a tessel.scan: its iteration

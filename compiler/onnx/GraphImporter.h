@@ -81,11 +81,23 @@ private:
     llvm::SmallVector<int64_t> inputAxes, inputDirections, outputAxes, outputDirections;
   };
   enum class ScanImport { Done, Failed, Unroll };
-  /// Scan as one tessel.scan (ControlFlow.cpp): whether it took the node
-  /// (imported it, or recorded why its body cannot be); false leaves it to
-  /// be unrolled.
-  bool importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
-                        llvm::ArrayRef<mlir::Value> inputs, const ScanShape &shape);
+  /// The scan axes and directions of Scan `node` (ControlFlow.cpp), nullopt
+  /// if they do not give one entry per scan input and output.
+  std::optional<ScanShape> scanAttributes(const onnx::NodeProto &node, int64_t states,
+                                          int64_t scanCount, int64_t outputCount) const;
+  /// The results of Scan `node` on `inputs` (the states, then the scan
+  /// inputs): the final states, then the stacked scan outputs; nullopt once
+  /// it has recorded why it cannot be imported.
+  std::optional<llvm::SmallVector<mlir::Value>> scanResults(const onnx::NodeProto &node, int index,
+                                                            const std::string &label,
+                                                            llvm::ArrayRef<mlir::Value> inputs,
+                                                            ScanShape shape);
+  /// Scan as one tessel.scan (ControlFlow.cpp): Done with its `results`,
+  /// Failed once it has recorded why its body cannot be imported, or
+  /// Unroll to leave it to be unrolled.
+  ScanImport importScanAsLoop(const onnx::NodeProto &node, int index, const std::string &label,
+                              llvm::ArrayRef<mlir::Value> inputs, const ScanShape &shape,
+                              llvm::SmallVector<mlir::Value> &results);
   /// Loop with a constant trip count as one tessel.scan, as importScanAsLoop.
   bool importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
                         llvm::ArrayRef<mlir::Value> inputs, int64_t tripCount,
