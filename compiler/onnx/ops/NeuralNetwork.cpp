@@ -1,5 +1,6 @@
 //===- NeuralNetwork.cpp - Convolution, pooling, GEMM, Einsum -------------===//
 
+#include "compiler/onnx/ops/Formula.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
@@ -560,13 +561,55 @@ LogicalResult importGlobalAveragePool(NodeImporter &node) {
   return success();
 }
 
+/// BatchNormalization with training_mode = 1 (opset 14 on): the input is
+/// normalized with its own mean and variance (biased, as the reference's)
+/// over every axis but the channels, and the running statistics, outputs 1
+/// and 2, move toward them: input_mean * momentum + mean * (1 - momentum).
+LogicalResult importTrainingBatchNormalization(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() < 2 || !type.hasStaticShape())
+    return node.unsupported("training mode needs an input of static shape with channels");
+  Formula f(node);
+  SmallVector<int64_t> axes{0};
+  for (int64_t axis = 2; axis < type.getRank(); ++axis)
+    axes.push_back(axis);
+  Value x = node.input(0);
+  Value mean = f.meanKeep(x, axes);
+  Value centered = f.sub(x, mean);
+  Value variance = f.meanKeep(f.mul(centered, centered), axes);
+  int64_t channels = type.getDimSize(1);
+  auto statistic = [&](Value value, int64_t input) {
+    return f.convert(f.reshape(value, {channels}), node.inputType(input).getElementType());
+  };
+  Value batchMean = statistic(mean, 3), batchVariance = statistic(variance, 4);
+  if (!batchMean || !batchVariance)
+    return failure();
+  node.setOutput(
+      0, BatchNormOp::create(node.builder(), node.loc(), type, x, node.input(1), node.input(2),
+                             batchMean, batchVariance,
+                             node.builder().getF32FloatAttr(node.floatAttr("epsilon", 1e-5f))));
+  double momentum = node.floatAttr("momentum", 0.9f);
+  auto running = [&](Value previous, Value current) {
+    return f.add(f.mul(previous, f.scalar(previous, momentum)),
+                 f.mul(current, f.scalar(current, 1.0 - momentum)));
+  };
+  for (auto [output, input, current] : {std::tuple{1, 3, batchMean}, {2, 4, batchVariance}})
+    if (node.outputUsed(output)) {
+      Value updated = running(node.input(input), current);
+      if (!updated)
+        return failure();
+      node.setOutput(output, updated);
+    }
+  return success();
+}
+
 LogicalResult importBatchNormalization(NodeImporter &node) {
+  if (node.opset() >= 14 && node.intAttr("training_mode", 0) != 0)
+    return importTrainingBatchNormalization(node);
   for (size_t i = 1; i < node.numOutputs(); ++i)
     if (node.outputUsed(i))
-      return node.unsupported("training outputs (running mean and variance) "
-                              "are not supported");
-  if (node.opset() >= 14 && node.intAttr("training_mode", 0) != 0)
-    return node.unsupported("training_mode is not supported");
+      return node.unsupported("running mean and variance outputs need training_mode = 1 "
+                              "(opset 14 on)");
   if (node.opset() < 9 && node.intAttr("spatial", 1) != 1)
     return node.unsupported("spatial = 0 is not supported");
   node.ignoreAttr("momentum"); // updates running statistics when training
