@@ -1,5 +1,6 @@
 //===- Elementwise.cpp - Elementwise arithmetic and activations -----------===//
 
+#include "compiler/onnx/ops/Formula.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
@@ -214,17 +215,39 @@ LogicalResult importClip11(NodeImporter &node) {
   return success();
 }
 
-/// Dropout is the identity at inference. Its mask output and training mode
-/// are not.
+/// Dropout is the identity at inference, and in training mode where its
+/// ratio is 0 (nothing is dropped and the kept values are scaled by
+/// 1 / (1 - 0)). Dropping at random is not supported: in training mode with
+/// a ratio known above 0 it is refused; with a training mode or ratio known
+/// only at run time, the run stops where it would drop.
 LogicalResult importDropout(NodeImporter &node) {
-  // The drop ratio and seed only matter when training.
   for (llvm::StringRef irrelevant : {"seed", "ratio", "is_test", "consumed_inputs"})
     node.ignoreAttr(irrelevant);
+  auto scalarValue = [&](size_t input) -> std::optional<double> {
+    ElementsAttr value = node.constantInput(input);
+    if (!value || value.getNumElements() != 1)
+      return std::nullopt;
+    if (isa<FloatType>(value.getElementType()))
+      return (*value.getValues<APFloat>().begin()).convertToDouble();
+    return (*value.getValues<APInt>().begin()).getBoolValue() ? 1.0 : 0.0;
+  };
   if (node.input(2)) {
-    ElementsAttr training = node.constantInput(2);
-    if (!training || training.getNumElements() != 1 ||
-        (*training.getValues<APInt>().begin()).getBoolValue())
-      return node.unsupported("training mode is not supported");
+    std::optional<double> training = scalarValue(2);
+    // ratio: input 1 from opset 12 on, 0.5 when omitted.
+    std::optional<double> ratio = node.input(1) ? scalarValue(1) : 0.5;
+    if (!(training && *training == 0.0) && !(ratio && *ratio == 0.0)) {
+      if (training && ratio)
+        return node.unsupported("training mode with a ratio above 0 drops values at random, "
+                                "which is not supported");
+      // Drops where training and the ratio is above 0.
+      Formula f(node);
+      Value drops = node.input(2);
+      if (node.input(1))
+        drops = node.createInferred<AndOp>(
+            drops, f.compare("gt", node.input(1), f.scalar(node.input(1), 0.0)));
+      stopUnlessZero(node, f.convert(drops, node.builder().getI64Type()),
+                     "Dropout in training mode with a ratio above 0 (dropping values at random)");
+    }
   }
   node.setOutput(0, node.input(0));
   if (node.outputUsed(1)) {
