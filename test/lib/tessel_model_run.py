@@ -34,7 +34,8 @@ def run_tessel(artifact, feeds, work, count):
         np.save(paths[-1], value)
     out = os.path.join(work, "out")
     os.makedirs(out, exist_ok=True)
-    completed = subprocess.run(["tessel-run", artifact, "--input", *paths, "--output-dir", out],
+    inputs = ["--input", *paths] if paths else []
+    completed = subprocess.run(["tessel-run", artifact, *inputs, "--output-dir", out],
                                capture_output=True, text=True)
     if completed.returncode != 0:
         return None, completed.returncode, completed.stderr.strip()

@@ -17,6 +17,7 @@ void registerGridSampleHandlers(OpRegistry &registry);
 void registerLinearAttentionHandlers(OpRegistry &registry);
 void registerLinearMapHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
+void registerMelWeightMatrixHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNonMaxSuppressionHandlers(OpRegistry &registry);
 void registerNormalizationHandlers(OpRegistry &registry);

@@ -16,6 +16,7 @@ const OpRegistry &onnxOpRegistry() {
     registerLinearAttentionHandlers(result);
     registerLinearMapHandlers(result);
     registerLossHandlers(result);
+    registerMelWeightMatrixHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNonMaxSuppressionHandlers(result);
     registerNormalizationHandlers(result);
