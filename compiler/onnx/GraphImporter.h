@@ -147,7 +147,14 @@ private:
   std::string directory;
   const ImportOptions &options;
   mlir::OpBuilder builder;
+  /// The version of the default operator set the model imports (0: none),
+  /// and of each other domain it imports (ai.onnx.ml, say).
   int64_t opset = 0;
+  llvm::StringMap<int64_t> domainOpsets;
+  /// The operator set `node` belongs to ("" for the default one) and the
+  /// version of it the model imports (0 when it imports none).
+  static llvm::StringRef domainOf(const onnx::NodeProto &node);
+  int64_t opsetOf(const onnx::NodeProto &node) const;
 
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<mlir::ElementsAttr> constants;

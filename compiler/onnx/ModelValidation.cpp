@@ -207,8 +207,10 @@ onnx::AttributeProto::AttributeType attributeType(const onnx::AttributeProto &at
 }
 
 std::string nodeContext(const onnx::NodeProto &node, int index, int64_t opset) {
-  return "node '" + nodeLabel(node, index) + "' (" + node.op_type() + ", opset " +
-         std::to_string(opset) + "): ";
+  std::string version = "opset " + std::to_string(opset);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    version = opset > 0 ? node.domain() + " " + version : node.domain();
+  return "node '" + nodeLabel(node, index) + "' (" + node.op_type() + ", " + version + "): ";
 }
 
 std::optional<uint64_t> tensorBytes(llvm::ArrayRef<int64_t> shape, uint64_t elementBytes) {

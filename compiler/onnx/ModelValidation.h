@@ -41,7 +41,9 @@ std::string nodeLabel(const onnx::NodeProto &node, int index);
 /// `type` unset, the field that holds its value.
 onnx::AttributeProto::AttributeType attributeType(const onnx::AttributeProto &attribute);
 
-/// "node 'label' (OpType, opset N): ", the prefix of every node's problem.
+/// "node 'label' (OpType, opset N): ", the prefix of every node's problem;
+/// outside the default domain "(OpType, domain opset N)", or "(OpType,
+/// domain)" where the model imports no version of it.
 std::string nodeContext(const onnx::NodeProto &node, int index, int64_t opset);
 
 /// The bytes of a tensor of `shape` with elements of `elementBytes` bytes,

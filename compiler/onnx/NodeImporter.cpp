@@ -17,18 +17,37 @@ using namespace mlir;
 
 namespace tessel::onnx_import {
 
-void OpRegistry::on(llvm::StringRef opType, int64_t sinceVersion,
+namespace {
+
+/// The registry's key for `opType` of `domain`.
+std::string registryKey(llvm::StringRef domain, llvm::StringRef opType) {
+  if (domain.empty())
+    return opType.str();
+  return (domain + "::" + opType).str();
+}
+
+} // namespace
+
+void OpRegistry::on(llvm::StringRef opType, int64_t sinceVersion, OpHandler handler) {
+  on("", opType, sinceVersion, std::move(handler));
+}
+
+void OpRegistry::on(llvm::StringRef domain, llvm::StringRef opType, int64_t sinceVersion,
                     OpHandler handler) {
-  auto &versions = handlers[opType];
+  if (!domain.empty())
+    domains.insert(domain);
+  auto &versions = handlers[registryKey(domain, opType)];
   versions.emplace_back(sinceVersion, std::move(handler));
   llvm::sort(versions, [](const auto &a, const auto &b) { return a.first < b.first; });
 }
 
-const OpHandler *OpRegistry::lookup(llvm::StringRef opType, int64_t opset,
+const OpHandler *OpRegistry::lookup(llvm::StringRef domain, llvm::StringRef opType, int64_t opset,
                                     std::string &reason) const {
-  auto it = handlers.find(opType);
+  std::string described =
+      domain.empty() ? opType.str() : (opType + " of domain '" + domain + "'").str();
+  auto it = handlers.find(registryKey(domain, opType));
   if (it == handlers.end()) {
-    reason = "operator " + opType.str() + " is not supported";
+    reason = "operator " + described + " is not supported";
     return nullptr;
   }
   const OpHandler *found = nullptr;
@@ -36,19 +55,12 @@ const OpHandler *OpRegistry::lookup(llvm::StringRef opType, int64_t opset,
     if (since <= opset)
       found = &handler;
   if (!found)
-    reason = "opset " + std::to_string(opset) + " is older than the oldest " +
-             opType.str() + " version supported (" +
-             std::to_string(it->second.front().first) + ")";
+    reason = "opset " + std::to_string(opset) + " is older than the oldest " + described +
+             " version supported (" + std::to_string(it->second.front().first) + ")";
   return found;
 }
 
-std::vector<std::string> OpRegistry::opTypes() const {
-  std::vector<std::string> types;
-  for (const auto &entry : handlers)
-    types.push_back(entry.getKey().str());
-  llvm::sort(types);
-  return types;
-}
+bool OpRegistry::hasDomain(llvm::StringRef domain) const { return domains.contains(domain); }
 
 NodeImporter::NodeImporter(const onnx::NodeProto &node, int64_t opset,
                            OpBuilder &builder, Location loc,

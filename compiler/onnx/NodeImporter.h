@@ -35,19 +35,25 @@ using OpHandler = std::function<mlir::LogicalResult(NodeImporter &)>;
 /// Handlers by ONNX op type and the opset version they apply from.
 class OpRegistry {
 public:
-  /// Registers `handler` for `opType` from opset `sinceVersion` until the
-  /// next registered version.
+  /// Registers `handler` for `opType` of the default domain from opset
+  /// `sinceVersion` until the next registered version.
   void on(llvm::StringRef opType, int64_t sinceVersion, OpHandler handler);
+  /// The same for `opType` of operator set `domain` (ai.onnx.ml, say),
+  /// whose versions the model imports apart.
+  void on(llvm::StringRef domain, llvm::StringRef opType, int64_t sinceVersion, OpHandler handler);
 
-  /// The handler for `opType` at `opset`, or null with `reason` set.
-  const OpHandler *lookup(llvm::StringRef opType, int64_t opset,
+  /// The handler for `opType` of `domain` ("" for the default one) at
+  /// `opset`, that domain's version, or null with `reason` set.
+  const OpHandler *lookup(llvm::StringRef domain, llvm::StringRef opType, int64_t opset,
                           std::string &reason) const;
 
-  /// Every op type with at least one handler.
-  std::vector<std::string> opTypes() const;
+  /// Whether any handler is registered for an op of `domain`.
+  bool hasDomain(llvm::StringRef domain) const;
 
 private:
+  /// Keyed by op type, "domain::OpType" outside the default domain.
   llvm::StringMap<std::vector<std::pair<int64_t, OpHandler>>> handlers;
+  llvm::StringSet<> domains;
 };
 
 /// The registry with every handler Tessel has.

@@ -107,13 +107,27 @@ struct CreatedOps : OpBuilder::Listener {
 
 
 llvm::Error GraphImporter::readOpset() {
-  for (const onnx::OperatorSetIdProto &entry : model.opset_import())
+  for (const onnx::OperatorSetIdProto &entry : model.opset_import()) {
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();
-  if (opset <= 0)
+    else
+      domainOpsets[entry.domain()] = entry.version();
+  }
+  // A model of ai.onnx.ml ops alone need not import the default set; its
+  // nodes of the default domain, if any, are refused one by one.
+  if (opset <= 0 && domainOpsets.empty())
     return importError(path + ": the model imports no version of the default "
                               "ONNX operator set (opset_import)");
   return llvm::Error::success();
+}
+
+llvm::StringRef GraphImporter::domainOf(const onnx::NodeProto &node) {
+  return node.domain() == "ai.onnx" ? llvm::StringRef() : llvm::StringRef(node.domain());
+}
+
+int64_t GraphImporter::opsetOf(const onnx::NodeProto &node) const {
+  llvm::StringRef domain = domainOf(node);
+  return domain.empty() ? opset : domainOpsets.lookup(domain);
 }
 
 /// Records each node's signature problems, and the graph's; false when there
@@ -491,7 +505,8 @@ static void collectConsumed(const google::protobuf::RepeatedPtrField<onnx::NodeP
 
 void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nested) {
   currentNode = index;
-  std::string label = onnx_import::nodeContext(node, index, opset);
+  int64_t nodeOpset = opsetOf(node);
+  std::string label = onnx_import::nodeContext(node, index, nodeOpset);
   size_t problemsBefore = problems.size();
   auto poison = [&] {
     // A branch's node fails its If, which --check counts.
@@ -501,9 +516,16 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
       poisoned.insert(output);
   };
 
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  llvm::StringRef domain = domainOf(node);
+  if (!domain.empty() && !onnx_import::onnxOpRegistry().hasDomain(domain)) {
     problems.push_back(label + "operator domain '" + node.domain() +
                        "' is not supported");
+    return poison();
+  }
+  if (nodeOpset <= 0) {
+    std::string set = domain.empty() ? std::string("the default ONNX operator set")
+                                     : "operator domain '" + domain.str() + "'";
+    problems.push_back(label + "the model imports no version of " + set + " (opset_import)");
     return poison();
   }
   std::vector<std::string> nestedSignature;
@@ -536,7 +558,7 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
 
   std::string reason;
   const onnx_import::OpHandler *handler =
-      onnx_import::onnxOpRegistry().lookup(node.op_type(), opset, reason);
+      onnx_import::onnxOpRegistry().lookup(domain, node.op_type(), nodeOpset, reason);
 
   SmallVector<Value> inputs;
   SmallVector<ElementsAttr> inputConstants;
@@ -593,8 +615,8 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
   SmallVector<RankedTensorType> declaredOutputs;
   for (const std::string &name : node.output())
     declaredOutputs.push_back(declaredTypes.lookup(name));
-  NodeImporter importer(node, opset, builder, nodeLocation(node, index), inputs,
-                        inputConstants, consumed, declaredOutputs);
+  NodeImporter importer(node, nodeOpset, builder, nodeLocation(node, index), inputs, inputConstants,
+                        consumed, declaredOutputs);
   LogicalResult imported = (*handler)(importer);
   builder.setListener(nullptr);
   std::vector<std::string> reasons = importer.problems();

@@ -353,8 +353,8 @@ def graph_cases():
              "is", model([node("Relu", ["x"])], opset=99)),
         Case("no-default-opset", "the model imports no version of the default ONNX operator "
              "set", no_default_opset()),
-        Case("unknown-domain", "node 'n' (Gelu, opset 17): operator domain 'com.example' is not "
-             "supported", with_domain(model([node("Relu", ["x"])]))),
+        Case("unknown-domain", "node 'n' (Gelu, com.example opset 1): operator domain 'com.example' is "
+             "not supported", with_domain(model([node("Relu", ["x"])]))),
         Case("unknown-operator", "node 'n' (NoSuchOp, opset 17): operator NoSuchOp is not",
              model([node("NoSuchOp", ["x"])])),
     ]

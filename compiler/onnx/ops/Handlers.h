@@ -17,6 +17,7 @@ void registerGridSampleHandlers(OpRegistry &registry);
 void registerLinearAttentionHandlers(OpRegistry &registry);
 void registerLinearMapHandlers(OpRegistry &registry);
 void registerLossHandlers(OpRegistry &registry);
+void registerMachineLearningHandlers(OpRegistry &registry);
 void registerMelWeightMatrixHandlers(OpRegistry &registry);
 void registerNeuralNetworkHandlers(OpRegistry &registry);
 void registerNonMaxSuppressionHandlers(OpRegistry &registry);
@@ -30,6 +31,7 @@ void registerShapeHandlers(OpRegistry &registry);
 void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
 void registerTfIdfVectorizerHandlers(OpRegistry &registry);
+void registerTrainingOptimizerHandlers(OpRegistry &registry);
 void registerUniqueHandlers(OpRegistry &registry);
 
 /// `value` with elements of type `element`: itself when it has them, else

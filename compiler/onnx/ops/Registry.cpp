@@ -16,6 +16,7 @@ const OpRegistry &onnxOpRegistry() {
     registerLinearAttentionHandlers(result);
     registerLinearMapHandlers(result);
     registerLossHandlers(result);
+    registerMachineLearningHandlers(result);
     registerMelWeightMatrixHandlers(result);
     registerNeuralNetworkHandlers(result);
     registerNonMaxSuppressionHandlers(result);
@@ -29,6 +30,7 @@ const OpRegistry &onnxOpRegistry() {
     registerSlicingHandlers(result);
     registerTensorHandlers(result);
     registerTfIdfVectorizerHandlers(result);
+    registerTrainingOptimizerHandlers(result);
     registerUniqueHandlers(result);
     return result;
   }();
