@@ -2,13 +2,24 @@
 //
 // Operators of the ai.onnx.ml operator set (classical machine learning:
 // scikit-learn pipelines converted to ONNX), as ONNX's reference computes
-// them: Binarizer and ArrayFeatureExtractor.
+// them: Binarizer, ArrayFeatureExtractor and TreeEnsemble.
+//
+// A tree ensemble's trees are constants, so each leaf is known with the
+// conditions on its path. Every decision node's condition is computed for
+// all samples at once ([N, nodes]); a leaf is reached where as many of its
+// path's conditions hold as it has (two products with 0/1 matrices); and
+// the leaves' weights are aggregated per target (one more product, or a
+// masked min or max).
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/onnx/TensorProto.h"
 #include "compiler/onnx/ops/Formula.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 
@@ -50,11 +61,389 @@ LogicalResult importArrayFeatureExtractor(NodeImporter &node) {
   return success();
 }
 
+/// TreeEnsemble's node modes.
+enum class SplitMode : int64_t { Leq, Lt, Gte, Gt, Eq, Neq, Member };
+
+/// A leaf and the decisions on the path from its tree's root: each a node
+/// and whether its condition holds there.
+struct LeafPath {
+  int64_t leaf;
+  SmallVector<std::pair<int64_t, bool>> decisions;
+};
+
+/// TreeEnsemble's attributes, read and checked.
+struct TreeEnsembleSpec {
+  std::vector<double> splits, leafWeights, membershipValues;
+  std::vector<int64_t> features, modes, trueIds, falseIds, trueLeafs, falseLeafs, tracksMissing,
+      leafTargets, roots;
+  int64_t targets = 0, aggregate = 1, postTransform = 0;
+  /// The set of each MEMBER node, taken from membershipValues in the order
+  /// the reference builds the trees (each node before its true branch,
+  /// then its false one).
+  std::map<int64_t, std::vector<double>> members;
+  std::vector<LeafPath> paths;
+};
+
+/// The doubles of tensor attribute `name` (empty if absent).
+FailureOr<std::vector<double>> doublesAttr(NodeImporter &node, StringRef name) {
+  std::vector<double> values;
+  const onnx::TensorProto *tensor = node.tensorAttr(name);
+  if (!tensor)
+    return values;
+  if (tensor->data_location() == onnx::TensorProto::EXTERNAL)
+    return node.unsupported("external data in attribute '" + name + "' is not supported");
+  llvm::Expected<DenseElementsAttr> data = readTensor(node.builder().getContext(), *tensor, ".");
+  if (!data)
+    return node.unsupported(llvm::toString(data.takeError()));
+  for (Attribute element : data->getValues<Attribute>()) {
+    if (auto real = dyn_cast<FloatAttr>(element))
+      values.push_back(real.getValueAsDouble());
+    else
+      values.push_back(double(cast<IntegerAttr>(element).getValue().getSExtValue()));
+  }
+  return values;
+}
+
+/// Walks every tree from its root, recording each leaf's path and each
+/// MEMBER node's set; fails on malformed trees, naming the problem.
+LogicalResult walkTrees(NodeImporter &node, TreeEnsembleSpec &spec) {
+  size_t nodes = spec.modes.size(), leaves = spec.leafWeights.size();
+  size_t nextMember = 0;
+  std::string problem;
+  std::function<void(int64_t, bool, SmallVector<std::pair<int64_t, bool>> &)> walk =
+      [&](int64_t index, bool leaf, SmallVector<std::pair<int64_t, bool>> &decisions) {
+        if (!problem.empty())
+          return;
+        if (leaf) {
+          if (index < 0 || size_t(index) >= leaves)
+            problem = "leaf " + std::to_string(index) + " is out of range";
+          else
+            spec.paths.push_back({index, decisions});
+          return;
+        }
+        if (index < 0 || size_t(index) >= nodes) {
+          problem = "node " + std::to_string(index) + " is out of range";
+          return;
+        }
+        if (decisions.size() >= nodes) {
+          problem = "a tree's nodes form a cycle";
+          return;
+        }
+        if (SplitMode(spec.modes[index]) == SplitMode::Member) {
+          std::vector<double> &set = spec.members[index];
+          while (nextMember < spec.membershipValues.size() &&
+                 !std::isnan(spec.membershipValues[nextMember]))
+            set.push_back(spec.membershipValues[nextMember++]);
+          ++nextMember;
+        }
+        for (bool branch : {true, false}) {
+          decisions.push_back({index, branch});
+          walk(branch ? spec.trueIds[index] : spec.falseIds[index],
+               (branch ? spec.trueLeafs[index] : spec.falseLeafs[index]) != 0, decisions);
+          decisions.pop_back();
+        }
+      };
+  for (int64_t root : spec.roots) {
+    SmallVector<std::pair<int64_t, bool>> decisions;
+    // A tree that is one leaf: a root whose branches are that same leaf.
+    bool rootIsLeaf = root >= 0 && size_t(root) < nodes && spec.trueLeafs[root] &&
+                      spec.falseLeafs[root] && spec.trueIds[root] == spec.falseIds[root];
+    walk(rootIsLeaf ? spec.trueIds[root] : root, rootIsLeaf, decisions);
+  }
+  if (!problem.empty())
+    return node.unsupported(problem);
+  return success();
+}
+
+FailureOr<TreeEnsembleSpec> readTreeEnsemble(NodeImporter &node) {
+  TreeEnsembleSpec spec;
+  auto ints = [&](StringRef name) { return node.intsAttr(name).value_or(std::vector<int64_t>()); };
+  FailureOr<std::vector<double>> splits = doublesAttr(node, "nodes_splits");
+  FailureOr<std::vector<double>> modes = doublesAttr(node, "nodes_modes");
+  FailureOr<std::vector<double>> weights = doublesAttr(node, "leaf_weights");
+  FailureOr<std::vector<double>> members = doublesAttr(node, "membership_values");
+  if (failed(splits) || failed(modes) || failed(weights) || failed(members))
+    return failure();
+  spec.splits = *splits;
+  spec.leafWeights = *weights;
+  spec.membershipValues = *members;
+  for (double mode : *modes)
+    spec.modes.push_back(int64_t(mode));
+  spec.features = ints("nodes_featureids");
+  spec.trueIds = ints("nodes_truenodeids");
+  spec.falseIds = ints("nodes_falsenodeids");
+  spec.trueLeafs = ints("nodes_trueleafs");
+  spec.falseLeafs = ints("nodes_falseleafs");
+  spec.tracksMissing = ints("nodes_missing_value_tracks_true");
+  spec.leafTargets = ints("leaf_targetids");
+  spec.roots = ints("tree_roots");
+  spec.targets = node.intAttr("n_targets", 0);
+  spec.aggregate = node.intAttr("aggregate_function", 1);
+  spec.postTransform = node.intAttr("post_transform", 0);
+  node.ignoreAttr("nodes_hitrates"); // only for runtimes that reorder nodes
+  size_t nodes = spec.modes.size();
+  for (size_t size : {spec.splits.size(), spec.features.size(), spec.trueIds.size(),
+                      spec.falseIds.size(), spec.trueLeafs.size(), spec.falseLeafs.size()})
+    if (size != nodes) {
+      (void)node.unsupported("the nodes_* attributes must list every node");
+      return failure();
+    }
+  if (!spec.tracksMissing.empty() && spec.tracksMissing.size() != nodes) {
+    (void)node.unsupported("nodes_missing_value_tracks_true must list every node");
+    return failure();
+  }
+  if (spec.leafTargets.size() != spec.leafWeights.size() || spec.targets <= 0) {
+    (void)node.unsupported("leaf_targetids and leaf_weights must list every leaf, and "
+                           "n_targets be positive");
+    return failure();
+  }
+  for (int64_t target : spec.leafTargets)
+    if (target < 0 || target >= spec.targets) {
+      (void)node.unsupported("leaf target " + Twine(target) + " is outside n_targets");
+      return failure();
+    }
+  for (int64_t mode : spec.modes)
+    if (mode < 0 || mode > int64_t(SplitMode::Member)) {
+      (void)node.unsupported("node mode " + Twine(mode) + " is not one of 0 to 6");
+      return failure();
+    }
+  if (spec.aggregate < 0 || spec.aggregate > 3) {
+    (void)node.unsupported("aggregate_function must be 0 (average) to 3 (max)");
+    return failure();
+  }
+  if (spec.postTransform > 2 || spec.postTransform < 0) {
+    (void)node.unsupported("post_transform " + Twine(spec.postTransform) +
+                           " is not supported (none, softmax and logistic are)");
+    return failure();
+  }
+  if (failed(walkTrees(node, spec)))
+    return failure();
+  return spec;
+}
+
+class TreeEnsembleBuilder : public Formula {
+public:
+  TreeEnsembleBuilder(NodeImporter &node, const TreeEnsembleSpec &spec, Type type)
+      : Formula(node), spec(spec), type(type) {}
+
+  Value constant(ArrayRef<double> values, ArrayRef<int64_t> shape, Type elementType) {
+    auto tensorType = RankedTensorType::get(shape, elementType);
+    if (isa<IntegerType>(elementType)) {
+      SmallVector<bool> bits;
+      for (double value : values)
+        bits.push_back(value != 0);
+      return ConstantOp::create(b, node.loc(), tensorType,
+                                DenseElementsAttr::get(tensorType, ArrayRef<bool>(bits)));
+    }
+    SmallVector<APFloat> floats;
+    for (double value : values) {
+      APFloat real(value);
+      bool lost;
+      real.convert(cast<FloatType>(elementType).getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                   &lost);
+      floats.push_back(real);
+    }
+    return ConstantOp::create(b, node.loc(), tensorType,
+                              DenseElementsAttr::get(tensorType, floats));
+  }
+  Value matmul(Value lhs, Value rhs) { return matrixProduct(node, lhs, rhs); }
+  Value logicalOr(Value x, Value y) { return node.createInferred<OrOp>(x, y); }
+  Value logicalNot(Value x) { return NotOp::create(b, node.loc(), x.getType(), x); }
+
+  /// [N, K] i1: whether the condition of each decision node (column k is
+  /// node decisionNodes[k]) holds for each sample.
+  Value conditions(Value x, ArrayRef<int64_t> decisionNodes) {
+    int64_t count = decisionNodes.size();
+    SmallVector<int64_t> features;
+    std::vector<double> splits;
+    for (int64_t index : decisionNodes) {
+      features.push_back(spec.features[index]);
+      splits.push_back(spec.splits[index]);
+    }
+    Value columns = node.createInferred<GatherOp>(x, node.int64Constant(features, {count}),
+                                                  b.getI64IntegerAttr(1));
+    Value splitRow = constant(splits, {1, count}, type);
+    Value holds;
+    for (SplitMode mode : {SplitMode::Leq, SplitMode::Lt, SplitMode::Gte, SplitMode::Gt,
+                           SplitMode::Eq, SplitMode::Neq, SplitMode::Member}) {
+      std::vector<double> mask;
+      for (int64_t index : decisionNodes)
+        mask.push_back(SplitMode(spec.modes[index]) == mode);
+      if (llvm::none_of(mask, [](double bit) { return bit != 0; }))
+        continue;
+      Value modeHolds = mode == SplitMode::Member ? memberships(columns, decisionNodes)
+                                                  : compareMode(mode, columns, splitRow);
+      holds =
+          holds ? select(constant(mask, {1, count}, b.getI1Type()), modeHolds, holds) : modeHolds;
+    }
+    std::vector<double> tracks;
+    for (int64_t index : decisionNodes)
+      tracks.push_back(!spec.tracksMissing.empty() && spec.tracksMissing[index] != 0);
+    if (llvm::any_of(tracks, [](double bit) { return bit != 0; })) {
+      Value missing = logicalNot(compare("eq", columns, columns));
+      Value tracked =
+          node.createInferred<AndOp>(missing, constant(tracks, {1, count}, b.getI1Type()));
+      holds = logicalOr(holds, tracked);
+    }
+    return holds;
+  }
+
+  /// [N, L]: 1 where a sample reaches leaf path l, from the decisions'
+  /// `holds` ([N, K] in the ensemble's type).
+  Value reached(Value holds, const DenseMap<int64_t, int64_t> &column) {
+    int64_t count = column.size(), leaves = spec.paths.size();
+    std::vector<double> wantTrue(count * leaves), wantFalse(count * leaves), lengths(leaves);
+    for (auto [l, path] : llvm::enumerate(spec.paths)) {
+      lengths[l] = path.decisions.size();
+      for (auto [index, branch] : path.decisions)
+        (branch ? wantTrue : wantFalse)[column.lookup(index) * leaves + l] = 1;
+    }
+    Value one = scalar(holds, 1.0);
+    Value satisfied = add(matmul(holds, constant(wantTrue, {count, leaves}, type)),
+                          matmul(sub(one, holds), constant(wantFalse, {count, leaves}, type)));
+    return compare("eq", satisfied, constant(lengths, {1, leaves}, type));
+  }
+
+  /// [N, targets]: the reached leaves' weights aggregated per target.
+  Value aggregate(Value reachedLeaves) {
+    int64_t leaves = spec.paths.size(), targets = spec.targets;
+    if (spec.aggregate <= 1) { // average, sum
+      std::vector<double> weights(leaves * targets);
+      for (auto [l, path] : llvm::enumerate(spec.paths))
+        weights[l * targets + spec.leafTargets[path.leaf]] = spec.leafWeights[path.leaf];
+      Value sums = matmul(convert(reachedLeaves, type), constant(weights, {leaves, targets}, type));
+      if (spec.aggregate == 1)
+        return sums;
+      return div(sums, scalar(sums, double(spec.roots.size())));
+    }
+    // Min or max: each target's reached leaves, the others the type's
+    // largest or lowest finite value (the reference's start).
+    bool isMin = spec.aggregate == 2;
+    std::vector<double> targetMask(targets * leaves), weights(leaves);
+    for (auto [l, path] : llvm::enumerate(spec.paths)) {
+      targetMask[spec.leafTargets[path.leaf] * leaves + l] = 1;
+      weights[l] = spec.leafWeights[path.leaf];
+    }
+    const llvm::fltSemantics &semantics = cast<FloatType>(type).getFloatSemantics();
+    double start = APFloat::getLargest(semantics, /*Negative=*/!isMin).convertToDouble();
+    int64_t samples = cast<RankedTensorType>(reachedLeaves.getType()).getDimSize(0);
+    Value counted =
+        node.createInferred<AndOp>(reshape(reachedLeaves, {samples, 1, leaves}),
+                                   constant(targetMask, {1, targets, leaves}, b.getI1Type()));
+    Value values =
+        select(counted, constant(weights, {1, 1, leaves}, type), constant({start}, {}, type));
+    return node.createInferred<ReduceOp>(b.getStringAttr(isMin ? "min" : "max"), values,
+                                         b.getDenseI64ArrayAttr({2}));
+  }
+
+private:
+  Value compareMode(SplitMode mode, Value columns, Value splitRow) {
+    switch (mode) {
+    case SplitMode::Leq:
+      return compare("le", columns, splitRow);
+    case SplitMode::Lt:
+      return compare("lt", columns, splitRow);
+    case SplitMode::Gte:
+      return compare("ge", columns, splitRow);
+    case SplitMode::Gt:
+      return compare("gt", columns, splitRow);
+    case SplitMode::Eq:
+      return compare("eq", columns, splitRow);
+    case SplitMode::Neq:
+      return logicalNot(compare("eq", columns, splitRow));
+    case SplitMode::Member:
+      break;
+    }
+    llvm_unreachable("membership is memberships'");
+  }
+  /// [N, K] i1: whether each MEMBER node's feature is in its set: the
+  /// feature compared with every member, and the matches counted per node.
+  Value memberships(Value columns, ArrayRef<int64_t> decisionNodes) {
+    int64_t count = decisionNodes.size();
+    SmallVector<int64_t> memberColumn;
+    std::vector<double> memberValues, memberOf;
+    for (auto [k, index] : llvm::enumerate(decisionNodes)) {
+      auto set = spec.members.find(index);
+      if (set == spec.members.end())
+        continue;
+      for (double value : set->second) {
+        memberColumn.push_back(k);
+        memberValues.push_back(value);
+      }
+    }
+    int64_t members = memberColumn.size();
+    if (members == 0)
+      return constant(std::vector<double>(count, 0.0), {1, count}, b.getI1Type());
+    memberOf.assign(members * count, 0.0);
+    for (auto [m, k] : llvm::enumerate(memberColumn))
+      memberOf[m * count + k] = 1;
+    Value candidates = node.createInferred<GatherOp>(
+        columns, node.int64Constant(memberColumn, {members}), b.getI64IntegerAttr(1));
+    Value matches =
+        convert(compare("eq", candidates, constant(memberValues, {1, members}, type)), type);
+    Value counts = matmul(matches, constant(memberOf, {members, count}, type));
+    return compare("gt", counts, scalar(counts, 0.0));
+  }
+
+  const TreeEnsembleSpec &spec;
+  Type type;
+};
+
+/// TreeEnsemble (ai.onnx.ml 5): X [N, features] through every tree; each
+/// target sums (or averages, or takes the min or max of) the weights of
+/// the leaves reached.
+LogicalResult importTreeEnsemble(NodeImporter &node) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 2 || !type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
+    return node.unsupported("X must be a float matrix of static shape [N, features]");
+  FailureOr<TreeEnsembleSpec> spec = readTreeEnsemble(node);
+  if (failed(spec))
+    return failure();
+  for (int64_t feature : spec->features)
+    if (feature < 0 || feature >= type.getDimSize(1))
+      return node.unsupported("node feature " + Twine(feature) + " is outside X's " +
+                              Twine(type.getDimSize(1)) + " features");
+  if (failed(checkComputeBudget(node,
+                                double(type.getDimSize(0)) * double(spec->modes.size()) *
+                                    double(std::max<size_t>(spec->paths.size(), 1)),
+                                "node and leaf pairs")))
+    return failure();
+  Type elementType = type.getElementType();
+  TreeEnsembleBuilder f(node, *spec, elementType);
+  // The decision nodes on some path, each a column of the conditions.
+  SmallVector<int64_t> decisionNodes;
+  DenseMap<int64_t, int64_t> column;
+  for (const LeafPath &path : spec->paths)
+    for (auto [index, branch] : path.decisions)
+      if (column.try_emplace(index, decisionNodes.size()).second)
+        decisionNodes.push_back(index);
+  int64_t samples = type.getDimSize(0), leaves = spec->paths.size();
+  Value reached;
+  if (decisionNodes.empty()) // every tree is one leaf
+    reached = f.constant(std::vector<double>(samples * leaves, 1.0), {samples, leaves},
+                         node.builder().getI1Type());
+  else
+    reached = f.reached(f.convert(f.conditions(node.input(0), decisionNodes), elementType), column);
+  Value result = leaves ? f.aggregate(reached)
+                        : f.constant(std::vector<double>(samples * spec->targets, 0.0),
+                                     {samples, spec->targets}, elementType);
+  OpBuilder &b = node.builder();
+  if (result && spec->postTransform == 1)
+    result = SoftmaxOp::create(b, node.loc(), result.getType(), result, b.getI64IntegerAttr(1));
+  else if (result && spec->postTransform == 2)
+    result = SigmoidOp::create(b, node.loc(), result.getType(), result);
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
 } // namespace
 
 void registerMachineLearningHandlers(OpRegistry &registry) {
   registry.on("ai.onnx.ml", "ArrayFeatureExtractor", 1, importArrayFeatureExtractor);
   registry.on("ai.onnx.ml", "Binarizer", 1, importBinarizer);
+  registry.on("ai.onnx.ml", "TreeEnsemble", 5, importTreeEnsemble);
 }
 
 } // namespace tessel::onnx_import

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""ai.onnx.ml TreeEnsemble against ONNX's reference.
+
+Each case is an ensemble of random trees (depth up to 4) over features
+drawn from a few values (so that EQ, NEQ and MEMBER splits hold for some
+samples), with some features missing (NaN) and some nodes sending missing
+values down their true branch. The cases vary the split modes, the
+aggregation (sum, average, min, max), the number of targets and the float
+type, and include a tree that is a single leaf. Each is compiled by
+tessel-compile, run by tessel-run and compared with onnx.reference (rtol
+1e-5, atol 1e-5: sums of a few weights). The reference does not apply
+post_transform; a logistic case is compared with its output through the
+logistic function. An unsupported post_transform (PROBIT) is refused,
+naming the node.
+"""
+
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+from tessel_model_run import compile_model, differences, refused_compile, run_tessel
+
+LEQ, LT, GTE, GT, EQ, NEQ, MEMBER = range(7)
+
+
+def random_ensemble(rng, trees, features, targets, modes, single_leaf_tree=False):
+    """The TreeEnsemble attributes of `trees` random trees."""
+    nodes = dict(splits=[], features=[], modes=[], true_ids=[], false_ids=[], true_leafs=[],
+                 false_leafs=[], tracks=[])
+    leaves = dict(targets=[], weights=[])
+    members, roots = [], []
+
+    def add_leaf():
+        leaves["targets"].append(int(rng.integers(targets)))
+        leaves["weights"].append(float(rng.integers(-20, 20)) / 4)
+        return len(leaves["weights"]) - 1
+
+    def add_node(depth):
+        index = len(nodes["modes"])
+        mode = int(rng.choice(modes))
+        for key in nodes:
+            nodes[key].append(0)
+        nodes["modes"][index] = mode
+        nodes["features"][index] = int(rng.integers(features))
+        nodes["tracks"][index] = int(rng.integers(2))
+        if mode == MEMBER:
+            # No member 0: the reference ends a set at a member that is
+            # false (0.0) as at its NaN separator.
+            members.extend(sorted(rng.choice([1, 2, 3], size=int(rng.integers(1, 3)),
+                                             replace=False)))
+            members.append(np.nan)
+            nodes["splits"][index] = np.nan
+        else:
+            nodes["splits"][index] = float(rng.integers(4)) - (0.5 if mode in (LEQ, LT) else 0.0)
+        # The reference takes MEMBER sets in the order it builds nodes:
+        # each node, then its true branch, then its false one.
+        for branch in ("true", "false"):
+            if depth >= 3 or rng.random() < 0.3:
+                nodes[f"{branch}_leafs"][index] = 1
+                nodes[f"{branch}_ids"][index] = add_leaf()
+            else:
+                nodes[f"{branch}_ids"][index] = add_node(depth + 1)
+        return index
+
+    for tree in range(trees):
+        if single_leaf_tree and tree == 0:
+            index = len(nodes["modes"])
+            for key in nodes:
+                nodes[key].append(0)
+            leaf = add_leaf()
+            nodes["true_ids"][index] = nodes["false_ids"][index] = leaf
+            nodes["true_leafs"][index] = nodes["false_leafs"][index] = 1
+            roots.append(index)
+        else:
+            roots.append(add_node(0))
+    return nodes, leaves, members, roots
+
+
+def model(name, nodes, leaves, members, roots, samples, features, targets, aggregate,
+          post_transform, element_type):
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    attributes = dict(
+        nodes_splits=numpy_helper.from_array(np.array(nodes["splits"], dtype)),
+        nodes_featureids=nodes["features"],
+        nodes_modes=numpy_helper.from_array(np.array(nodes["modes"], np.uint8)),
+        nodes_truenodeids=nodes["true_ids"], nodes_falsenodeids=nodes["false_ids"],
+        nodes_trueleafs=nodes["true_leafs"], nodes_falseleafs=nodes["false_leafs"],
+        nodes_missing_value_tracks_true=nodes["tracks"],
+        leaf_targetids=leaves["targets"],
+        leaf_weights=numpy_helper.from_array(np.array(leaves["weights"], dtype)),
+        tree_roots=roots, n_targets=targets, aggregate_function=aggregate,
+        post_transform=post_transform)
+    if members:
+        attributes["membership_values"] = numpy_helper.from_array(np.array(members, dtype))
+    node = helper.make_node("TreeEnsemble", ["X"], ["Y"], name="trees", domain="ai.onnx.ml",
+                            **attributes)
+    graph = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info("X", element_type, [samples, features])],
+        [helper.make_tensor_value_info("Y", element_type, [samples, targets])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 5)])
+
+
+CASES = [
+    # name, trees, targets, modes, aggregate, post_transform, element type, single-leaf tree
+    ("sum_every_mode", 4, 3, [LEQ, LT, GTE, GT, EQ, NEQ, MEMBER], 1, 0, TensorProto.FLOAT, False),
+    ("average_thresholds", 5, 2, [LEQ, LT, GTE, GT], 0, 0, TensorProto.FLOAT, False),
+    ("min_membership", 3, 2, [LEQ, MEMBER, EQ], 2, 0, TensorProto.FLOAT, False),
+    ("max_double", 3, 3, [GT, NEQ, MEMBER], 3, 0, TensorProto.DOUBLE, False),
+    ("single_leaf_tree", 3, 1, [LEQ, GTE], 1, 0, TensorProto.FLOAT, True),
+    ("logistic", 2, 2, [LEQ, GT], 1, 2, TensorProto.FLOAT, False),
+]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    rng = np.random.default_rng(5)
+    samples, features = 16, 4
+    passed = failed = 0
+    for name, trees, targets, modes, aggregate, post, element_type, single in CASES:
+        nodes, leaves, members, roots = random_ensemble(rng, trees, features, targets, modes,
+                                                        single)
+        dtype = helper.tensor_dtype_to_np_dtype(element_type)
+        x = rng.integers(0, 4, (samples, features)).astype(dtype)
+        x[rng.random((samples, features)) < 0.15] = np.nan
+        built = model(name, nodes, leaves, members, roots, samples, features, targets, aggregate,
+                      post, element_type)
+        # The reference ignores post_transform: it gives the raw scores.
+        raw = model(name, nodes, leaves, members, roots, samples, features, targets, aggregate,
+                    0, element_type)
+        (want,) = ReferenceEvaluator(raw).run(None, {"X": x})
+        if post == 2:
+            want = 1 / (1 + np.exp(-want))
+        path = os.path.join(args.work, name + ".onnx")
+        onnx.save(built, path)
+        compile_model(path, path[:-5] + ".tsl")
+        case_dir = os.path.join(args.work, name)
+        os.makedirs(case_dir, exist_ok=True)
+        outputs, status, message = run_tessel(path[:-5] + ".tsl", {"X": x}, case_dir, 1)
+        errors = [f"tessel-run failed ({status}): {message}"] if outputs is None else \
+            differences(["Y"], [want.astype(dtype)], outputs, rtol=1e-5, atol=1e-5)
+        print(f"{name}: " + ("; ".join(errors) if errors else "Y matches onnx.reference"))
+        passed, failed = (passed, failed + 1) if errors else (passed + 1, failed)
+    print(f"{passed} passed, {failed} failed")
+
+    nodes, leaves, members, roots = random_ensemble(rng, 1, features, 1, [LEQ])
+    path = os.path.join(args.work, "probit.onnx")
+    onnx.save(model("probit", nodes, leaves, members, roots, samples, features, 1, 1, 4,
+                    TensorProto.FLOAT), path)
+    print("probit: " + refused_compile(path, path[:-5] + ".tsl"))
+
+
+if __name__ == "__main__":
+    main()
