@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ai.onnx.ml TreeEnsemble against ONNX's reference.
+"""ai.onnx.ml TreeEnsemble and TreeEnsembleRegressor against ONNX's reference.
 
 Each case is an ensemble of random trees (depth up to 4) over features
 drawn from a few values (so that EQ, NEQ and MEMBER splits hold for some
@@ -10,8 +10,11 @@ type, and include a tree that is a single leaf. Each is compiled by
 tessel-compile, run by tessel-run and compared with onnx.reference (rtol
 1e-5, atol 1e-5: sums of a few weights). The reference does not apply
 post_transform; a logistic case is compared with its output through the
-logistic function. An unsupported post_transform (PROBIT) is refused,
-naming the node.
+logistic function. The same kind of ensembles, written node by node as
+TreeEnsembleRegressor (ai.onnx.ml 3) with some leaves giving two targets
+and with base values, are compared in the same way; there a missing feature
+takes the branch its node tracks whatever the mode (a NEQ split included).
+An unsupported post_transform (PROBIT) is refused, naming the node.
 """
 
 import argparse
@@ -103,6 +106,66 @@ def model(name, nodes, leaves, members, roots, samples, features, targets, aggre
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 5)])
 
 
+LEGACY_MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+
+
+def regressor_model(name, nodes, leaves, roots, samples, features, targets, aggregate,
+                    element_type):
+    """The ensemble as TreeEnsembleRegressor lists it: each tree's nodes from
+    its root, numbered in the order visited; every third leaf also gives
+    half its weight to the next target."""
+    a = {key: [] for key in ["nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes",
+                             "nodes_values", "nodes_truenodeids", "nodes_falsenodeids",
+                             "nodes_missing_value_tracks_true", "target_treeids",
+                             "target_nodeids", "target_ids", "target_weights"]}
+    for tree, root in enumerate(roots):
+        numbered = [0]
+
+        def visit(index, leaf):
+            nid, position = numbered[0], len(a["nodes_treeids"])
+            numbered[0] += 1
+            a["nodes_treeids"].append(tree)
+            a["nodes_nodeids"].append(nid)
+            if leaf:
+                for key, value in [("nodes_featureids", 0), ("nodes_modes", "LEAF"),
+                                   ("nodes_values", 0.0), ("nodes_truenodeids", 0),
+                                   ("nodes_falsenodeids", 0),
+                                   ("nodes_missing_value_tracks_true", 0)]:
+                    a[key].append(value)
+                outputs = [(leaves["targets"][index], leaves["weights"][index])]
+                if index % 3 == 0 and targets > 1:
+                    outputs.append(((leaves["targets"][index] + 1) % targets,
+                                    leaves["weights"][index] / 2))
+                for target, weight in outputs:
+                    a["target_treeids"].append(tree)
+                    a["target_nodeids"].append(nid)
+                    a["target_ids"].append(target)
+                    a["target_weights"].append(weight)
+                return nid
+            a["nodes_featureids"].append(nodes["features"][index])
+            a["nodes_modes"].append(LEGACY_MODES[nodes["modes"][index]])
+            a["nodes_values"].append(nodes["splits"][index])
+            a["nodes_missing_value_tracks_true"].append(nodes["tracks"][index])
+            a["nodes_truenodeids"].append(0)
+            a["nodes_falsenodeids"].append(0)
+            for branch in ("true", "false"):
+                a[f"nodes_{branch}nodeids"][position] = visit(
+                    nodes[f"{branch}_ids"][index], nodes[f"{branch}_leafs"][index])
+            return nid
+
+        single = (nodes["true_leafs"][root] and nodes["false_leafs"][root]
+                  and nodes["true_ids"][root] == nodes["false_ids"][root])
+        visit(nodes["true_ids"][root] if single else root, single)
+    node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], name="trees",
+                            domain="ai.onnx.ml", n_targets=targets,
+                            aggregate_function=["AVERAGE", "SUM", "MIN", "MAX"][aggregate],
+                            base_values=[0.25 * (t + 1) for t in range(targets)], **a)
+    graph = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info("X", element_type, [samples, features])],
+        [helper.make_tensor_value_info("Y", element_type, [samples, targets])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)])
+
+
 CASES = [
     # name, trees, targets, modes, aggregate, post_transform, element type, single-leaf tree
     ("sum_every_mode", 4, 3, [LEQ, LT, GTE, GT, EQ, NEQ, MEMBER], 1, 0, TensorProto.FLOAT, False),
@@ -111,6 +174,14 @@ CASES = [
     ("max_double", 3, 3, [GT, NEQ, MEMBER], 3, 0, TensorProto.DOUBLE, False),
     ("single_leaf_tree", 3, 1, [LEQ, GTE], 1, 0, TensorProto.FLOAT, True),
     ("logistic", 2, 2, [LEQ, GT], 1, 2, TensorProto.FLOAT, False),
+]
+
+REGRESSOR_CASES = [
+    # name, trees, targets, modes, aggregate, element type, single-leaf tree
+    ("regressor_sum", 4, 3, [LEQ, LT, GTE, GT, EQ, NEQ], 1, TensorProto.FLOAT, False),
+    ("regressor_average_double", 3, 2, [LEQ, GT, NEQ], 0, TensorProto.DOUBLE, True),
+    ("regressor_min", 3, 2, [LT, GTE, EQ], 2, TensorProto.FLOAT, False),
+    ("regressor_max", 3, 2, [LEQ, NEQ], 3, TensorProto.FLOAT, False),
 ]
 
 
@@ -136,6 +207,24 @@ def main():
         (want,) = ReferenceEvaluator(raw).run(None, {"X": x})
         if post == 2:
             want = 1 / (1 + np.exp(-want))
+        path = os.path.join(args.work, name + ".onnx")
+        onnx.save(built, path)
+        compile_model(path, path[:-5] + ".tsl")
+        case_dir = os.path.join(args.work, name)
+        os.makedirs(case_dir, exist_ok=True)
+        outputs, status, message = run_tessel(path[:-5] + ".tsl", {"X": x}, case_dir, 1)
+        errors = [f"tessel-run failed ({status}): {message}"] if outputs is None else \
+            differences(["Y"], [want.astype(dtype)], outputs, rtol=1e-5, atol=1e-5)
+        print(f"{name}: " + ("; ".join(errors) if errors else "Y matches onnx.reference"))
+        passed, failed = (passed, failed + 1) if errors else (passed + 1, failed)
+    for name, trees, targets, modes, aggregate, element_type, single in REGRESSOR_CASES:
+        nodes, leaves, _, roots = random_ensemble(rng, trees, features, targets, modes, single)
+        dtype = helper.tensor_dtype_to_np_dtype(element_type)
+        x = rng.integers(0, 4, (samples, features)).astype(dtype)
+        x[rng.random((samples, features)) < 0.15] = np.nan
+        built = regressor_model(name, nodes, leaves, roots, samples, features, targets,
+                                aggregate, element_type)
+        (want,) = ReferenceEvaluator(built).run(None, {"X": x})
         path = os.path.join(args.work, name + ".onnx")
         onnx.save(built, path)
         compile_model(path, path[:-5] + ".tsl")

@@ -2,7 +2,8 @@
 //
 // Operators of the ai.onnx.ml operator set (classical machine learning:
 // scikit-learn pipelines converted to ONNX), as ONNX's reference computes
-// them: Binarizer, ArrayFeatureExtractor and TreeEnsemble.
+// them: Binarizer, ArrayFeatureExtractor, TreeEnsemble and
+// TreeEnsembleRegressor.
 //
 // A tree ensemble's trees are constants, so each leaf is known with the
 // conditions on its path. Every decision node's condition is computed for
@@ -73,10 +74,16 @@ struct LeafPath {
 
 /// TreeEnsemble's attributes, read and checked.
 struct TreeEnsembleSpec {
-  std::vector<double> splits, leafWeights, membershipValues;
+  std::vector<double> splits, membershipValues, baseValues;
   std::vector<int64_t> features, modes, trueIds, falseIds, trueLeafs, falseLeafs, tracksMissing,
-      leafTargets, roots;
+      roots;
+  /// Each leaf's (target, weight) pairs.
+  std::vector<SmallVector<std::pair<int64_t, double>, 1>> leafOutputs;
   int64_t targets = 0, aggregate = 1, postTransform = 0;
+  /// TreeEnsembleRegressor's rule for a missing (NaN) feature: the node's
+  /// nodes_missing_value_tracks_true alone decides, whatever its mode;
+  /// TreeEnsemble's: the mode's comparison, or true where the node tracks.
+  bool missingTakesTrackedBranch = false;
   /// The set of each MEMBER node, taken from membershipValues in the order
   /// the reference builds the trees (each node before its true branch,
   /// then its false one).
@@ -107,7 +114,7 @@ FailureOr<std::vector<double>> doublesAttr(NodeImporter &node, StringRef name) {
 /// Walks every tree from its root, recording each leaf's path and each
 /// MEMBER node's set; fails on malformed trees, naming the problem.
 LogicalResult walkTrees(NodeImporter &node, TreeEnsembleSpec &spec) {
-  size_t nodes = spec.modes.size(), leaves = spec.leafWeights.size();
+  size_t nodes = spec.modes.size(), leaves = spec.leafOutputs.size();
   size_t nextMember = 0;
   std::string problem;
   std::function<void(int64_t, bool, SmallVector<std::pair<int64_t, bool>> &)> walk =
@@ -155,6 +162,35 @@ LogicalResult walkTrees(NodeImporter &node, TreeEnsembleSpec &spec) {
   return success();
 }
 
+/// Checks `spec`'s sizes, targets, modes and functions, then walks its
+/// trees; fails naming the problem.
+LogicalResult checkTreeEnsemble(NodeImporter &node, TreeEnsembleSpec &spec) {
+  size_t nodes = spec.modes.size();
+  for (size_t size : {spec.splits.size(), spec.features.size(), spec.trueIds.size(),
+                      spec.falseIds.size(), spec.trueLeafs.size(), spec.falseLeafs.size()})
+    if (size != nodes)
+      return node.unsupported("the nodes_* attributes must list every node");
+  if (!spec.tracksMissing.empty() && spec.tracksMissing.size() != nodes)
+    return node.unsupported("nodes_missing_value_tracks_true must list every node");
+  if (spec.targets <= 0)
+    return node.unsupported("n_targets must be positive");
+  if (!spec.baseValues.empty() && int64_t(spec.baseValues.size()) != spec.targets)
+    return node.unsupported("base_values must give one value per target");
+  for (const auto &outputs : spec.leafOutputs)
+    for (auto [target, weight] : outputs)
+      if (target < 0 || target >= spec.targets)
+        return node.unsupported("leaf target " + Twine(target) + " is outside n_targets");
+  for (int64_t mode : spec.modes)
+    if (mode < 0 || mode > int64_t(SplitMode::Member))
+      return node.unsupported("node mode " + Twine(mode) + " is not one of 0 to 6");
+  if (spec.aggregate < 0 || spec.aggregate > 3)
+    return node.unsupported("aggregate_function must be average, sum, min or max");
+  if (spec.postTransform > 2 || spec.postTransform < 0)
+    return node.unsupported("post_transform " + Twine(spec.postTransform) +
+                            " is not supported (none, softmax and logistic are)");
+  return walkTrees(node, spec);
+}
+
 FailureOr<TreeEnsembleSpec> readTreeEnsemble(NodeImporter &node) {
   TreeEnsembleSpec spec;
   auto ints = [&](StringRef name) { return node.intsAttr(name).value_or(std::vector<int64_t>()); };
@@ -165,7 +201,6 @@ FailureOr<TreeEnsembleSpec> readTreeEnsemble(NodeImporter &node) {
   if (failed(splits) || failed(modes) || failed(weights) || failed(members))
     return failure();
   spec.splits = *splits;
-  spec.leafWeights = *weights;
   spec.membershipValues = *members;
   for (double mode : *modes)
     spec.modes.push_back(int64_t(mode));
@@ -175,48 +210,17 @@ FailureOr<TreeEnsembleSpec> readTreeEnsemble(NodeImporter &node) {
   spec.trueLeafs = ints("nodes_trueleafs");
   spec.falseLeafs = ints("nodes_falseleafs");
   spec.tracksMissing = ints("nodes_missing_value_tracks_true");
-  spec.leafTargets = ints("leaf_targetids");
+  std::vector<int64_t> leafTargets = ints("leaf_targetids");
+  if (leafTargets.size() != weights->size())
+    return node.unsupported("leaf_targetids and leaf_weights must list every leaf");
+  for (auto [target, weight] : llvm::zip(leafTargets, *weights))
+    spec.leafOutputs.push_back({{target, weight}});
   spec.roots = ints("tree_roots");
   spec.targets = node.intAttr("n_targets", 0);
   spec.aggregate = node.intAttr("aggregate_function", 1);
   spec.postTransform = node.intAttr("post_transform", 0);
   node.ignoreAttr("nodes_hitrates"); // only for runtimes that reorder nodes
-  size_t nodes = spec.modes.size();
-  for (size_t size : {spec.splits.size(), spec.features.size(), spec.trueIds.size(),
-                      spec.falseIds.size(), spec.trueLeafs.size(), spec.falseLeafs.size()})
-    if (size != nodes) {
-      (void)node.unsupported("the nodes_* attributes must list every node");
-      return failure();
-    }
-  if (!spec.tracksMissing.empty() && spec.tracksMissing.size() != nodes) {
-    (void)node.unsupported("nodes_missing_value_tracks_true must list every node");
-    return failure();
-  }
-  if (spec.leafTargets.size() != spec.leafWeights.size() || spec.targets <= 0) {
-    (void)node.unsupported("leaf_targetids and leaf_weights must list every leaf, and "
-                           "n_targets be positive");
-    return failure();
-  }
-  for (int64_t target : spec.leafTargets)
-    if (target < 0 || target >= spec.targets) {
-      (void)node.unsupported("leaf target " + Twine(target) + " is outside n_targets");
-      return failure();
-    }
-  for (int64_t mode : spec.modes)
-    if (mode < 0 || mode > int64_t(SplitMode::Member)) {
-      (void)node.unsupported("node mode " + Twine(mode) + " is not one of 0 to 6");
-      return failure();
-    }
-  if (spec.aggregate < 0 || spec.aggregate > 3) {
-    (void)node.unsupported("aggregate_function must be 0 (average) to 3 (max)");
-    return failure();
-  }
-  if (spec.postTransform > 2 || spec.postTransform < 0) {
-    (void)node.unsupported("post_transform " + Twine(spec.postTransform) +
-                           " is not supported (none, softmax and logistic are)");
-    return failure();
-  }
-  if (failed(walkTrees(node, spec)))
+  if (failed(checkTreeEnsemble(node, spec)))
     return failure();
   return spec;
 }
@@ -279,12 +283,12 @@ public:
     std::vector<double> tracks;
     for (int64_t index : decisionNodes)
       tracks.push_back(!spec.tracksMissing.empty() && spec.tracksMissing[index] != 0);
-    if (llvm::any_of(tracks, [](double bit) { return bit != 0; })) {
-      Value missing = logicalNot(compare("eq", columns, columns));
-      Value tracked =
-          node.createInferred<AndOp>(missing, constant(tracks, {1, count}, b.getI1Type()));
-      holds = logicalOr(holds, tracked);
-    }
+    Value trackedRow = constant(tracks, {1, count}, b.getI1Type());
+    Value missing = logicalNot(compare("eq", columns, columns));
+    if (spec.missingTakesTrackedBranch)
+      return select(missing, node.createInferred<AndOp>(missing, trackedRow), holds);
+    if (llvm::any_of(tracks, [](double bit) { return bit != 0; }))
+      holds = logicalOr(holds, node.createInferred<AndOp>(missing, trackedRow));
     return holds;
   }
 
@@ -304,36 +308,44 @@ public:
     return compare("eq", satisfied, constant(lengths, {1, leaves}, type));
   }
 
-  /// [N, targets]: the reached leaves' weights aggregated per target.
+  /// [N, targets]: the reached leaves' weights aggregated per target,
+  /// plus the base values.
   Value aggregate(Value reachedLeaves) {
     int64_t leaves = spec.paths.size(), targets = spec.targets;
+    Value result;
     if (spec.aggregate <= 1) { // average, sum
       std::vector<double> weights(leaves * targets);
       for (auto [l, path] : llvm::enumerate(spec.paths))
-        weights[l * targets + spec.leafTargets[path.leaf]] = spec.leafWeights[path.leaf];
-      Value sums = matmul(convert(reachedLeaves, type), constant(weights, {leaves, targets}, type));
-      if (spec.aggregate == 1)
-        return sums;
-      return div(sums, scalar(sums, double(spec.roots.size())));
+        for (auto [target, weight] : spec.leafOutputs[path.leaf])
+          weights[l * targets + target] += weight;
+      result = matmul(convert(reachedLeaves, type), constant(weights, {leaves, targets}, type));
+      if (spec.aggregate == 0)
+        result = div(result, scalar(result, double(spec.roots.size())));
+    } else {
+      // Min or max: each target's reached leaves, the others the type's
+      // largest or lowest finite value (the reference's start).
+      bool isMin = spec.aggregate == 2;
+      const llvm::fltSemantics &semantics = cast<FloatType>(type).getFloatSemantics();
+      double start = APFloat::getLargest(semantics, /*Negative=*/!isMin).convertToDouble();
+      std::vector<double> targetMask(targets * leaves), weights(targets * leaves, start);
+      for (auto [l, path] : llvm::enumerate(spec.paths))
+        for (auto [target, weight] : spec.leafOutputs[path.leaf]) {
+          double &slot = weights[target * leaves + l];
+          slot = isMin ? std::min(slot, weight) : std::max(slot, weight);
+          targetMask[target * leaves + l] = 1;
+        }
+      int64_t samples = cast<RankedTensorType>(reachedLeaves.getType()).getDimSize(0);
+      Value counted =
+          node.createInferred<AndOp>(reshape(reachedLeaves, {samples, 1, leaves}),
+                                     constant(targetMask, {1, targets, leaves}, b.getI1Type()));
+      Value values = select(counted, constant(weights, {1, targets, leaves}, type),
+                            constant({start}, {}, type));
+      result = node.createInferred<ReduceOp>(b.getStringAttr(isMin ? "min" : "max"), values,
+                                             b.getDenseI64ArrayAttr({2}));
     }
-    // Min or max: each target's reached leaves, the others the type's
-    // largest or lowest finite value (the reference's start).
-    bool isMin = spec.aggregate == 2;
-    std::vector<double> targetMask(targets * leaves), weights(leaves);
-    for (auto [l, path] : llvm::enumerate(spec.paths)) {
-      targetMask[spec.leafTargets[path.leaf] * leaves + l] = 1;
-      weights[l] = spec.leafWeights[path.leaf];
-    }
-    const llvm::fltSemantics &semantics = cast<FloatType>(type).getFloatSemantics();
-    double start = APFloat::getLargest(semantics, /*Negative=*/!isMin).convertToDouble();
-    int64_t samples = cast<RankedTensorType>(reachedLeaves.getType()).getDimSize(0);
-    Value counted =
-        node.createInferred<AndOp>(reshape(reachedLeaves, {samples, 1, leaves}),
-                                   constant(targetMask, {1, targets, leaves}, b.getI1Type()));
-    Value values =
-        select(counted, constant(weights, {1, 1, leaves}, type), constant({start}, {}, type));
-    return node.createInferred<ReduceOp>(b.getStringAttr(isMin ? "min" : "max"), values,
-                                         b.getDenseI64ArrayAttr({2}));
+    if (spec.baseValues.empty())
+      return result;
+    return add(result, constant(spec.baseValues, {1, targets}, type));
   }
 
 private:
@@ -389,14 +401,12 @@ private:
   Type type;
 };
 
-/// TreeEnsemble (ai.onnx.ml 5): X [N, features] through every tree; each
-/// target sums (or averages, or takes the min or max of) the weights of
-/// the leaves reached.
-LogicalResult importTreeEnsemble(NodeImporter &node) {
+/// X [N, features] through every tree of `spec`; each target sums (or
+/// averages, or takes the min or max of) the weights of the leaves reached.
+LogicalResult buildTreeEnsemble(NodeImporter &node, FailureOr<TreeEnsembleSpec> spec) {
   RankedTensorType type = node.inputType(0);
   if (type.getRank() != 2 || !type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
     return node.unsupported("X must be a float matrix of static shape [N, features]");
-  FailureOr<TreeEnsembleSpec> spec = readTreeEnsemble(node);
   if (failed(spec))
     return failure();
   for (int64_t feature : spec->features)
@@ -438,12 +448,130 @@ LogicalResult importTreeEnsemble(NodeImporter &node) {
   return success();
 }
 
+/// TreeEnsemble (ai.onnx.ml 5).
+LogicalResult importTreeEnsemble(NodeImporter &node) {
+  return buildTreeEnsemble(node, readTreeEnsemble(node));
+}
+
+/// The doubles of float list attribute `name`, or of its `name`_as_tensor
+/// form (version 3 on).
+FailureOr<std::vector<double>> floatsOrTensor(NodeImporter &node, StringRef name) {
+  if (std::optional<std::vector<float>> floats = node.floatsAttr(name))
+    return std::vector<double>(floats->begin(), floats->end());
+  return doublesAttr(node, (name + "_as_tensor").str());
+}
+
+/// TreeEnsembleRegressor's attributes (ai.onnx.ml 1 and 3): every node of
+/// every tree is listed by (tree id, node id), a tree's root being its
+/// first listed node; leaves are the nodes of mode LEAF, whose outputs the
+/// target_* attributes list (several per leaf where there are several
+/// targets).
+FailureOr<TreeEnsembleSpec> readTreeEnsembleRegressor(NodeImporter &node) {
+  TreeEnsembleSpec spec;
+  spec.missingTakesTrackedBranch = true;
+  auto ints = [&](StringRef name) { return node.intsAttr(name).value_or(std::vector<int64_t>()); };
+  std::vector<int64_t> treeIds = ints("nodes_treeids"), nodeIds = ints("nodes_nodeids");
+  std::vector<int64_t> trueNodeIds = ints("nodes_truenodeids");
+  std::vector<int64_t> falseNodeIds = ints("nodes_falsenodeids");
+  std::vector<std::string> modeNames =
+      node.stringsAttr("nodes_modes").value_or(std::vector<std::string>());
+  FailureOr<std::vector<double>> values = floatsOrTensor(node, "nodes_values");
+  FailureOr<std::vector<double>> weights = floatsOrTensor(node, "target_weights");
+  FailureOr<std::vector<double>> base = floatsOrTensor(node, "base_values");
+  if (failed(values) || failed(weights) || failed(base))
+    return failure();
+  node.ignoreAttr("nodes_hitrates");
+  node.ignoreAttr("nodes_hitrates_as_tensor");
+  size_t nodes = treeIds.size();
+  for (size_t size :
+       {nodeIds.size(), trueNodeIds.size(), falseNodeIds.size(), modeNames.size(), values->size()})
+    if (size != nodes)
+      return node.unsupported("the nodes_* attributes must list every node");
+  spec.features = ints("nodes_featureids");
+  spec.tracksMissing = ints("nodes_missing_value_tracks_true");
+  spec.splits = *values;
+  spec.baseValues = *base;
+  spec.targets = node.intAttr("n_targets", 1);
+
+  std::map<std::pair<int64_t, int64_t>, int64_t> indexOf;
+  for (size_t i = 0; i < nodes; ++i)
+    indexOf.try_emplace({treeIds[i], nodeIds[i]}, i);
+  static const std::map<std::string, SplitMode> kModes = {
+      {"BRANCH_LEQ", SplitMode::Leq}, {"BRANCH_LT", SplitMode::Lt}, {"BRANCH_GTE", SplitMode::Gte},
+      {"BRANCH_GT", SplitMode::Gt},   {"BRANCH_EQ", SplitMode::Eq}, {"BRANCH_NEQ", SplitMode::Neq}};
+  std::vector<bool> isLeaf(nodes);
+  for (size_t i = 0; i < nodes; ++i) {
+    isLeaf[i] = modeNames[i] == "LEAF";
+    auto mode = kModes.find(modeNames[i]);
+    if (!isLeaf[i] && mode == kModes.end())
+      return node.unsupported("node mode '" + modeNames[i] + "' is not supported");
+    spec.modes.push_back(int64_t(isLeaf[i] ? SplitMode::Leq : mode->second));
+  }
+  // Branches by index; a leaf's branches are itself, which marks a tree
+  // that is one leaf.
+  for (size_t i = 0; i < nodes; ++i) {
+    for (auto [ids, indices, leafs] :
+         {std::tuple{&trueNodeIds, &spec.trueIds, &spec.trueLeafs},
+          std::tuple{&falseNodeIds, &spec.falseIds, &spec.falseLeafs}}) {
+      int64_t target = int64_t(i);
+      if (!isLeaf[i]) {
+        auto found = indexOf.find({treeIds[i], (*ids)[i]});
+        if (found == indexOf.end())
+          return node.unsupported("node " + Twine(nodeIds[i]) + " of tree " + Twine(treeIds[i]) +
+                                  " branches to node " + Twine((*ids)[i]) +
+                                  ", which is not listed");
+        target = found->second;
+      }
+      indices->push_back(target);
+      leafs->push_back(isLeaf[target]);
+    }
+  }
+  spec.leafOutputs.resize(nodes);
+  std::vector<int64_t> targetTrees = ints("target_treeids"), targetNodes = ints("target_nodeids");
+  std::vector<int64_t> targetIds = ints("target_ids");
+  if (targetTrees.size() != weights->size() || targetNodes.size() != weights->size() ||
+      targetIds.size() != weights->size())
+    return node.unsupported("the target_* attributes must list every leaf output");
+  for (size_t k = 0; k < weights->size(); ++k) {
+    auto found = indexOf.find({targetTrees[k], targetNodes[k]});
+    if (found == indexOf.end() || !isLeaf[found->second])
+      return node.unsupported("target " + Twine(k) + " names node " + Twine(targetNodes[k]) +
+                              " of tree " + Twine(targetTrees[k]) + ", which is not a leaf");
+    spec.leafOutputs[found->second].push_back({targetIds[k], (*weights)[k]});
+  }
+  std::map<int64_t, int64_t> roots;
+  for (size_t i = 0; i < nodes; ++i)
+    roots.try_emplace(treeIds[i], i);
+  for (auto [tree, root] : roots)
+    spec.roots.push_back(root);
+
+  static const std::map<std::string, int64_t> kAggregates = {
+      {"AVERAGE", 0}, {"SUM", 1}, {"MIN", 2}, {"MAX", 3}};
+  static const std::map<std::string, int64_t> kTransforms = {
+      {"NONE", 0}, {"SOFTMAX", 1}, {"LOGISTIC", 2}, {"SOFTMAX_ZERO", 3}, {"PROBIT", 4}};
+  std::string aggregate = node.stringAttr("aggregate_function").value_or("SUM");
+  std::string transform = node.stringAttr("post_transform").value_or("NONE");
+  if (!kAggregates.count(aggregate) || !kTransforms.count(transform))
+    return node.unsupported("aggregate_function '" + aggregate + "' or post_transform '" +
+                            transform + "' is not one ONNX defines");
+  spec.aggregate = kAggregates.at(aggregate);
+  spec.postTransform = kTransforms.at(transform);
+  if (failed(checkTreeEnsemble(node, spec)))
+    return failure();
+  return spec;
+}
+
+LogicalResult importTreeEnsembleRegressor(NodeImporter &node) {
+  return buildTreeEnsemble(node, readTreeEnsembleRegressor(node));
+}
+
 } // namespace
 
 void registerMachineLearningHandlers(OpRegistry &registry) {
   registry.on("ai.onnx.ml", "ArrayFeatureExtractor", 1, importArrayFeatureExtractor);
   registry.on("ai.onnx.ml", "Binarizer", 1, importBinarizer);
   registry.on("ai.onnx.ml", "TreeEnsemble", 5, importTreeEnsemble);
+  registry.on("ai.onnx.ml", "TreeEnsembleRegressor", 1, importTreeEnsembleRegressor);
 }
 
 } // namespace tessel::onnx_import
