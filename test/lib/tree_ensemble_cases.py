@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ai.onnx.ml TreeEnsemble and TreeEnsembleRegressor against ONNX's reference.
+"""ai.onnx.ml TreeEnsemble, TreeEnsembleRegressor and TreeEnsembleClassifier
+against ONNX's reference.
 
 Each case is an ensemble of random trees (depth up to 4) over features
 drawn from a few values (so that EQ, NEQ and MEMBER splits hold for some
@@ -14,6 +15,9 @@ logistic function. The same kind of ensembles, written node by node as
 TreeEnsembleRegressor (ai.onnx.ml 3) with some leaves giving two targets
 and with base values, are compared in the same way; there a missing feature
 takes the branch its node tracks whatever the mode (a NEQ split included).
+TreeEnsembleClassifier cases (several classes, softmax, a binary classifier
+with a logistic and one with the single label 1, integer features) compare
+both the labels and the scores.
 An unsupported post_transform (PROBIT) is refused, naming the node.
 """
 
@@ -166,6 +170,31 @@ def regressor_model(name, nodes, leaves, roots, samples, features, targets, aggr
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)])
 
 
+def classifier_model(name, nodes, leaves, roots, samples, features, labels, post_transform,
+                     binary, element_type):
+    """The ensemble as TreeEnsembleClassifier: the leaves' targets are class
+    ids (all 0 for a binary classifier, whose scores the reference derives
+    from the first class's)."""
+    regressor = regressor_model(name, nodes, leaves, roots, samples, features,
+                                1 if binary else len(labels), 1, TensorProto.FLOAT)
+    attributes = {a.name: helper.get_attribute_value(a) for a in regressor.graph.node[0].attribute}
+    for kind in ("treeids", "nodeids", "ids", "weights"):
+        attributes[f"class_{kind}"] = attributes.pop(f"target_{kind}")
+    for unused in ("n_targets", "aggregate_function", "base_values"):
+        attributes.pop(unused)
+    attributes["base_values"] = [0.1 * (c + 1) for c in range(len(labels))]
+    attributes["classlabels_int64s"] = labels
+    attributes["post_transform"] = post_transform
+    node = helper.make_node("TreeEnsembleClassifier", ["X"], ["label", "scores"], name="trees",
+                            domain="ai.onnx.ml", **attributes)
+    classes = 2 if binary else len(labels)
+    graph = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info("X", element_type, [samples, features])],
+        [helper.make_tensor_value_info("label", TensorProto.INT64, [samples]),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, [samples, classes])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)])
+
+
 CASES = [
     # name, trees, targets, modes, aggregate, post_transform, element type, single-leaf tree
     ("sum_every_mode", 4, 3, [LEQ, LT, GTE, GT, EQ, NEQ, MEMBER], 1, 0, TensorProto.FLOAT, False),
@@ -174,6 +203,15 @@ CASES = [
     ("max_double", 3, 3, [GT, NEQ, MEMBER], 3, 0, TensorProto.DOUBLE, False),
     ("single_leaf_tree", 3, 1, [LEQ, GTE], 1, 0, TensorProto.FLOAT, True),
     ("logistic", 2, 2, [LEQ, GT], 1, 2, TensorProto.FLOAT, False),
+]
+
+CLASSIFIER_CASES = [
+    # name, trees, classlabels_int64s, post_transform, binary, element type
+    ("classifier_three_classes", 4, [3, 5, 7], "NONE", False, TensorProto.FLOAT),
+    ("classifier_softmax", 3, [0, 1, 2, 3], "SOFTMAX", False, TensorProto.DOUBLE),
+    ("classifier_binary_logistic", 3, [0, 1], "LOGISTIC", True, TensorProto.FLOAT),
+    ("classifier_binary_single_label", 3, [1], "NONE", True, TensorProto.FLOAT),
+    ("classifier_integer_features", 3, [10, 20], "NONE", False, TensorProto.INT64),
 ]
 
 REGRESSOR_CASES = [
@@ -234,6 +272,29 @@ def main():
         errors = [f"tessel-run failed ({status}): {message}"] if outputs is None else \
             differences(["Y"], [want.astype(dtype)], outputs, rtol=1e-5, atol=1e-5)
         print(f"{name}: " + ("; ".join(errors) if errors else "Y matches onnx.reference"))
+        passed, failed = (passed, failed + 1) if errors else (passed + 1, failed)
+    for name, trees, labels, post, binary, element_type in CLASSIFIER_CASES:
+        targets = 1 if binary else len(labels)
+        nodes, leaves, _, roots = random_ensemble(rng, trees, features, targets,
+                                                  [LEQ, LT, GTE, GT, EQ, NEQ])
+        dtype = helper.tensor_dtype_to_np_dtype(element_type)
+        x = rng.integers(0, 4, (samples, features)).astype(dtype)
+        if np.issubdtype(dtype, np.floating):
+            x[rng.random((samples, features)) < 0.15] = np.nan
+        built = classifier_model(name, nodes, leaves, roots, samples, features, labels, post,
+                                 binary, element_type)
+        want = ReferenceEvaluator(built).run(None, {"X": x})
+        path = os.path.join(args.work, name + ".onnx")
+        onnx.save(built, path)
+        compile_model(path, path[:-5] + ".tsl")
+        case_dir = os.path.join(args.work, name)
+        os.makedirs(case_dir, exist_ok=True)
+        outputs, status, message = run_tessel(path[:-5] + ".tsl", {"X": x}, case_dir, 2)
+        errors = [f"tessel-run failed ({status}): {message}"] if outputs is None else \
+            differences(["label", "scores"], [want[0], want[1].astype(np.float32)], outputs,
+                        rtol=1e-5, atol=1e-5)
+        print(f"{name}: " + ("; ".join(errors) if errors else
+                             "labels and scores match onnx.reference"))
         passed, failed = (passed, failed + 1) if errors else (passed + 1, failed)
     print(f"{passed} passed, {failed} failed")
 

@@ -2,8 +2,8 @@
 //
 // Operators of the ai.onnx.ml operator set (classical machine learning:
 // scikit-learn pipelines converted to ONNX), as ONNX's reference computes
-// them: Binarizer, ArrayFeatureExtractor, TreeEnsemble and
-// TreeEnsembleRegressor.
+// them: Binarizer, ArrayFeatureExtractor, TreeEnsemble,
+// TreeEnsembleRegressor and TreeEnsembleClassifier.
 //
 // A tree ensemble's trees are constants, so each leaf is known with the
 // conditions on its path. Every decision node's condition is computed for
@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 using namespace mlir;
 
@@ -401,56 +402,66 @@ private:
   Type type;
 };
 
-/// X [N, features] through every tree of `spec`; each target sums (or
-/// averages, or takes the min or max of) the weights of the leaves reached.
-LogicalResult buildTreeEnsemble(NodeImporter &node, FailureOr<TreeEnsembleSpec> spec) {
-  RankedTensorType type = node.inputType(0);
-  if (type.getRank() != 2 || !type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
-    return node.unsupported("X must be a float matrix of static shape [N, features]");
-  if (failed(spec))
-    return failure();
-  for (int64_t feature : spec->features)
+/// `x` ([N, features], floats) through every tree of `spec`: [N, targets],
+/// each target summing (or averaging, or taking the min or max of) the
+/// weights of the leaves reached, then post-transformed.
+FailureOr<Value> treeEnsembleScores(NodeImporter &node, Value x, const TreeEnsembleSpec &spec) {
+  auto type = cast<RankedTensorType>(x.getType());
+  for (int64_t feature : spec.features)
     if (feature < 0 || feature >= type.getDimSize(1))
       return node.unsupported("node feature " + Twine(feature) + " is outside X's " +
                               Twine(type.getDimSize(1)) + " features");
   if (failed(checkComputeBudget(node,
-                                double(type.getDimSize(0)) * double(spec->modes.size()) *
-                                    double(std::max<size_t>(spec->paths.size(), 1)),
+                                double(type.getDimSize(0)) * double(spec.modes.size()) *
+                                    double(std::max<size_t>(spec.paths.size(), 1)),
                                 "node and leaf pairs")))
     return failure();
   Type elementType = type.getElementType();
-  TreeEnsembleBuilder f(node, *spec, elementType);
+  TreeEnsembleBuilder f(node, spec, elementType);
   // The decision nodes on some path, each a column of the conditions.
   SmallVector<int64_t> decisionNodes;
   DenseMap<int64_t, int64_t> column;
-  for (const LeafPath &path : spec->paths)
+  for (const LeafPath &path : spec.paths)
     for (auto [index, branch] : path.decisions)
       if (column.try_emplace(index, decisionNodes.size()).second)
         decisionNodes.push_back(index);
-  int64_t samples = type.getDimSize(0), leaves = spec->paths.size();
+  int64_t samples = type.getDimSize(0), leaves = spec.paths.size();
   Value reached;
   if (decisionNodes.empty()) // every tree is one leaf
     reached = f.constant(std::vector<double>(samples * leaves, 1.0), {samples, leaves},
                          node.builder().getI1Type());
   else
-    reached = f.reached(f.convert(f.conditions(node.input(0), decisionNodes), elementType), column);
+    reached = f.reached(f.convert(f.conditions(x, decisionNodes), elementType), column);
   Value result = leaves ? f.aggregate(reached)
-                        : f.constant(std::vector<double>(samples * spec->targets, 0.0),
-                                     {samples, spec->targets}, elementType);
+                        : f.constant(std::vector<double>(samples * spec.targets, 0.0),
+                                     {samples, spec.targets}, elementType);
   OpBuilder &b = node.builder();
-  if (result && spec->postTransform == 1)
+  if (result && spec.postTransform == 1)
     result = SoftmaxOp::create(b, node.loc(), result.getType(), result, b.getI64IntegerAttr(1));
-  else if (result && spec->postTransform == 2)
+  else if (result && spec.postTransform == 2)
     result = SigmoidOp::create(b, node.loc(), result.getType(), result);
   if (!result)
     return failure();
-  node.setOutput(0, result);
+  return result;
+}
+
+/// Imports a tree ensemble node whose only output is its scores.
+LogicalResult importScores(NodeImporter &node, FailureOr<TreeEnsembleSpec> spec) {
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 2 || !type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
+    return node.unsupported("X must be a float matrix of static shape [N, features]");
+  if (failed(spec))
+    return failure();
+  FailureOr<Value> scores = treeEnsembleScores(node, node.input(0), *spec);
+  if (failed(scores))
+    return failure();
+  node.setOutput(0, *scores);
   return success();
 }
 
 /// TreeEnsemble (ai.onnx.ml 5).
 LogicalResult importTreeEnsemble(NodeImporter &node) {
-  return buildTreeEnsemble(node, readTreeEnsemble(node));
+  return importScores(node, readTreeEnsemble(node));
 }
 
 /// The doubles of float list attribute `name`, or of its `name`_as_tensor
@@ -466,7 +477,7 @@ FailureOr<std::vector<double>> floatsOrTensor(NodeImporter &node, StringRef name
 /// first listed node; leaves are the nodes of mode LEAF, whose outputs the
 /// target_* attributes list (several per leaf where there are several
 /// targets).
-FailureOr<TreeEnsembleSpec> readTreeEnsembleRegressor(NodeImporter &node) {
+FailureOr<TreeEnsembleSpec> readLegacyTreeEnsemble(NodeImporter &node, StringRef outputs) {
   TreeEnsembleSpec spec;
   spec.missingTakesTrackedBranch = true;
   auto ints = [&](StringRef name) { return node.intsAttr(name).value_or(std::vector<int64_t>()); };
@@ -476,7 +487,7 @@ FailureOr<TreeEnsembleSpec> readTreeEnsembleRegressor(NodeImporter &node) {
   std::vector<std::string> modeNames =
       node.stringsAttr("nodes_modes").value_or(std::vector<std::string>());
   FailureOr<std::vector<double>> values = floatsOrTensor(node, "nodes_values");
-  FailureOr<std::vector<double>> weights = floatsOrTensor(node, "target_weights");
+  FailureOr<std::vector<double>> weights = floatsOrTensor(node, (outputs + "_weights").str());
   FailureOr<std::vector<double>> base = floatsOrTensor(node, "base_values");
   if (failed(values) || failed(weights) || failed(base))
     return failure();
@@ -527,15 +538,16 @@ FailureOr<TreeEnsembleSpec> readTreeEnsembleRegressor(NodeImporter &node) {
     }
   }
   spec.leafOutputs.resize(nodes);
-  std::vector<int64_t> targetTrees = ints("target_treeids"), targetNodes = ints("target_nodeids");
-  std::vector<int64_t> targetIds = ints("target_ids");
+  std::vector<int64_t> targetTrees = ints((outputs + "_treeids").str());
+  std::vector<int64_t> targetNodes = ints((outputs + "_nodeids").str());
+  std::vector<int64_t> targetIds = ints((outputs + "_ids").str());
   if (targetTrees.size() != weights->size() || targetNodes.size() != weights->size() ||
       targetIds.size() != weights->size())
-    return node.unsupported("the target_* attributes must list every leaf output");
+    return node.unsupported("the " + outputs + "_* attributes must list every leaf output");
   for (size_t k = 0; k < weights->size(); ++k) {
     auto found = indexOf.find({targetTrees[k], targetNodes[k]});
     if (found == indexOf.end() || !isLeaf[found->second])
-      return node.unsupported("target " + Twine(k) + " names node " + Twine(targetNodes[k]) +
+      return node.unsupported(outputs + " " + Twine(k) + " names node " + Twine(targetNodes[k]) +
                               " of tree " + Twine(targetTrees[k]) + ", which is not a leaf");
     spec.leafOutputs[found->second].push_back({targetIds[k], (*weights)[k]});
   }
@@ -556,13 +568,92 @@ FailureOr<TreeEnsembleSpec> readTreeEnsembleRegressor(NodeImporter &node) {
                             transform + "' is not one ONNX defines");
   spec.aggregate = kAggregates.at(aggregate);
   spec.postTransform = kTransforms.at(transform);
-  if (failed(checkTreeEnsemble(node, spec)))
-    return failure();
   return spec;
 }
 
 LogicalResult importTreeEnsembleRegressor(NodeImporter &node) {
-  return buildTreeEnsemble(node, readTreeEnsembleRegressor(node));
+  FailureOr<TreeEnsembleSpec> spec = readLegacyTreeEnsemble(node, "target");
+  if (failed(spec) || failed(checkTreeEnsemble(node, *spec)))
+    return failure();
+  return importScores(node, spec);
+}
+
+/// TreeEnsembleClassifier (ai.onnx.ml 1 and 3): the class weights of the
+/// leaves reached summed per class onto the base values; with a single
+/// class id among the weights (a binary classifier) the second score is
+/// that sum and the first 1 minus it (or its negation before a logistic or
+/// softmax), as the reference computes them. The label is the class of the
+/// highest score (the first of equal ones), from classlabels_int64s.
+LogicalResult importTreeEnsembleClassifier(NodeImporter &node) {
+  std::optional<std::vector<int64_t>> labels = node.intsAttr("classlabels_int64s");
+  if (!labels || labels->empty())
+    return node.unsupported(node.hasAttr("classlabels_strings")
+                                ? "string class labels (classlabels_strings) are not supported"
+                                : "classlabels_int64s must name the classes");
+  FailureOr<TreeEnsembleSpec> spec = readLegacyTreeEnsemble(node, "class");
+  if (failed(spec))
+    return failure();
+  if (spec->aggregate != 1)
+    return node.unsupported("a classifier sums its trees' class weights");
+  std::set<int64_t> classIds;
+  for (const auto &outputs : spec->leafOutputs)
+    for (auto [id, weight] : outputs)
+      classIds.insert(id);
+  bool binary = classIds.size() == 1;
+  int64_t classes = labels->size();
+  int64_t transform = spec->postTransform;
+  // The scores as targets; the binary case's second column is made below.
+  spec->targets = classes;
+  spec->postTransform = 0;
+  if (failed(checkTreeEnsemble(node, *spec)))
+    return failure();
+  if (transform > 2)
+    return node.unsupported("post_transform SOFTMAX_ZERO and PROBIT are not supported");
+  if (classes == 1 && (!binary || (*labels)[0] != 1))
+    return node.unsupported("a single class label must be 1, for a binary classifier");
+  if (binary && classes > 2)
+    return node.unsupported("the class weights name one class of more than two");
+
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 2 || !type.hasStaticShape())
+    return node.unsupported("X must be a matrix of static shape [N, features]");
+  Formula f(node);
+  OpBuilder &b = node.builder();
+  // Integer features are compared as floats, as the reference does.
+  Type featureType =
+      isa<FloatType>(type.getElementType()) ? type.getElementType() : Type(b.getF32Type());
+  FailureOr<Value> sums = treeEnsembleScores(node, f.convert(node.input(0), featureType), *spec);
+  if (failed(sums))
+    return failure();
+  Value scores = f.convert(*sums, b.getF32Type());
+  int64_t samples = type.getDimSize(0);
+  if (binary) {
+    // [N, 2]: the summed column (the first: class ids all name one) is
+    // the second score, the first derived from it.
+    Value positive =
+        SliceOp::create(b, node.loc(), RankedTensorType::get({samples, 1}, b.getF32Type()), scores,
+                        b.getDenseI64ArrayAttr({0, 0}), b.getDenseI64ArrayAttr({1, 1}));
+    Value negative = transform == 0 ? f.sub(f.scalar(positive, 1.0), positive)
+                                    : f.sub(f.scalar(positive, 0.0), positive);
+    scores = ConcatOp::create(b, node.loc(), RankedTensorType::get({samples, 2}, b.getF32Type()),
+                              ValueRange{negative, positive}, b.getI64IntegerAttr(1));
+  }
+  if (transform == 1)
+    scores = SoftmaxOp::create(b, node.loc(), scores.getType(), scores, b.getI64IntegerAttr(1));
+  else if (transform == 2)
+    scores = SigmoidOp::create(b, node.loc(), scores.getType(), scores);
+  Value best = node.createInferred<ArgReduceOp>(b.getStringAttr("max"), scores,
+                                                b.getI64IntegerAttr(1), b.getBoolAttr(false));
+  // Class index to label; a binary classifier with the single label 1
+  // gives 1 for the second score and 0 for the first.
+  std::vector<int64_t> table = classes == 1 ? std::vector<int64_t>{0, 1} : *labels;
+  Value label = node.createInferred<GatherOp>(node.int64Constant(table, {int64_t(table.size())}),
+                                              best, b.getI64IntegerAttr(0));
+  if (!label || !scores)
+    return failure();
+  node.setOutput(0, label);
+  node.setOutput(1, scores);
+  return success();
 }
 
 } // namespace
@@ -571,6 +662,7 @@ void registerMachineLearningHandlers(OpRegistry &registry) {
   registry.on("ai.onnx.ml", "ArrayFeatureExtractor", 1, importArrayFeatureExtractor);
   registry.on("ai.onnx.ml", "Binarizer", 1, importBinarizer);
   registry.on("ai.onnx.ml", "TreeEnsemble", 5, importTreeEnsemble);
+  registry.on("ai.onnx.ml", "TreeEnsembleClassifier", 1, importTreeEnsembleClassifier);
   registry.on("ai.onnx.ml", "TreeEnsembleRegressor", 1, importTreeEnsembleRegressor);
 }
 
