@@ -32,6 +32,7 @@ void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
 void registerTfIdfVectorizerHandlers(OpRegistry &registry);
 void registerTrainingOptimizerHandlers(OpRegistry &registry);
+void registerTreeEnsembleHandlers(OpRegistry &registry);
 void registerUniqueHandlers(OpRegistry &registry);
 
 /// `value` with elements of type `element`: itself when it has them, else

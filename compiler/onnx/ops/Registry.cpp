@@ -31,6 +31,7 @@ const OpRegistry &onnxOpRegistry() {
     registerTensorHandlers(result);
     registerTfIdfVectorizerHandlers(result);
     registerTrainingOptimizerHandlers(result);
+    registerTreeEnsembleHandlers(result);
     registerUniqueHandlers(result);
     return result;
   }();
