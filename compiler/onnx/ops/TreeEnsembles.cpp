@@ -4,12 +4,15 @@
 // TreeEnsembleClassifier (1 and 3): decision forests, as ONNX's reference
 // evaluates them.
 //
-// The trees are constants, so each leaf is known with the conditions on
-// its path. Every decision node's condition is computed for all samples at
-// once ([N, nodes]); a leaf is reached where as many of its path's
-// conditions hold as it has (two products with 0/1 matrices); and the
-// leaves' weights are aggregated per target (one more product, or a masked
-// min or max).
+// The trees are constants. All samples walk all trees together, one level
+// of the deepest tree at a time: a [N, trees] tensor holds the node each
+// sample has reached in each tree, and a step gathers those nodes'
+// features, thresholds and modes from tables, compares, and moves to the
+// true or false branch. Leaves lead to themselves, so the walk ends after
+// as many steps as the deepest tree has levels, every sample at a leaf;
+// the leaves' weights per target are then gathered and aggregated over the
+// trees. Work and memory grow with samples x trees x depth, not with the
+// trees' sizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,13 +33,6 @@ namespace {
 /// TreeEnsemble's node modes.
 enum class SplitMode : int64_t { Leq, Lt, Gte, Gt, Eq, Neq, Member };
 
-/// A leaf and the decisions on the path from its tree's root: each a node
-/// and whether its condition holds there.
-struct LeafPath {
-  int64_t leaf;
-  SmallVector<std::pair<int64_t, bool>> decisions;
-};
-
 /// TreeEnsemble's attributes, read and checked.
 struct TreeEnsembleSpec {
   std::vector<double> splits, membershipValues, baseValues;
@@ -53,8 +49,12 @@ struct TreeEnsembleSpec {
   /// the reference builds the trees (each node before its true branch,
   /// then its false one).
   std::map<int64_t, std::vector<double>> members;
-  std::vector<LeafPath> paths;
+  /// The most decisions on a path from a root to a leaf.
+  int64_t depth = 0;
 };
+
+/// The deepest walk supported: a step is a few ops per level.
+constexpr int64_t kMaxTreeDepth = 1024;
 
 /// The doubles of tensor attribute `name` (empty if absent).
 FailureOr<std::vector<double>> doublesAttr(NodeImporter &node, StringRef name) {
@@ -76,54 +76,47 @@ FailureOr<std::vector<double>> doublesAttr(NodeImporter &node, StringRef name) {
   return values;
 }
 
-/// Walks every tree from its root, recording each leaf's path and each
-/// MEMBER node's set; fails on malformed trees, naming the problem.
+/// Walks every tree from its root (each node, then its true branch, then
+/// its false one, as the reference builds them), taking each MEMBER node's
+/// set from membership_values and measuring the depth; fails on malformed
+/// trees, naming the problem.
 LogicalResult walkTrees(NodeImporter &node, TreeEnsembleSpec &spec) {
-  size_t nodes = spec.modes.size(), leaves = spec.leafOutputs.size();
+  int64_t nodes = spec.modes.size(), leaves = spec.leafOutputs.size();
   size_t nextMember = 0;
-  std::string problem;
-  std::function<void(int64_t, bool, SmallVector<std::pair<int64_t, bool>> &)> walk =
-      [&](int64_t index, bool leaf, SmallVector<std::pair<int64_t, bool>> &decisions) {
-        if (!problem.empty())
-          return;
-        if (leaf) {
-          if (index < 0 || size_t(index) >= leaves)
-            problem = "leaf " + std::to_string(index) + " is out of range";
-          else
-            spec.paths.push_back({index, decisions});
-          return;
-        }
-        if (index < 0 || size_t(index) >= nodes) {
-          problem = "node " + std::to_string(index) + " is out of range";
-          return;
-        }
-        if (decisions.size() >= nodes) {
-          problem = "a tree's nodes form a cycle";
-          return;
-        }
-        if (SplitMode(spec.modes[index]) == SplitMode::Member) {
-          std::vector<double> &set = spec.members[index];
-          while (nextMember < spec.membershipValues.size() &&
-                 !std::isnan(spec.membershipValues[nextMember]))
-            set.push_back(spec.membershipValues[nextMember++]);
-          ++nextMember;
-        }
-        for (bool branch : {true, false}) {
-          decisions.push_back({index, branch});
-          walk(branch ? spec.trueIds[index] : spec.falseIds[index],
-               (branch ? spec.trueLeafs[index] : spec.falseLeafs[index]) != 0, decisions);
-          decisions.pop_back();
-        }
-      };
   for (int64_t root : spec.roots) {
-    SmallVector<std::pair<int64_t, bool>> decisions;
-    // A tree that is one leaf: a root whose branches are that same leaf.
-    bool rootIsLeaf = root >= 0 && size_t(root) < nodes && spec.trueLeafs[root] &&
-                      spec.falseLeafs[root] && spec.trueIds[root] == spec.falseIds[root];
-    walk(rootIsLeaf ? spec.trueIds[root] : root, rootIsLeaf, decisions);
+    if (root < 0 || root >= nodes)
+      return node.unsupported("tree root " + Twine(root) + " is out of range");
+    // (index, whether it is a leaf, decisions above it)
+    SmallVector<std::tuple<int64_t, bool, int64_t>> pending;
+    bool rootIsLeaf =
+        spec.trueLeafs[root] && spec.falseLeafs[root] && spec.trueIds[root] == spec.falseIds[root];
+    pending.push_back({rootIsLeaf ? spec.trueIds[root] : root, rootIsLeaf, 0});
+    while (!pending.empty()) {
+      auto [index, leaf, depth] = pending.pop_back_val();
+      if (leaf) {
+        if (index < 0 || index >= leaves)
+          return node.unsupported("leaf " + Twine(index) + " is out of range");
+        spec.depth = std::max(spec.depth, depth);
+        continue;
+      }
+      if (index < 0 || index >= nodes)
+        return node.unsupported("node " + Twine(index) + " is out of range");
+      if (depth >= std::min<int64_t>(nodes, kMaxTreeDepth))
+        return node.unsupported(depth >= nodes ? Twine("a tree's nodes form a cycle")
+                                               : "trees deeper than " + Twine(kMaxTreeDepth) +
+                                                     " levels are not supported");
+      if (SplitMode(spec.modes[index]) == SplitMode::Member) {
+        std::vector<double> set;
+        while (nextMember < spec.membershipValues.size() &&
+               !std::isnan(spec.membershipValues[nextMember]))
+          set.push_back(spec.membershipValues[nextMember++]);
+        ++nextMember;
+        spec.members.try_emplace(index, std::move(set));
+      }
+      pending.push_back({spec.falseIds[index], spec.falseLeafs[index] != 0, depth + 1});
+      pending.push_back({spec.trueIds[index], spec.trueLeafs[index] != 0, depth + 1});
+    }
   }
-  if (!problem.empty())
-    return node.unsupported(problem);
   return success();
 }
 
@@ -190,19 +183,27 @@ FailureOr<TreeEnsembleSpec> readTreeEnsemble(NodeImporter &node) {
   return spec;
 }
 
-class TreeEnsembleBuilder : public Formula {
+/// Builds the walk of an ensemble's trees (see the file comment).
+class TreeWalk : public Formula {
 public:
-  TreeEnsembleBuilder(NodeImporter &node, const TreeEnsembleSpec &spec, Type type)
-      : Formula(node), spec(spec), type(type) {}
+  TreeWalk(NodeImporter &node, const TreeEnsembleSpec &spec, Type type)
+      : Formula(node), spec(spec), type(type), decisions(spec.modes.size()),
+        all(decisions + spec.leafOutputs.size()) {}
 
+  /// A constant of `values` shaped `shape`: floats of `elementType`, or
+  /// booleans (i1) or i64.
   Value constant(ArrayRef<double> values, ArrayRef<int64_t> shape, Type elementType) {
     auto tensorType = RankedTensorType::get(shape, elementType);
-    if (isa<IntegerType>(elementType)) {
+    if (elementType.isInteger(1)) {
       SmallVector<bool> bits;
       for (double value : values)
         bits.push_back(value != 0);
       return ConstantOp::create(b, node.loc(), tensorType,
                                 DenseElementsAttr::get(tensorType, ArrayRef<bool>(bits)));
+    }
+    if (elementType.isInteger(64)) {
+      SmallVector<int64_t> integers(values.begin(), values.end());
+      return node.int64Constant(integers, shape);
     }
     SmallVector<APFloat> floats;
     for (double value : values) {
@@ -215,155 +216,151 @@ public:
     return ConstantOp::create(b, node.loc(), tensorType,
                               DenseElementsAttr::get(tensorType, floats));
   }
-  Value matmul(Value lhs, Value rhs) { return matrixProduct(node, lhs, rhs); }
-  Value logicalOr(Value x, Value y) { return node.createInferred<OrOp>(x, y); }
-  Value logicalNot(Value x) { return NotOp::create(b, node.loc(), x.getType(), x); }
 
-  /// [N, K] i1: whether the condition of each decision node (column k is
-  /// node decisionNodes[k]) holds for each sample.
-  Value conditions(Value x, ArrayRef<int64_t> decisionNodes) {
-    int64_t count = decisionNodes.size();
-    SmallVector<int64_t> features;
-    std::vector<double> splits;
-    for (int64_t index : decisionNodes) {
-      features.push_back(spec.features[index]);
-      splits.push_back(spec.splits[index]);
+  /// [N, trees] i64: the leaf (numbered after the decision nodes) each
+  /// sample reaches in each tree.
+  Value walk(Value x) {
+    int64_t samples = cast<RankedTensorType>(x.getType()).getDimSize(0);
+    int64_t trees = spec.roots.size();
+    std::vector<double> starts;
+    for (int64_t root : spec.roots) {
+      bool rootIsLeaf = spec.trueLeafs[root] && spec.falseLeafs[root] &&
+                        spec.trueIds[root] == spec.falseIds[root];
+      starts.push_back(rootIsLeaf ? decisions + spec.trueIds[root] : root);
     }
-    Value columns = node.createInferred<GatherOp>(x, node.int64Constant(features, {count}),
-                                                  b.getI64IntegerAttr(1));
-    Value splitRow = constant(splits, {1, count}, type);
-    Value holds;
-    for (SplitMode mode : {SplitMode::Leq, SplitMode::Lt, SplitMode::Gte, SplitMode::Gt,
-                           SplitMode::Eq, SplitMode::Neq, SplitMode::Member}) {
-      std::vector<double> mask;
-      for (int64_t index : decisionNodes)
-        mask.push_back(SplitMode(spec.modes[index]) == mode);
-      if (llvm::none_of(mask, [](double bit) { return bit != 0; }))
+    std::vector<double> rows;
+    for (int64_t n = 0; n < samples; ++n)
+      rows.insert(rows.end(), starts.begin(), starts.end());
+    Value reached = constant(rows, {samples, trees}, b.getI64Type());
+    if (spec.depth == 0)
+      return reached;
+    // Node tables; a leaf's branches lead to itself.
+    std::vector<double> features(all, 0), splits(all, 0), modes(all, 0), tracks(all, 0),
+        onTrue(all), onFalse(all);
+    for (int64_t i = 0; i < all; ++i) {
+      onTrue[i] = onFalse[i] = i;
+      if (i >= decisions)
         continue;
-      Value modeHolds = mode == SplitMode::Member ? memberships(columns, decisionNodes)
-                                                  : compareMode(mode, columns, splitRow);
-      holds =
-          holds ? select(constant(mask, {1, count}, b.getI1Type()), modeHolds, holds) : modeHolds;
+      features[i] = spec.features[i];
+      splits[i] = spec.splits[i];
+      modes[i] = spec.modes[i];
+      tracks[i] = !spec.tracksMissing.empty() && spec.tracksMissing[i] != 0;
+      onTrue[i] = spec.trueLeafs[i] ? decisions + spec.trueIds[i] : spec.trueIds[i];
+      onFalse[i] = spec.falseLeafs[i] ? decisions + spec.falseIds[i] : spec.falseIds[i];
     }
-    std::vector<double> tracks;
-    for (int64_t index : decisionNodes)
-      tracks.push_back(!spec.tracksMissing.empty() && spec.tracksMissing[index] != 0);
-    Value trackedRow = constant(tracks, {1, count}, b.getI1Type());
-    Value missing = logicalNot(compare("eq", columns, columns));
-    if (spec.missingTakesTrackedBranch)
-      return select(missing, node.createInferred<AndOp>(missing, trackedRow), holds);
-    if (llvm::any_of(tracks, [](double bit) { return bit != 0; }))
-      holds = logicalOr(holds, node.createInferred<AndOp>(missing, trackedRow));
-    return holds;
+    Type i64 = b.getI64Type(), i1 = b.getI1Type();
+    Value featureTable = constant(features, {all}, i64);
+    Value splitTable = constant(splits, {all}, type);
+    Value modeTable = constant(modes, {all}, i64);
+    Value trackTable = constant(tracks, {all}, i1);
+    Value trueTable = constant(onTrue, {all}, i64), falseTable = constant(onFalse, {all}, i64);
+    Value memberTable = memberships(all);
+    for (int64_t level = 0; level < spec.depth; ++level) {
+      Value value = GatherElementsOp::create(
+          b, node.loc(), cast<RankedTensorType>(reached.getType()).clone(type), x,
+          gather(featureTable, reached), b.getI64IntegerAttr(1));
+      Value holds = condition(value, reached, gather(splitTable, reached),
+                              gather(modeTable, reached), memberTable);
+      Value missing = logicalNot(compare("eq", value, value));
+      Value tracked = gather(trackTable, reached);
+      holds = spec.missingTakesTrackedBranch
+                  ? select(missing, tracked, holds)
+                  : logicalOr(holds, node.createInferred<AndOp>(missing, tracked));
+      reached = select(holds, gather(trueTable, reached), gather(falseTable, reached));
+    }
+    return reached;
   }
 
-  /// [N, L]: 1 where a sample reaches leaf path l, from the decisions'
-  /// `holds` ([N, K] in the ensemble's type).
-  Value reached(Value holds, const DenseMap<int64_t, int64_t> &column) {
-    int64_t count = column.size(), leaves = spec.paths.size();
-    std::vector<double> wantTrue(count * leaves), wantFalse(count * leaves), lengths(leaves);
-    for (auto [l, path] : llvm::enumerate(spec.paths)) {
-      lengths[l] = path.decisions.size();
-      for (auto [index, branch] : path.decisions)
-        (branch ? wantTrue : wantFalse)[column.lookup(index) * leaves + l] = 1;
-    }
-    Value one = scalar(holds, 1.0);
-    Value satisfied = add(matmul(holds, constant(wantTrue, {count, leaves}, type)),
-                          matmul(sub(one, holds), constant(wantFalse, {count, leaves}, type)));
-    return compare("eq", satisfied, constant(lengths, {1, leaves}, type));
-  }
-
-  /// [N, targets]: the reached leaves' weights aggregated per target,
-  /// plus the base values.
-  Value aggregate(Value reachedLeaves) {
-    int64_t leaves = spec.paths.size(), targets = spec.targets;
-    Value result;
-    if (spec.aggregate <= 1) { // average, sum
-      std::vector<double> weights(leaves * targets);
-      for (auto [l, path] : llvm::enumerate(spec.paths))
-        for (auto [target, weight] : spec.leafOutputs[path.leaf])
-          weights[l * targets + target] += weight;
-      result = matmul(convert(reachedLeaves, type), constant(weights, {leaves, targets}, type));
-      if (spec.aggregate == 0)
-        result = div(result, scalar(result, double(spec.roots.size())));
-    } else {
-      // Min or max: each target's reached leaves, the others the type's
-      // largest or lowest finite value (the reference's start).
-      bool isMin = spec.aggregate == 2;
-      const llvm::fltSemantics &semantics = cast<FloatType>(type).getFloatSemantics();
-      double start = APFloat::getLargest(semantics, /*Negative=*/!isMin).convertToDouble();
-      std::vector<double> targetMask(targets * leaves), weights(targets * leaves, start);
-      for (auto [l, path] : llvm::enumerate(spec.paths))
-        for (auto [target, weight] : spec.leafOutputs[path.leaf]) {
-          double &slot = weights[target * leaves + l];
-          slot = isMin ? std::min(slot, weight) : std::max(slot, weight);
-          targetMask[target * leaves + l] = 1;
-        }
-      int64_t samples = cast<RankedTensorType>(reachedLeaves.getType()).getDimSize(0);
-      Value counted =
-          node.createInferred<AndOp>(reshape(reachedLeaves, {samples, 1, leaves}),
-                                     constant(targetMask, {1, targets, leaves}, b.getI1Type()));
-      Value values = select(counted, constant(weights, {1, targets, leaves}, type),
-                            constant({start}, {}, type));
-      result = node.createInferred<ReduceOp>(b.getStringAttr(isMin ? "min" : "max"), values,
-                                             b.getDenseI64ArrayAttr({2}));
-    }
-    if (spec.baseValues.empty())
-      return result;
-    return add(result, constant(spec.baseValues, {1, targets}, type));
+  /// [N, targets]: the weights of the `reached` leaves aggregated over the
+  /// trees per target, plus the base values, then post-transformed.
+  Value scores(Value reached) {
+    int64_t leaves = spec.leafOutputs.size(), targets = spec.targets;
+    int64_t trees = spec.roots.size();
+    bool sums = spec.aggregate <= 1, isMin = spec.aggregate == 2;
+    // A leaf's weight for each target: the sum, min or max of its outputs
+    // there, or (min and max) the type's largest or lowest finite value
+    // where it has none, the reference's start.
+    double start = sums ? 0.0
+                        : APFloat::getLargest(cast<FloatType>(type).getFloatSemantics(),
+                                              /*Negative=*/!isMin)
+                              .convertToDouble();
+    std::vector<double> weights(leaves * targets, start);
+    std::vector<bool> given(leaves * targets, false);
+    for (int64_t l = 0; l < leaves; ++l)
+      for (auto [target, weight] : spec.leafOutputs[l]) {
+        double &slot = weights[l * targets + target];
+        slot = sums || !given[l * targets + target]
+                   ? (sums ? slot + weight : weight)
+                   : (isMin ? std::min(slot, weight) : std::max(slot, weight));
+        given[l * targets + target] = true;
+      }
+    Value leaf = sub(reached, node.int64Constant({decisions}, {}));
+    Value perTree = gather(constant(weights, {leaves, targets}, type), leaf);
+    Value result =
+        node.createInferred<ReduceOp>(b.getStringAttr(sums ? "sum" : (isMin ? "min" : "max")),
+                                      perTree, b.getDenseI64ArrayAttr({1}));
+    if (spec.aggregate == 0)
+      result = div(result, scalar(result, double(trees)));
+    if (!spec.baseValues.empty())
+      result = add(result, constant(spec.baseValues, {1, targets}, type));
+    if (result && spec.postTransform == 1)
+      result = SoftmaxOp::create(b, node.loc(), result.getType(), result, b.getI64IntegerAttr(1));
+    else if (result && spec.postTransform == 2)
+      result = SigmoidOp::create(b, node.loc(), result.getType(), result);
+    return result;
   }
 
 private:
-  Value compareMode(SplitMode mode, Value columns, Value splitRow) {
-    switch (mode) {
-    case SplitMode::Leq:
-      return compare("le", columns, splitRow);
-    case SplitMode::Lt:
-      return compare("lt", columns, splitRow);
-    case SplitMode::Gte:
-      return compare("ge", columns, splitRow);
-    case SplitMode::Gt:
-      return compare("gt", columns, splitRow);
-    case SplitMode::Eq:
-      return compare("eq", columns, splitRow);
-    case SplitMode::Neq:
-      return logicalNot(compare("eq", columns, splitRow));
-    case SplitMode::Member:
-      break;
-    }
-    llvm_unreachable("membership is memberships'");
+  Value gather(Value table, Value indices) {
+    return node.createInferred<GatherOp>(table, indices, b.getI64IntegerAttr(0));
   }
-  /// [N, K] i1: whether each MEMBER node's feature is in its set: the
-  /// feature compared with every member, and the matches counted per node.
-  Value memberships(Value columns, ArrayRef<int64_t> decisionNodes) {
-    int64_t count = decisionNodes.size();
-    SmallVector<int64_t> memberColumn;
-    std::vector<double> memberValues, memberOf;
-    for (auto [k, index] : llvm::enumerate(decisionNodes)) {
-      auto set = spec.members.find(index);
-      if (set == spec.members.end())
-        continue;
-      for (double value : set->second) {
-        memberColumn.push_back(k);
-        memberValues.push_back(value);
-      }
+  Value logicalOr(Value x, Value y) { return node.createInferred<OrOp>(x, y); }
+  Value logicalNot(Value x) { return NotOp::create(b, node.loc(), x.getType(), x); }
+
+  /// [all, S]: each MEMBER node's set, padded with NaN (which equals
+  /// nothing); null when no node tests membership.
+  Value memberships(int64_t all) {
+    size_t widest = 0;
+    for (const auto &[index, set] : spec.members)
+      widest = std::max(widest, set.size());
+    if (widest == 0)
+      return Value();
+    std::vector<double> table(all * widest, std::nan(""));
+    for (const auto &[index, set] : spec.members)
+      std::copy(set.begin(), set.end(), table.begin() + index * widest);
+    return constant(table, {all, int64_t(widest)}, type);
+  }
+
+  /// [N, trees] i1: whether `value` meets the condition of the nodes
+  /// `reached`, their thresholds `split` and modes `mode`.
+  Value condition(Value value, Value reached, Value split, Value mode, Value memberTable) {
+    auto isMode = [&](SplitMode wanted) {
+      return compare("eq", mode, node.int64Constant({int64_t(wanted)}, {}));
+    };
+    Value holds = compare("le", value, split);
+    for (auto [wanted, predicate] : {std::pair{SplitMode::Lt, "lt"},
+                                     {SplitMode::Gte, "ge"},
+                                     {SplitMode::Gt, "gt"},
+                                     {SplitMode::Eq, "eq"}})
+      holds = select(isMode(wanted), compare(predicate, value, split), holds);
+    holds = select(isMode(SplitMode::Neq), logicalNot(compare("eq", value, split)), holds);
+    if (memberTable) {
+      auto rowsType = cast<RankedTensorType>(reached.getType());
+      int64_t samples = rowsType.getDimSize(0), trees = rowsType.getDimSize(1);
+      Value sets = gather(memberTable, reached);
+      Value hits = convert(compare("eq", reshape(value, {samples, trees, 1}), sets), type);
+      Value member = compare(
+          "gt",
+          node.createInferred<ReduceOp>(b.getStringAttr("max"), hits, b.getDenseI64ArrayAttr({2})),
+          scalar(value, 0.0));
+      holds = select(isMode(SplitMode::Member), member, holds);
     }
-    int64_t members = memberColumn.size();
-    if (members == 0)
-      return constant(std::vector<double>(count, 0.0), {1, count}, b.getI1Type());
-    memberOf.assign(members * count, 0.0);
-    for (auto [m, k] : llvm::enumerate(memberColumn))
-      memberOf[m * count + k] = 1;
-    Value candidates = node.createInferred<GatherOp>(
-        columns, node.int64Constant(memberColumn, {members}), b.getI64IntegerAttr(1));
-    Value matches =
-        convert(compare("eq", candidates, constant(memberValues, {1, members}, type)), type);
-    Value counts = matmul(matches, constant(memberOf, {members, count}, type));
-    return compare("gt", counts, scalar(counts, 0.0));
+    return holds;
   }
 
   const TreeEnsembleSpec &spec;
   Type type;
+  int64_t decisions, all;
 };
 
 /// `x` ([N, features], floats) through every tree of `spec`: [N, targets],
@@ -375,35 +372,19 @@ FailureOr<Value> treeEnsembleScores(NodeImporter &node, Value x, const TreeEnsem
     if (feature < 0 || feature >= type.getDimSize(1))
       return node.unsupported("node feature " + Twine(feature) + " is outside X's " +
                               Twine(type.getDimSize(1)) + " features");
-  if (failed(checkComputeBudget(node,
-                                double(type.getDimSize(0)) * double(spec.modes.size()) *
-                                    double(std::max<size_t>(spec.paths.size(), 1)),
-                                "node and leaf pairs")))
+  int64_t widest = 0;
+  for (const auto &[index, set] : spec.members)
+    widest = std::max<int64_t>(widest, set.size());
+  double perSample = double(spec.roots.size()) *
+                     double(spec.depth * (1 + widest) + std::max<int64_t>(spec.targets, 1));
+  if (failed(
+          checkComputeBudget(node, double(type.getDimSize(0)) * perSample, "tree walk elements")))
     return failure();
   Type elementType = type.getElementType();
-  TreeEnsembleBuilder f(node, spec, elementType);
-  // The decision nodes on some path, each a column of the conditions.
-  SmallVector<int64_t> decisionNodes;
-  DenseMap<int64_t, int64_t> column;
-  for (const LeafPath &path : spec.paths)
-    for (auto [index, branch] : path.decisions)
-      if (column.try_emplace(index, decisionNodes.size()).second)
-        decisionNodes.push_back(index);
-  int64_t samples = type.getDimSize(0), leaves = spec.paths.size();
-  Value reached;
-  if (decisionNodes.empty()) // every tree is one leaf
-    reached = f.constant(std::vector<double>(samples * leaves, 1.0), {samples, leaves},
-                         node.builder().getI1Type());
-  else
-    reached = f.reached(f.convert(f.conditions(x, decisionNodes), elementType), column);
-  Value result = leaves ? f.aggregate(reached)
-                        : f.constant(std::vector<double>(samples * spec.targets, 0.0),
-                                     {samples, spec.targets}, elementType);
-  OpBuilder &b = node.builder();
-  if (result && spec.postTransform == 1)
-    result = SoftmaxOp::create(b, node.loc(), result.getType(), result, b.getI64IntegerAttr(1));
-  else if (result && spec.postTransform == 2)
-    result = SigmoidOp::create(b, node.loc(), result.getType(), result);
+  TreeWalk f(node, spec, elementType);
+  if (spec.roots.empty() || spec.leafOutputs.empty())
+    return node.unsupported("the ensemble has no trees or no leaves");
+  Value result = f.scores(f.walk(x));
   if (!result)
     return failure();
   return result;
