@@ -2,14 +2,16 @@
 //
 // Operators of the ai.onnx.ml operator set (classical machine learning:
 // scikit-learn pipelines converted to ONNX), as ONNX's reference computes
-// them: Binarizer and ArrayFeatureExtractor. The tree ensembles are
-// TreeEnsembles.cpp's.
+// them: Binarizer, ArrayFeatureExtractor, Scaler, Normalizer, Imputer and
+// LinearRegressor. The tree ensembles are TreeEnsembles.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/ops/Formula.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -51,11 +53,174 @@ LogicalResult importArrayFeatureExtractor(NodeImporter &node) {
   return success();
 }
 
+/// A float list attribute as a constant of `length` entries (one given
+/// entry repeats) along the last axis of a [1, length] row; null after
+/// refusing a list of another length.
+Value rowOf(NodeImporter &node, StringRef name, int64_t length, Type type,
+            std::vector<float> values) {
+  if (values.size() == 1)
+    values.assign(length, values.front());
+  if (int64_t(values.size()) != length) {
+    (void)node.unsupported(name + " must give 1 or " + Twine(length) + " values");
+    return Value();
+  }
+  auto rowType = RankedTensorType::get({1, length}, type);
+  SmallVector<APFloat> entries;
+  for (float value : values) {
+    APFloat entry(value);
+    bool lost;
+    entry.convert(cast<FloatType>(type).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    entries.push_back(entry);
+  }
+  return ConstantOp::create(node.builder(), node.loc(), rowType,
+                            DenseElementsAttr::get(rowType, entries));
+}
+
+/// The [N, C] matrix an ai.onnx.ml op takes: X itself, or a vector as one
+/// row; null after refusing another shape.
+Value asMatrix(NodeImporter &node, Formula &f) {
+  RankedTensorType type = node.inputType(0);
+  if (!type.hasStaticShape() || type.getRank() < 1 || type.getRank() > 2) {
+    (void)node.unsupported("X must be a vector or a matrix of static shape");
+    return Value();
+  }
+  if (type.getRank() == 1)
+    return f.reshape(node.input(0), {1, type.getDimSize(0)});
+  return node.input(0);
+}
+
+/// Scaler: (X - offset) * scale, per feature, as floats.
+LogicalResult importScaler(NodeImporter &node) {
+  Formula f(node);
+  Value x = asMatrix(node, f);
+  if (!x)
+    return failure();
+  int64_t features = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  Type f32 = node.builder().getF32Type();
+  Value offset = rowOf(node, "offset", features, f32,
+                       node.floatsAttr("offset").value_or(std::vector<float>{0.0f}));
+  Value scale = rowOf(node, "scale", features, f32,
+                      node.floatsAttr("scale").value_or(std::vector<float>{1.0f}));
+  if (!offset || !scale)
+    return failure();
+  Value result = f.mul(f.sub(f.convert(x, f32), offset), scale);
+  if (!result)
+    return failure();
+  node.setOutput(0, f.reshape(result, node.inputType(0).getShape()));
+  return success();
+}
+
+/// Normalizer: each row divided by its largest magnitude (MAX), the sum of
+/// its magnitudes (L1) or its Euclidean length (L2), at least 1e-30.
+LogicalResult importNormalizer(NodeImporter &node) {
+  Formula f(node);
+  Value x = asMatrix(node, f);
+  if (!x)
+    return failure();
+  std::string norm = node.stringAttr("norm").value_or("");
+  OpBuilder &b = node.builder();
+  x = f.convert(x, b.getF32Type());
+  auto reduce = [&](StringRef kind, Value value) {
+    int64_t rows = cast<RankedTensorType>(value.getType()).getDimSize(0);
+    return f.reshape(
+        node.createInferred<ReduceOp>(b.getStringAttr(kind), value, b.getDenseI64ArrayAttr({1})),
+        {rows, 1});
+  };
+  Value length;
+  if (norm == "MAX")
+    length = reduce("max", f.abs(x));
+  else if (norm == "L1")
+    length = reduce("sum", f.abs(x));
+  else if (norm == "L2")
+    length = f.sqrt(reduce("sum", f.mul(x, x)));
+  else
+    return node.unsupported("norm must be MAX, L1 or L2");
+  Value result = f.div(x, f.max(length, f.scalar(length, 1e-30)));
+  if (!result)
+    return failure();
+  node.setOutput(0, f.reshape(result, node.inputType(0).getShape()));
+  return success();
+}
+
+/// LinearRegressor: X times the coefficients (one row of them per target)
+/// plus the intercepts.
+LogicalResult importLinearRegressor(NodeImporter &node) {
+  Formula f(node);
+  Value x = asMatrix(node, f);
+  if (!x)
+    return failure();
+  if (node.stringAttr("post_transform").value_or("NONE") != "NONE")
+    return node.unsupported("only post_transform NONE is supported");
+  int64_t features = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  int64_t targets = node.intAttr("targets", 1);
+  std::vector<float> coefficients = node.floatsAttr("coefficients").value_or(std::vector<float>());
+  if (targets <= 0 || int64_t(coefficients.size()) != targets * features)
+    return node.unsupported("coefficients must give targets x " + Twine(features) + " values");
+  OpBuilder &b = node.builder();
+  Type f32 = b.getF32Type();
+  // [features, targets]: coefficient (t, j) at row j, column t.
+  std::vector<float> transposed(coefficients.size());
+  for (int64_t t = 0; t < targets; ++t)
+    for (int64_t j = 0; j < features; ++j)
+      transposed[j * targets + t] = coefficients[t * features + j];
+  auto weightType = RankedTensorType::get({features, targets}, f32);
+  Value weights = ConstantOp::create(b, node.loc(), weightType,
+                                     DenseElementsAttr::get(weightType, ArrayRef(transposed)));
+  Value result = matrixProduct(node, f.convert(x, f32), weights);
+  if (std::optional<std::vector<float>> intercepts = node.floatsAttr("intercepts")) {
+    Value row = rowOf(node, "intercepts", targets, f32, *intercepts);
+    if (!row)
+      return failure();
+    result = f.add(result, row);
+  }
+  if (!result)
+    return failure();
+  node.setOutput(0, result);
+  return success();
+}
+
+/// Imputer: the entries equal to replaced_value_float (0 by default; NaN
+/// names the missing ones) become the feature's imputed value.
+LogicalResult importImputer(NodeImporter &node) {
+  Formula f(node);
+  Value x = asMatrix(node, f);
+  if (!x)
+    return failure();
+  Type type = node.inputType(0).getElementType();
+  std::optional<std::vector<float>> values = node.floatsAttr("imputed_value_floats");
+  if (!isa<FloatType>(type) || !values || values->empty())
+    return node.unsupported("only float inputs with imputed_value_floats are supported");
+  node.ignoreAttr("imputed_value_int64s");
+  node.ignoreAttr("replaced_value_int64");
+  float replaced = node.floatAttr("replaced_value_float", 0.0f);
+  int64_t features = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  Value imputed = rowOf(node, "imputed_value_floats", features, type, *values);
+  if (!imputed)
+    return failure();
+  Value replace =
+      std::isnan(replaced)
+          ? NotOp::create(node.builder(), node.loc(),
+                          RankedTensorType::get(cast<RankedTensorType>(x.getType()).getShape(),
+                                                node.builder().getI1Type()),
+                          f.compare("eq", x, x))
+                .getResult()
+          : f.compare("eq", x, f.scalar(x, replaced));
+  Value result = f.select(replace, imputed, x);
+  if (!result)
+    return failure();
+  node.setOutput(0, f.reshape(result, node.inputType(0).getShape()));
+  return success();
+}
+
 } // namespace
 
 void registerMachineLearningHandlers(OpRegistry &registry) {
   registry.on("ai.onnx.ml", "ArrayFeatureExtractor", 1, importArrayFeatureExtractor);
   registry.on("ai.onnx.ml", "Binarizer", 1, importBinarizer);
+  registry.on("ai.onnx.ml", "Imputer", 1, importImputer);
+  registry.on("ai.onnx.ml", "LinearRegressor", 1, importLinearRegressor);
+  registry.on("ai.onnx.ml", "Normalizer", 1, importNormalizer);
+  registry.on("ai.onnx.ml", "Scaler", 1, importScaler);
 }
 
 } // namespace tessel::onnx_import
