@@ -2,8 +2,9 @@
 //
 // Operators of the ai.onnx.ml operator set (classical machine learning:
 // scikit-learn pipelines converted to ONNX), as ONNX's reference computes
-// them: Binarizer, ArrayFeatureExtractor, Scaler, Normalizer, Imputer and
-// LinearRegressor. The tree ensembles are TreeEnsembles.cpp's.
+// them: Binarizer, ArrayFeatureExtractor, Scaler, Normalizer, Imputer,
+// LinearRegressor and LinearClassifier. The tree ensembles are
+// TreeEnsembles.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,6 +143,100 @@ LogicalResult importNormalizer(NodeImporter &node) {
   return success();
 }
 
+/// X (as f32, or f64) times the coefficients, one row of them per output
+/// column, plus the intercepts: [N, columns]; null after refusing them.
+/// The operators give their scores as f32.
+Value linearScores(NodeImporter &node, Formula &f, Value x, int64_t *columns) {
+  Type type = cast<RankedTensorType>(x.getType()).getElementType();
+  type = type.isF64() ? type : node.builder().getF32Type();
+  x = f.convert(x, type);
+  int64_t features = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  std::vector<float> coefficients = node.floatsAttr("coefficients").value_or(std::vector<float>());
+  if (coefficients.empty() || coefficients.size() % features != 0) {
+    (void)node.unsupported("coefficients must give a multiple of " + Twine(features) + " values");
+    return Value();
+  }
+  *columns = coefficients.size() / features;
+  // [features, columns]: coefficient (c, j) at row j, column c.
+  auto weightType = RankedTensorType::get({features, *columns}, type);
+  SmallVector<APFloat> transposed(coefficients.size(), APFloat(0.0));
+  for (int64_t c = 0; c < *columns; ++c)
+    for (int64_t j = 0; j < features; ++j) {
+      APFloat value(coefficients[c * features + j]);
+      bool lost;
+      value.convert(cast<FloatType>(type).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      transposed[j * *columns + c] = value;
+    }
+  Value weights = ConstantOp::create(node.builder(), node.loc(), weightType,
+                                     DenseElementsAttr::get(weightType, transposed));
+  Value scores = matrixProduct(node, x, weights);
+  if (std::optional<std::vector<float>> intercepts = node.floatsAttr("intercepts")) {
+    Value row = rowOf(node, "intercepts", *columns, type, *intercepts);
+    if (!row)
+      return Value();
+    scores = f.add(scores, row);
+  }
+  return scores;
+}
+
+/// LinearClassifier with integer labels: the linear scores, one column
+/// per class (a single column for two classes becomes -s and s), then
+/// post-transformed; the label is the class of the highest score, or for a
+/// single column the first label where the score reaches 0 (0.5 after a
+/// transform) and 0 elsewhere, as ONNX's reference does.
+LogicalResult importLinearClassifier(NodeImporter &node) {
+  Formula f(node);
+  Value x = asMatrix(node, f);
+  if (!x)
+    return failure();
+  std::optional<std::vector<int64_t>> labels = node.intsAttr("classlabels_ints");
+  if (!labels || labels->empty())
+    return node.unsupported(node.hasAttr("classlabels_strings")
+                                ? "string class labels (classlabels_strings) are not supported"
+                                : "classlabels_ints must name the classes");
+  node.ignoreAttr("multi_class"); // the reference ignores it too
+  std::string transform = node.stringAttr("post_transform").value_or("NONE");
+  if (transform != "NONE" && transform != "LOGISTIC" && transform != "SOFTMAX")
+    return node.unsupported("post_transform '" + transform + "' is not supported (NONE, " +
+                            "LOGISTIC and SOFTMAX are)");
+  int64_t columns = 0;
+  Value scores = linearScores(node, f, x, &columns);
+  if (!scores)
+    return failure();
+  OpBuilder &b = node.builder();
+  int64_t samples = cast<RankedTensorType>(x.getType()).getDimSize(0);
+  auto scoreType = cast<RankedTensorType>(scores.getType());
+  if (columns == 1 && labels->size() == 2) {
+    scores = ConcatOp::create(b, node.loc(), scoreType.clone({samples, 2}),
+                              ValueRange{f.sub(f.scalar(scores, 0.0), scores), scores},
+                              b.getI64IntegerAttr(1));
+    columns = 2;
+  }
+  if (transform == "LOGISTIC")
+    scores = SigmoidOp::create(b, node.loc(), scores.getType(), scores);
+  else if (transform == "SOFTMAX")
+    scores = SoftmaxOp::create(b, node.loc(), scores.getType(), scores, b.getI64IntegerAttr(1));
+  Value label;
+  if (columns > 1) {
+    if (int64_t(labels->size()) != columns)
+      return node.unsupported("classlabels_ints must name the " + Twine(columns) + " classes");
+    Value best = node.createInferred<ArgReduceOp>(b.getStringAttr("max"), scores,
+                                                  b.getI64IntegerAttr(1), b.getBoolAttr(false));
+    label = node.createInferred<GatherOp>(node.int64Constant(*labels, {columns}), best,
+                                          b.getI64IntegerAttr(0));
+  } else {
+    Value reaches = f.compare("ge", f.reshape(scores, {samples}),
+                              f.scalar(scores, transform == "NONE" ? 0.0 : 0.5));
+    label =
+        f.select(reaches, node.int64Constant({labels->front()}, {}), node.int64Constant({0}, {}));
+  }
+  if (!label || !scores)
+    return failure();
+  node.setOutput(0, label);
+  node.setOutput(1, f.convert(scores, b.getF32Type()));
+  return success();
+}
+
 /// LinearRegressor: X times the coefficients (one row of them per target)
 /// plus the intercepts.
 LogicalResult importLinearRegressor(NodeImporter &node) {
@@ -151,31 +246,13 @@ LogicalResult importLinearRegressor(NodeImporter &node) {
     return failure();
   if (node.stringAttr("post_transform").value_or("NONE") != "NONE")
     return node.unsupported("only post_transform NONE is supported");
-  int64_t features = cast<RankedTensorType>(x.getType()).getDimSize(1);
-  int64_t targets = node.intAttr("targets", 1);
-  std::vector<float> coefficients = node.floatsAttr("coefficients").value_or(std::vector<float>());
-  if (targets <= 0 || int64_t(coefficients.size()) != targets * features)
-    return node.unsupported("coefficients must give targets x " + Twine(features) + " values");
-  OpBuilder &b = node.builder();
-  Type f32 = b.getF32Type();
-  // [features, targets]: coefficient (t, j) at row j, column t.
-  std::vector<float> transposed(coefficients.size());
-  for (int64_t t = 0; t < targets; ++t)
-    for (int64_t j = 0; j < features; ++j)
-      transposed[j * targets + t] = coefficients[t * features + j];
-  auto weightType = RankedTensorType::get({features, targets}, f32);
-  Value weights = ConstantOp::create(b, node.loc(), weightType,
-                                     DenseElementsAttr::get(weightType, ArrayRef(transposed)));
-  Value result = matrixProduct(node, f.convert(x, f32), weights);
-  if (std::optional<std::vector<float>> intercepts = node.floatsAttr("intercepts")) {
-    Value row = rowOf(node, "intercepts", targets, f32, *intercepts);
-    if (!row)
-      return failure();
-    result = f.add(result, row);
-  }
-  if (!result)
+  int64_t targets = 0;
+  Value scores = linearScores(node, f, x, &targets);
+  if (!scores)
     return failure();
-  node.setOutput(0, result);
+  if (targets != node.intAttr("targets", 1))
+    return node.unsupported("coefficients must give one row per target");
+  node.setOutput(0, f.convert(scores, node.builder().getF32Type()));
   return success();
 }
 
@@ -218,6 +295,7 @@ void registerMachineLearningHandlers(OpRegistry &registry) {
   registry.on("ai.onnx.ml", "ArrayFeatureExtractor", 1, importArrayFeatureExtractor);
   registry.on("ai.onnx.ml", "Binarizer", 1, importBinarizer);
   registry.on("ai.onnx.ml", "Imputer", 1, importImputer);
+  registry.on("ai.onnx.ml", "LinearClassifier", 1, importLinearClassifier);
   registry.on("ai.onnx.ml", "LinearRegressor", 1, importLinearRegressor);
   registry.on("ai.onnx.ml", "Normalizer", 1, importNormalizer);
   registry.on("ai.onnx.ml", "Scaler", 1, importScaler);
