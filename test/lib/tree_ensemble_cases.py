@@ -229,7 +229,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     rng = np.random.default_rng(5)
-    samples, features = 16, 4
+    samples, features = 256, 4
     passed = failed = 0
     for name, trees, targets, modes, aggregate, post, element_type, single in CASES:
         nodes, leaves, members, roots = random_ensemble(rng, trees, features, targets, modes,

@@ -220,6 +220,11 @@ public:
   /// [N, trees] i64: the leaf (numbered after the decision nodes) each
   /// sample reaches in each tree.
   Value walk(Value x) {
+    // Features and thresholds compare as f64: thresholds given as doubles
+    // (scikit-learn's are midpoints between f32 features) would move onto a
+    // feature's value if rounded to f32.
+    Type f64 = b.getF64Type();
+    x = convert(x, f64);
     int64_t samples = cast<RankedTensorType>(x.getType()).getDimSize(0);
     int64_t trees = spec.roots.size();
     std::vector<double> starts;
@@ -250,14 +255,14 @@ public:
     }
     Type i64 = b.getI64Type(), i1 = b.getI1Type();
     Value featureTable = constant(features, {all}, i64);
-    Value splitTable = constant(splits, {all}, type);
+    Value splitTable = constant(splits, {all}, f64);
     Value modeTable = constant(modes, {all}, i64);
     Value trackTable = constant(tracks, {all}, i1);
     Value trueTable = constant(onTrue, {all}, i64), falseTable = constant(onFalse, {all}, i64);
     Value memberTable = memberships(all);
     for (int64_t level = 0; level < spec.depth; ++level) {
       Value value = GatherElementsOp::create(
-          b, node.loc(), cast<RankedTensorType>(reached.getType()).clone(type), x,
+          b, node.loc(), cast<RankedTensorType>(reached.getType()).clone(f64), x,
           gather(featureTable, reached), b.getI64IntegerAttr(1));
       Value holds = condition(value, reached, gather(splitTable, reached),
                               gather(modeTable, reached), memberTable);
@@ -328,7 +333,7 @@ private:
     std::vector<double> table(all * widest, std::nan(""));
     for (const auto &[index, set] : spec.members)
       std::copy(set.begin(), set.end(), table.begin() + index * widest);
-    return constant(table, {all, int64_t(widest)}, type);
+    return constant(table, {all, int64_t(widest)}, b.getF64Type());
   }
 
   /// [N, trees] i1: whether `value` meets the condition of the nodes
@@ -348,11 +353,11 @@ private:
       auto rowsType = cast<RankedTensorType>(reached.getType());
       int64_t samples = rowsType.getDimSize(0), trees = rowsType.getDimSize(1);
       Value sets = gather(memberTable, reached);
-      Value hits = convert(compare("eq", reshape(value, {samples, trees, 1}), sets), type);
-      Value member = compare(
-          "gt",
-          node.createInferred<ReduceOp>(b.getStringAttr("max"), hits, b.getDenseI64ArrayAttr({2})),
-          scalar(value, 0.0));
+      Value hits =
+          convert(compare("eq", reshape(value, {samples, trees, 1}), sets), b.getF32Type());
+      Value most =
+          node.createInferred<ReduceOp>(b.getStringAttr("max"), hits, b.getDenseI64ArrayAttr({2}));
+      Value member = compare("gt", most, scalar(hits, 0.0));
       holds = select(isMode(SplitMode::Member), member, holds);
     }
     return holds;
