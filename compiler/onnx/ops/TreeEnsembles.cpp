@@ -422,11 +422,11 @@ FailureOr<std::vector<double>> floatsOrTensor(NodeImporter &node, StringRef name
   return doublesAttr(node, (name + "_as_tensor").str());
 }
 
-/// TreeEnsembleRegressor's attributes (ai.onnx.ml 1 and 3): every node of
-/// every tree is listed by (tree id, node id), a tree's root being its
-/// first listed node; leaves are the nodes of mode LEAF, whose outputs the
-/// target_* attributes list (several per leaf where there are several
-/// targets).
+/// TreeEnsembleRegressor's and TreeEnsembleClassifier's attributes
+/// (ai.onnx.ml 1 and 3): every node of every tree is listed by (tree id,
+/// node id), a tree's root being its first listed node; leaves are the
+/// nodes of mode LEAF, whose outputs the `outputs`_* attributes list
+/// (target_* or class_*; several per leaf where there are several targets).
 FailureOr<TreeEnsembleSpec> readLegacyTreeEnsemble(NodeImporter &node, StringRef outputs) {
   TreeEnsembleSpec spec;
   spec.missingTakesTrackedBranch = true;
