@@ -312,6 +312,20 @@ Value NodeImporter::splatConstant(Type elementType, double value,
   return ConstantOp::create(b, location, DenseElementsAttr::get(type, element));
 }
 
+Value NodeImporter::floatConstant(Type elementType, ArrayRef<double> values,
+                                  ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, elementType);
+  const llvm::fltSemantics &semantics = cast<FloatType>(elementType).getFloatSemantics();
+  SmallVector<APFloat> entries;
+  for (double value : values) {
+    APFloat entry(value);
+    bool lost;
+    entry.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+    entries.push_back(entry);
+  }
+  return ConstantOp::create(b, location, type, DenseElementsAttr::get(type, entries));
+}
+
 Value NodeImporter::int64Constant(ArrayRef<int64_t> values,
                                   ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, b.getI64Type());

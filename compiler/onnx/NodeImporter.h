@@ -115,6 +115,10 @@ public:
   /// a per-tensor quantized type, the storage integer nearest `value`).
   mlir::Value splatConstant(mlir::Type elementType, double value,
                             llvm::ArrayRef<int64_t> shape = {});
+  /// A constant tensor of `shape` holding `values` rounded to the float
+  /// type `elementType` (to nearest, ties to even).
+  mlir::Value floatConstant(mlir::Type elementType, llvm::ArrayRef<double> values,
+                            llvm::ArrayRef<int64_t> shape);
   /// A constant i64 tensor of `shape` holding `values`.
   mlir::Value int64Constant(llvm::ArrayRef<int64_t> values,
                             llvm::ArrayRef<int64_t> shape);

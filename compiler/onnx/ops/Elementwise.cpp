@@ -300,9 +300,7 @@ LogicalResult importIsNaN(NodeImporter &node) {
   Value x = node.input(0);
   if (!isa<FloatType>(node.inputType(0).getElementType()))
     return node.unsupported("only floating-point inputs are supported");
-  Value equal = node.createInferred<CompareOp>(node.builder().getStringAttr("eq"), x, x);
-  node.setOutput(0, NotOp::create(node.builder(), node.loc(), equal.getType(), equal));
-  return success();
+  return node.setInferredOutput(0, Formula(node).isNaN(x));
 }
 
 /// IsInf compares with +inf and -inf, as detect_positive/negative ask.

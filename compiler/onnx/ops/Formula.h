@@ -36,6 +36,12 @@ public:
   mlir::Value compare(llvm::StringRef predicate, mlir::Value lhs, mlir::Value rhs) {
     return node.createInferred<CompareOp>(b.getStringAttr(predicate), lhs, rhs);
   }
+  mlir::Value logicalNot(mlir::Value x) {
+    return x ? NotOp::create(b, node.loc(), x.getType(), x).getResult() : mlir::Value();
+  }
+  /// Whether each element of `x` (floats) is NaN: the one value unequal
+  /// to itself.
+  mlir::Value isNaN(mlir::Value x) { return logicalNot(compare("eq", x, x)); }
   mlir::Value select(mlir::Value condition, mlir::Value x, mlir::Value y) {
     return node.createInferred<WhereOp>(condition, x, y);
   }

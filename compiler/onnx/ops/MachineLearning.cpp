@@ -65,16 +65,8 @@ Value rowOf(NodeImporter &node, StringRef name, int64_t length, Type type,
     (void)node.unsupported(name + " must give 1 or " + Twine(length) + " values");
     return Value();
   }
-  auto rowType = RankedTensorType::get({1, length}, type);
-  SmallVector<APFloat> entries;
-  for (float value : values) {
-    APFloat entry(value);
-    bool lost;
-    entry.convert(cast<FloatType>(type).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    entries.push_back(entry);
-  }
-  return ConstantOp::create(node.builder(), node.loc(), rowType,
-                            DenseElementsAttr::get(rowType, entries));
+  return node.floatConstant(type, std::vector<double>(values.begin(), values.end()),
+                            {1, length});
 }
 
 /// The [N, C] matrix an ai.onnx.ml op takes: X itself, or a vector as one
@@ -158,17 +150,11 @@ Value linearScores(NodeImporter &node, Formula &f, Value x, int64_t *columns) {
   }
   *columns = coefficients.size() / features;
   // [features, columns]: coefficient (c, j) at row j, column c.
-  auto weightType = RankedTensorType::get({features, *columns}, type);
-  SmallVector<APFloat> transposed(coefficients.size(), APFloat(0.0));
+  std::vector<double> transposed(coefficients.size());
   for (int64_t c = 0; c < *columns; ++c)
-    for (int64_t j = 0; j < features; ++j) {
-      APFloat value(coefficients[c * features + j]);
-      bool lost;
-      value.convert(cast<FloatType>(type).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      transposed[j * *columns + c] = value;
-    }
-  Value weights = ConstantOp::create(node.builder(), node.loc(), weightType,
-                                     DenseElementsAttr::get(weightType, transposed));
+    for (int64_t j = 0; j < features; ++j)
+      transposed[j * *columns + c] = coefficients[c * features + j];
+  Value weights = node.floatConstant(type, transposed, {features, *columns});
   Value scores = matrixProduct(node, x, weights);
   if (std::optional<std::vector<float>> intercepts = node.floatsAttr("intercepts")) {
     Value row = rowOf(node, "intercepts", *columns, type, *intercepts);
@@ -275,13 +261,7 @@ LogicalResult importImputer(NodeImporter &node) {
   if (!imputed)
     return failure();
   Value replace =
-      std::isnan(replaced)
-          ? NotOp::create(node.builder(), node.loc(),
-                          RankedTensorType::get(cast<RankedTensorType>(x.getType()).getShape(),
-                                                node.builder().getI1Type()),
-                          f.compare("eq", x, x))
-                .getResult()
-          : f.compare("eq", x, f.scalar(x, replaced));
+      std::isnan(replaced) ? f.isNaN(x) : f.compare("eq", x, f.scalar(x, replaced));
   Value result = f.select(replace, imputed, x);
   if (!result)
     return failure();

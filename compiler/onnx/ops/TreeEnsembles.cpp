@@ -193,8 +193,8 @@ public:
   /// A constant of `values` shaped `shape`: floats of `elementType`, or
   /// booleans (i1) or i64.
   Value constant(ArrayRef<double> values, ArrayRef<int64_t> shape, Type elementType) {
-    auto tensorType = RankedTensorType::get(shape, elementType);
     if (elementType.isInteger(1)) {
+      auto tensorType = RankedTensorType::get(shape, elementType);
       SmallVector<bool> bits;
       for (double value : values)
         bits.push_back(value != 0);
@@ -205,16 +205,7 @@ public:
       SmallVector<int64_t> integers(values.begin(), values.end());
       return node.int64Constant(integers, shape);
     }
-    SmallVector<APFloat> floats;
-    for (double value : values) {
-      APFloat real(value);
-      bool lost;
-      real.convert(cast<FloatType>(elementType).getFloatSemantics(), APFloat::rmNearestTiesToEven,
-                   &lost);
-      floats.push_back(real);
-    }
-    return ConstantOp::create(b, node.loc(), tensorType,
-                              DenseElementsAttr::get(tensorType, floats));
+    return node.floatConstant(elementType, values, shape);
   }
 
   /// [N, trees] i64: the leaf (numbered after the decision nodes) each
@@ -266,7 +257,7 @@ public:
           gather(featureTable, reached), b.getI64IntegerAttr(1));
       Value holds = condition(value, reached, gather(splitTable, reached),
                               gather(modeTable, reached), memberTable);
-      Value missing = logicalNot(compare("eq", value, value));
+      Value missing = isNaN(value);
       Value tracked = gather(trackTable, reached);
       holds = spec.missingTakesTrackedBranch
                   ? select(missing, tracked, holds)
@@ -320,7 +311,6 @@ private:
     return node.createInferred<GatherOp>(table, indices, b.getI64IntegerAttr(0));
   }
   Value logicalOr(Value x, Value y) { return node.createInferred<OrOp>(x, y); }
-  Value logicalNot(Value x) { return NotOp::create(b, node.loc(), x.getType(), x); }
 
   /// [all, S]: each MEMBER node's set, padded with NaN (which equals
   /// nothing); null when no node tests membership.
