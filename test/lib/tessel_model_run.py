@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import numpy as np
+import onnx
 
 
 def compile_model(model_path, artifact):
@@ -52,3 +53,17 @@ def differences(names, expected, actual, rtol, atol):
         elif not np.allclose(got, want, rtol=rtol, atol=atol):
             errors.append(f"{name} differs by {np.abs(got - want).max():.3g}")
     return errors
+
+
+def check_model(model, feeds, work, names, expected, rtol, atol):
+    """Saves `model` in `work`, compiles it, runs it on `feeds` and compares
+    its outputs named `names` with `expected`: what differs (empty when
+    every output matches), or why the run failed."""
+    os.makedirs(work, exist_ok=True)
+    model_path, artifact = os.path.join(work, "model.onnx"), os.path.join(work, "model.tsl")
+    onnx.save(model, model_path)
+    compile_model(model_path, artifact)
+    actual, status, message = run_tessel(artifact, feeds, work, len(names))
+    if actual is None:
+        return [f"tessel-run failed ({status}): {message}"]
+    return differences(names, expected, actual, rtol, atol)

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
-from tessel_model_run import compile_model, differences, refused_compile, run_tessel
+from tessel_model_run import check_model, refused_compile
 
 LEQ, LT, GTE, GT, EQ, NEQ, MEMBER = range(7)
 
@@ -245,14 +245,8 @@ def main():
         (want,) = ReferenceEvaluator(raw).run(None, {"X": x})
         if post == 2:
             want = 1 / (1 + np.exp(-want))
-        path = os.path.join(args.work, name + ".onnx")
-        onnx.save(built, path)
-        compile_model(path, path[:-5] + ".tsl")
-        case_dir = os.path.join(args.work, name)
-        os.makedirs(case_dir, exist_ok=True)
-        outputs, status, message = run_tessel(path[:-5] + ".tsl", {"X": x}, case_dir, 1)
-        errors = [f"tessel-run failed ({status}): {message}"] if outputs is None else \
-            differences(["Y"], [want.astype(dtype)], outputs, rtol=1e-5, atol=1e-5)
+        errors = check_model(built, {"X": x}, os.path.join(args.work, name), ["Y"],
+                             [want.astype(dtype)], rtol=1e-5, atol=1e-5)
         print(f"{name}: " + ("; ".join(errors) if errors else "Y matches onnx.reference"))
         passed, failed = (passed, failed + 1) if errors else (passed + 1, failed)
     for name, trees, targets, modes, aggregate, element_type, single in REGRESSOR_CASES:
@@ -263,14 +257,8 @@ def main():
         built = regressor_model(name, nodes, leaves, roots, samples, features, targets,
                                 aggregate, element_type)
         (want,) = ReferenceEvaluator(built).run(None, {"X": x})
-        path = os.path.join(args.work, name + ".onnx")
-        onnx.save(built, path)
-        compile_model(path, path[:-5] + ".tsl")
-        case_dir = os.path.join(args.work, name)
-        os.makedirs(case_dir, exist_ok=True)
-        outputs, status, message = run_tessel(path[:-5] + ".tsl", {"X": x}, case_dir, 1)
-        errors = [f"tessel-run failed ({status}): {message}"] if outputs is None else \
-            differences(["Y"], [want.astype(dtype)], outputs, rtol=1e-5, atol=1e-5)
+        errors = check_model(built, {"X": x}, os.path.join(args.work, name), ["Y"],
+                             [want.astype(dtype)], rtol=1e-5, atol=1e-5)
         print(f"{name}: " + ("; ".join(errors) if errors else "Y matches onnx.reference"))
         passed, failed = (passed, failed + 1) if errors else (passed + 1, failed)
     for name, trees, labels, post, binary, element_type in CLASSIFIER_CASES:
@@ -284,15 +272,8 @@ def main():
         built = classifier_model(name, nodes, leaves, roots, samples, features, labels, post,
                                  binary, element_type)
         want = ReferenceEvaluator(built).run(None, {"X": x})
-        path = os.path.join(args.work, name + ".onnx")
-        onnx.save(built, path)
-        compile_model(path, path[:-5] + ".tsl")
-        case_dir = os.path.join(args.work, name)
-        os.makedirs(case_dir, exist_ok=True)
-        outputs, status, message = run_tessel(path[:-5] + ".tsl", {"X": x}, case_dir, 2)
-        errors = [f"tessel-run failed ({status}): {message}"] if outputs is None else \
-            differences(["label", "scores"], [want[0], want[1].astype(np.float32)], outputs,
-                        rtol=1e-5, atol=1e-5)
+        errors = check_model(built, {"X": x}, os.path.join(args.work, name), ["label", "scores"],
+                             [want[0], want[1].astype(np.float32)], rtol=1e-5, atol=1e-5)
         print(f"{name}: " + ("; ".join(errors) if errors else
                              "labels and scores match onnx.reference"))
         passed, failed = (passed, failed + 1) if errors else (passed + 1, failed)
