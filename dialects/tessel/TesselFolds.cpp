@@ -434,10 +434,13 @@ static SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
 
 /// The constant of `resultType` whose element at each index is `source`'s
 /// element at offset `sourceOffset(index)`: moves raw element bytes (bit-packed
-/// booleans go through attributes).
+/// booleans go through attributes). A splat stays a splat: its raw data holds
+/// one element, whatever the offsets.
 static DenseElementsAttr
 rearrange(DenseElementsAttr source, RankedTensorType resultType,
           function_ref<int64_t(ArrayRef<int64_t>)> sourceOffset) {
+  if (source.isSplat())
+    return source.resizeSplat(resultType);
   ArrayRef<int64_t> shape = resultType.getShape();
   int64_t count = resultType.getNumElements();
   SmallVector<int64_t> offsets;
@@ -488,8 +491,6 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   if (!dense || !getType().hasStaticShape() ||
       dense.getNumElements() > kMaxFoldedElements)
     return {};
-  if (dense.isSplat())
-    return dense.resizeSplat(attributeType(getType()));
   SmallVector<int64_t> strides = rowMajorStrides(getInput().getType().getShape());
   return rearrange(dense, attributeType(getType()), [&](ArrayRef<int64_t> index) {
     int64_t offset = 0;
@@ -508,8 +509,6 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   if (!dense || !getType().hasStaticShape() ||
       getType().getNumElements() > kMaxFoldedElements)
     return {};
-  if (dense.isSplat())
-    return dense.resizeSplat(attributeType(getType()));
   SmallVector<int64_t> strides = rowMajorStrides(getInput().getType().getShape());
   return rearrange(dense, attributeType(getType()), [&](ArrayRef<int64_t> index) {
     int64_t offset = 0;
@@ -581,8 +580,6 @@ OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
   auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
   if (!dense || getType().getNumElements() > kMaxFoldedElements)
     return {};
-  if (dense.isSplat())
-    return dense.resizeSplat(attributeType(getType()));
   ArrayRef<int64_t> inputShape = getInput().getType().getShape();
   SmallVector<int64_t> strides = rowMajorStrides(inputShape);
   int64_t lead = getType().getRank() - inputShape.size();

@@ -220,6 +220,9 @@ REGRESSOR_CASES = [
     ("regressor_average_double", 3, 2, [LEQ, GT, NEQ], 0, TensorProto.DOUBLE, True),
     ("regressor_min", 3, 2, [LT, GTE, EQ], 2, TensorProto.FLOAT, False),
     ("regressor_max", 3, 2, [LEQ, NEQ], 3, TensorProto.FLOAT, False),
+    # Every split BRANCH_LEQ, as scikit-learn writes them: the modes are one
+    # splat constant, whose gather at the roots the compiler folds.
+    ("regressor_only_leq", 3, 3, [LEQ], 1, TensorProto.FLOAT, False),
 ]
 
 

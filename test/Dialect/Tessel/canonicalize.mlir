@@ -284,3 +284,18 @@ func.func @concat_drops_empty(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>, %e: tens
   %0 = tessel.concat %a, %e, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x0xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
   return %0 : tensor<2x7xf32>
 }
+
+// -----
+
+// A gather from a splat is a splat of the gathered shape. (Its raw data
+// holds one element: reading it at each gathered offset read past its end,
+// so a tree ensemble's node modes, all zero, folded to whatever followed.)
+// CHECK-LABEL: @gather_from_splat
+// CHECK: %[[G:.+]] = tessel.constant dense<7> : tensor<2x3xi64>
+// CHECK: return %[[G]]
+func.func @gather_from_splat() -> tensor<2x3xi64> {
+  %data = tessel.constant dense<7> : tensor<90xi64>
+  %indices = tessel.constant dense<[[0, 15, 30], [89, 45, 1]]> : tensor<2x3xi64>
+  %0 = tessel.gather %data, %indices {axis = 0 : i64} : (tensor<90xi64>, tensor<2x3xi64>) -> tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
+}
