@@ -37,7 +37,8 @@ PRODUCT_PRECISIONS = ("fp16", "bf16", "fp32")
 
 
 def cuda_flags(args, precision):
-    return ["--target", "cuda", "--cuda-arch", args.arch, "--precision", precision]
+    return ["--target", "cuda", "--cuda-arch", args.arch, "--precision", precision,
+            "--target-cpu", args.target_cpu]
 
 
 def compile_model(tools, model, artifact, flags):
@@ -145,6 +146,11 @@ def main():
     parser.add_argument("--model", action="append", default=[],
                         help="NAME=MODEL.onnx:DATA_DIR (input_N.pb and output_N.pb)")
     parser.add_argument("--arch", default="sm_80,sm_90", help="--cuda-arch of every artifact")
+    # The runtime refuses an artifact whose CPU code needs instructions the
+    # GPU machine's processor lacks (this one's may be another vendor's),
+    # even where the GPU runs it.
+    parser.add_argument("--target-cpu", default="x86-64-v3",
+                        help="--target-cpu of the artifacts' x86 code (default: %(default)s)")
     parser.add_argument("--precisions", default="fp16",
                         help="the --precision of each compilation of the models, comma-separated")
     parser.add_argument("--node-precision", default="fp32",
@@ -155,7 +161,8 @@ def main():
     tools = os.path.join(args.build, "bin")
     os.makedirs(args.out, exist_ok=True)
     copy_runtime(args, args.out)
-    shutil.copy(os.path.join(os.path.dirname(__file__), "gpu-checks.sh"), args.out)
+    for script in ("gpu-checks.sh", "compare-outputs.py"):
+        shutil.copy(os.path.join(os.path.dirname(__file__), script), args.out)
     if args.model:
         bundle_models(args, tools, args.out)
     if args.products:

@@ -2,7 +2,9 @@
 """Writes the CUDA target's tensor-core product checks: small ONNX models
 of matrix products whose shapes reach every case of the kernel (edges that
 cut a block tile, batches, a second M loop, each operand with k innermost
-or not, packed weights), each with a test-data folder per precision.
+or not, packed weights) and of convolutions, which the kernel computes as
+implicit GEMMs (strides, padding, dilation, input channels in whole vectors
+or not), each with a test-data folder per precision.
 
 The expected outputs are the products computed in float64 from the inputs
 rounded to the precision the kernel reads (fp16 or bf16; fp32 unrounded).
@@ -75,6 +77,41 @@ def gemm_case(m, n, k, trans_a, trans_b):
     return build
 
 
+def convolution(x, w, b, stride, pad, dilation):
+    """Conv of NCHW x and FCHW w in float64, one filter tap at a time."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, _, height, width = x.shape
+    f, _, kh, kw = w.shape
+    out_h = (height - dilation * (kh - 1) - 1) // stride + 1
+    out_w = (width - dilation * (kw - 1) - 1) // stride + 1
+    y = np.zeros((n, f, out_h, out_w)) + b.reshape(1, f, 1, 1)
+    for i in range(kh):
+        for j in range(kw):
+            window = x[:, :, i * dilation:i * dilation + stride * (out_h - 1) + 1:stride,
+                       j * dilation:j * dilation + stride * (out_w - 1) + 1:stride]
+            y += np.einsum("nchw,fc->nfhw", window, w[:, :, i, j])
+    return y
+
+
+def conv_case(x_shape, w_shape, stride=1, pad=0, dilation=1):
+    """Conv of an input by a weight with a bias (an implicit GEMM)."""
+    def build(random):
+        x = random.uniform(-1, 1, x_shape).astype(np.float32)
+        w = random.uniform(-1, 1, w_shape).astype(np.float32)
+        b = random.uniform(-1, 1, w_shape[:1]).astype(np.float32)
+        out_shape = list(convolution(np.zeros(x_shape), np.zeros(w_shape), np.zeros(w_shape[0]),
+                                     stride, pad, dilation).shape)
+        node = helper.make_node("Conv", ["x", "w", "b"], ["y"], strides=[stride, stride],
+                                pads=[pad] * 4, dilations=[dilation, dilation])
+        graph = helper.make_graph(
+            [node], "product", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+            [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+        return graph, [x], lambda p: convolution(round_to(x, p), round_to(w, p), b, stride, pad,
+                                                 dilation)
+    return build
+
+
 CASES = {
     # M and N cut the 128 x 128 block tiles; K a whole number of steps.
     "ragged_200x136x96": matmul_case([200, 96], [96, 136]),
@@ -88,6 +125,16 @@ CASES = {
     # B with k innermost (transB), then A with m innermost (transA).
     "gemm_transb_128x384x256": gemm_case(128, 384, 256, 0, 1),
     "gemm_transa_128x192x256": gemm_case(128, 192, 256, 1, 0),
+    # Convolutions: 3 x 3 with padding over a batch (800 rows: ragged),
+    # input channels in whole vectors.
+    "conv3x3_2x64x20x20_96": conv_case([2, 64, 20, 20], [96, 64, 3, 3], pad=1),
+    # 7 x 7 stride 2 over 3 channels (loaded one by one; K = 147 cuts the
+    # steps), as the stem of a ResNet.
+    "conv7x7s2_1x3x40x40_64": conv_case([1, 3, 40, 40], [64, 3, 7, 7], stride=2, pad=3),
+    # 1 x 1 stride 2, N = 48 cuts the block tile.
+    "conv1x1s2_2x32x15x15_48": conv_case([2, 32, 15, 15], [48, 32, 1, 1], stride=2),
+    # Dilated 3 x 3.
+    "conv3x3d2_1x40x24x24_40": conv_case([1, 40, 24, 24], [40, 40, 3, 3], pad=2, dilation=2),
 }
 
 

@@ -118,6 +118,34 @@ LogicalResult tileProducts(ModuleOp module) {
   return success();
 }
 
+/// Moves every parallel loop of a generic op outside its reductions (a sum
+/// over an image's rows and columns per channel, [n, h, w, c], becomes
+/// [n, c, h, w]): a launch gets one thread per iteration of its outer
+/// parallel loops only, so a parallel loop inside a reduction would run
+/// whole in each thread.
+void parallelLoopsFirst(ModuleOp module) {
+  SmallVector<linalg::GenericOp> generics;
+  module.walk([&](linalg::GenericOp op) {
+    if (isa<func::FuncOp>(op->getParentOp()))
+      generics.push_back(op);
+  });
+  IRRewriter rewriter(module.getContext());
+  for (linalg::GenericOp op : generics) {
+    SmallVector<unsigned> order;
+    for (auto [loop, type] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (linalg::isParallelIterator(type))
+        order.push_back(loop);
+    for (auto [loop, type] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (!linalg::isParallelIterator(type))
+        order.push_back(loop);
+    if (llvm::is_sorted(order))
+      continue;
+    rewriter.setInsertionPoint(op);
+    // Cannot fail: `order` is a permutation of the loops.
+    (void)linalg::interchangeGenericOp(rewriter, op, order);
+  }
+}
+
 /// Upstream's elementwise fusion (linalg-fuse-elementwise-ops), except that
 /// a product the tensor cores will take is neither fused into its consumer
 /// nor takes in its producers: its kernel reads plain operands, where a
@@ -196,6 +224,7 @@ LogicalResult lowerKernelsToLoops(ModuleOp kernels, ProductPrecision precision) 
   if (failed(bufferizeKernels(kernels, precision)) ||
       failed(launchProductsOnTensorCores(kernels, precision)) || failed(tileProducts(kernels)))
     return failure();
+  parallelLoopsFirst(kernels);
   PassManager loops(kernels.getContext());
   loops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   loops.addNestedPass<func::FuncOp>(createCanonicalizerPass());

@@ -2,12 +2,18 @@
 //
 // A product C += A·B (batched or not, any operand layout the op's indexing
 // maps describe) becomes one launch whose blocks each own a kBlockM x
-// kBlockN tile of C. Per step of kBlockK along the reduction, the block's
-// threads load both operands' tiles from global memory, round them to half
-// precision and store them in shared memory; each of its eight warps then
-// multiplies its 64 x 32 part with mma.sync (m16n8k16), keeping the sums in
-// f32 registers. The next step's tiles are loaded into registers while the
-// warps multiply the current ones, so global latency overlaps the math.
+// kBlockN tile of C. A convolution is such a product too (an implicit
+// GEMM): its output pixels are the rows of C, its output channels the
+// columns, and its filter taps and input channels the reduction; each
+// element a block stages is read from the image where the indexing maps
+// put it, so the image is never copied into a matrix.
+//
+// Per step of kBlockK along the reduction, the block's threads load both
+// operands' tiles from global memory, round them to half precision and
+// store them in shared memory; each of its eight warps then multiplies its
+// 64 x 32 part with mma.sync (m16n8k16), keeping the sums in f32 registers.
+// The next step's tiles are loaded into registers while the warps multiply
+// the current ones, so global latency overlaps the math.
 //
 // The fragment layouts are those of PTX's mma.m16n8k16 with A row-major
 // and B column-major: a thread (lane = 4 * group + t) holds
@@ -70,12 +76,23 @@ constexpr int64_t kMinimumRows = 32, kMinimumColumns = 32, kMinimumDepth = kMmaK
 /// A product the tensor cores take: its loops by role and their extents.
 /// `batch` holds every loop each block takes one value of: the batch loops,
 /// and the M and N loops but the innermost (a MatMul of [1, 128, 768] by
-/// [768, 768] has two M loops).
+/// [768, 768] has two M loops). `m`, `n` and `k` are the loops flattened
+/// into the rows, the columns and the reduction, outermost first: one each
+/// for a matrix product; for a convolution (an implicit GEMM) the batch and
+/// output image loops are the rows, the output channels the columns, and
+/// the filter and input channel loops the reduction.
 struct Product {
   linalg::LinalgOp op;
-  SmallVector<unsigned> batch;
-  unsigned m, n, k;
+  SmallVector<unsigned> batch, m, n, k;
   SmallVector<int64_t> extents;
+
+  /// The iterations of `loops` together.
+  int64_t count(ArrayRef<unsigned> loops) const {
+    int64_t total = 1;
+    for (unsigned loop : loops)
+      total *= extents[loop];
+    return total;
+  }
 };
 
 /// Whether `op`'s body is out + a * b (in either order).
@@ -96,31 +113,76 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
          (add.getRhs() == out && isProduct(add.getLhs()));
 }
 
+/// `op` as a matrix product (named or generic contraction) with one
+/// reduction loop.
+std::optional<Product> matchContraction(linalg::LinalgOp op) {
+  if (!linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1 ||
+      dims->batch.size() + dims->m.size() + dims->n.size() + 1 != op.getNumLoops())
+    return std::nullopt;
+  Product product{op,
+                  SmallVector<unsigned>(dims->batch.begin(), dims->batch.end()),
+                  {dims->m.back()},
+                  {dims->n.back()},
+                  {dims->k.front()},
+                  op.getStaticLoopRanges()};
+  product.batch.append(dims->m.begin(), dims->m.end() - 1);
+  product.batch.append(dims->n.begin(), dims->n.end() - 1);
+  return product;
+}
+
+/// `op` as an implicit GEMM: a convolution with input and output channels
+/// (not depthwise), whose output pixels are the rows and whose filter
+/// window and input channels are the reduction. The loops of each stay in
+/// the op's order, so that a filter [kh][kw][c][f] is a plain [k][n]
+/// matrix.
+std::optional<Product> matchConvolution(linalg::LinalgOp op) {
+  if (!linalg::isaConvolutionOpInterface(op))
+    return std::nullopt;
+  FailureOr<linalg::ConvolutionDimensions> dims = linalg::inferConvolutionDims(op);
+  if (failed(dims) || !dims->depth.empty() || dims->outputChannel.empty() ||
+      dims->inputChannel.empty())
+    return std::nullopt;
+  auto sorted = [](ArrayRef<unsigned> first, ArrayRef<unsigned> second) {
+    SmallVector<unsigned> loops(first);
+    loops.append(second.begin(), second.end());
+    llvm::sort(loops);
+    return loops;
+  };
+  Product product{op,
+                  {},
+                  sorted(dims->batch, dims->outputImage),
+                  SmallVector<unsigned>(dims->outputChannel.begin(), dims->outputChannel.end()),
+                  sorted(dims->filterLoop, dims->inputChannel),
+                  op.getStaticLoopRanges()};
+  if (product.m.size() + product.n.size() + product.k.size() != op.getNumLoops())
+    return std::nullopt;
+  // A filter of fewer terms than one step (3 x 3 over 3 channels: 27) does
+  // too little work per output for the staging and the epilogue to pay;
+  // such a kernel (SqueezeNet's first) also spilled on sm_90.
+  if (product.count(product.k) < kBlockK)
+    return std::nullopt;
+  return product;
+}
+
 /// The product `op` is when the tensor cores take it, on tensors or
 /// buffers alike.
 std::optional<Product> matchProduct(linalg::LinalgOp op) {
   if (op.hasDynamicShape() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      !linalg::isaContractionOpInterface(op))
+      !isMultiplyAccumulate(op))
     return std::nullopt;
   for (OpOperand &operand : op->getOpOperands())
     if (!getElementTypeOrSelf(operand.get().getType()).isF32())
       return std::nullopt;
-  FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
-  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.size() != 1 ||
-      dims->batch.size() + dims->m.size() + dims->n.size() + 1 != op.getNumLoops() ||
-      !isMultiplyAccumulate(op))
-    return std::nullopt;
-  Product product{op, SmallVector<unsigned>(dims->batch.begin(), dims->batch.end()),
-                  dims->m.back(), dims->n.back(), dims->k.front(), op.getStaticLoopRanges()};
-  product.batch.append(dims->m.begin(), dims->m.end() - 1);
-  product.batch.append(dims->n.begin(), dims->n.end() - 1);
-  int64_t batchCount = 1;
-  for (unsigned loop : product.batch)
-    batchCount *= product.extents[loop];
-  if (product.extents[product.m] < kMinimumRows ||
-      product.extents[product.n] < kMinimumColumns ||
-      product.extents[product.k] < kMinimumDepth || batchCount > 65535 ||
-      llvm::divideCeil(product.extents[product.m], kBlockM) > 65535)
+  std::optional<Product> product = matchContraction(op);
+  if (!product)
+    product = matchConvolution(op);
+  if (!product || product->count(product->m) < kMinimumRows ||
+      product->count(product->n) < kMinimumColumns || product->count(product->k) < kMinimumDepth ||
+      product->count(product->batch) > 65535 ||
+      llvm::divideCeil(product->count(product->m), kBlockM) > 65535)
     return std::nullopt;
   return product;
 }
@@ -134,10 +196,8 @@ public:
         loc(op.getLoc()) {}
 
   void build() {
-    int64_t rows = extent(product.m), columns = extent(product.n);
-    int64_t batchCount = 1;
-    for (unsigned loop : product.batch)
-      batchCount *= extent(loop);
+    int64_t rows = product.count(product.m), columns = product.count(product.n);
+    int64_t batchCount = product.count(product.batch);
     auto workgroup = gpu::AddressSpaceAttr::get(builder.getContext(),
                                                 gpu::AddressSpace::Workgroup);
     // A tile is [row][k] when k is its operand's innermost dimension, else
@@ -149,8 +209,8 @@ public:
                                        : SmallVector<int64_t>{kBlockK, tileRows + kSharedPadding};
       return MemRefType::get(shape, operandType, MemRefLayoutAttrInterface(), workgroup);
     };
-    bool aKFastest = isKFastest(op.getDpsInputOperand(0), product.k);
-    bool bKFastest = isKFastest(op.getDpsInputOperand(1), product.k);
+    bool aKFastest = isKFastest(op.getDpsInputOperand(0), product.m);
+    bool bKFastest = isKFastest(op.getDpsInputOperand(1), product.n);
     auto launch = gpu::LaunchOp::create(
         builder, loc, index(llvm::divideCeil(columns, kBlockN)),
         index(llvm::divideCeil(rows, kBlockM)), index(batchCount), index(kThreads), index(1),
@@ -191,11 +251,11 @@ public:
   }
 
 private:
-  /// One operand's staging: its rows are the loop `rowLoop` (m for A, n
+  /// One operand's staging: its rows are the loops `rowLoops` (m for A, n
   /// for B), its tile in shared memory `tile`.
   struct Staged {
     OpOperand *operand = nullptr;
-    unsigned rowLoop = 0;
+    ArrayRef<unsigned> rowLoops;
     int64_t tileRows = 0;
     Value blockBase, tile;
     /// Whether k is the operand's innermost dimension: then neighbouring
@@ -219,22 +279,40 @@ private:
     return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult, x, index(bound));
   }
 
-  bool isKFastest(OpOperand *operand, unsigned k) {
+  /// Whether the operand's innermost dimension follows the innermost
+  /// reduction loop and not its innermost row loop (an image's columns
+  /// follow both: its rows are the faster).
+  bool isKFastest(OpOperand *operand, ArrayRef<unsigned> rowLoops) {
     AffineMap map = op.getMatchingIndexingMap(operand);
-    return map.getNumResults() > 0 && map.getResults().back().isFunctionOfDim(k);
+    if (map.getNumResults() == 0)
+      return false;
+    AffineExpr innermost = map.getResults().back();
+    return innermost.isFunctionOfDim(product.k.back()) &&
+           !innermost.isFunctionOfDim(rowLoops.back());
   }
 
   /// kVectorWidth when `staged`'s operand is a plain row-major buffer whose
-  /// innermost dimension is a loop (k or the rows) in whole vectors, else 1.
+  /// innermost dimension is the innermost loop of k or of the rows, in
+  /// whole vectors, else 1. A vector then never crosses that loop's end,
+  /// since the flattened index it starts at is a multiple of its width.
   int64_t vectorWidth(const Staged &staged) {
     AffineMap map = op.getMatchingIndexingMap(staged.operand);
     auto type = cast<MemRefType>(staged.operand->get().getType());
     auto innermost = dyn_cast<AffineDimExpr>(map.getResults().back());
-    unsigned loop = staged.kFastest ? product.k : staged.rowLoop;
+    unsigned loop = staged.kFastest ? product.k.back() : staged.rowLoops.back();
     if (!type.getLayout().isIdentity() || !innermost || innermost.getPosition() != loop ||
         type.getShape().back() % kVectorWidth != 0 || extent(loop) % kVectorWidth != 0)
       return 1;
     return kVectorWidth;
+  }
+
+  /// Sets the loops `group` to the values whose flattened index is `flat`.
+  void assignLoops(ArrayRef<unsigned> group, Value flat) {
+    for (unsigned loop : llvm::reverse(group.drop_front())) {
+      loops[loop] = extent(loop) == 1 ? index(0) : rem(flat, extent(loop));
+      flat = extent(loop) == 1 ? flat : div(flat, extent(loop));
+    }
+    loops[group.front()] = flat;
   }
 
   /// The element of `operand` at the loop values `loops`.
@@ -284,15 +362,14 @@ private:
     auto rounded = VectorType::get({width}, operandType);
     Value zeros = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(rounded));
     int64_t perThread = staged.tileRows * kBlockK / (kThreads * width);
-    int64_t rows = extent(staged.rowLoop), depth = extent(product.k);
+    int64_t rows = product.count(staged.rowLoops), depth = product.count(product.k);
     for (int64_t i = 0; i < perThread; ++i) {
       std::pair<Value, Value> start = stagedVector(staged, thread, i);
       Value row = add(staged.blockBase, start.first);
       Value k = add(kBase, start.second);
       int64_t rowWidth = staged.kFastest ? 1 : width, kWidth = staged.kFastest ? width : 1;
-      loops[staged.rowLoop] =
-          rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row;
-      loops[product.k] = clampBelow(k, depth, kWidth);
+      assignLoops(staged.rowLoops, rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row);
+      assignLoops(product.k, clampBelow(k, depth, kWidth));
       Value value = vector::LoadOp::create(builder, loc, loaded, staged.operand->get(),
                                            indicesOf(staged.operand), /*nontemporal=*/false,
                                            llvm::Align(4 * width));
@@ -389,7 +466,7 @@ private:
     Value zero = arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(0));
     SmallVector<Value> initial(kAccumulators, zero);
     initial.append(staged);
-    int64_t depth = extent(product.k);
+    int64_t depth = product.count(product.k);
     auto loop = scf::ForOp::create(builder, loc, index(0), index(depth), index(kBlockK), initial);
     {
       OpBuilder::InsertionGuard guard(builder);
@@ -419,9 +496,9 @@ private:
   /// C += the accumulators, element by element, inside C.
   void emitEpilogue(ValueRange accumulators) {
     OpOperand *output = op.getDpsInitOperand(0);
-    bool rowsRagged = extent(product.m) % kBlockM != 0;
-    bool columnsRagged = extent(product.n) % kBlockN != 0;
-    loops[product.k] = index(0);
+    int64_t rows = product.count(product.m), columns = product.count(product.n);
+    for (unsigned loop : product.k)
+      loops[loop] = index(0);
     for (int64_t i = 0; i < kTilesM; ++i)
       for (int64_t j = 0; j < kTilesN; ++j)
         for (int64_t half = 0; half < 2; ++half)
@@ -430,11 +507,11 @@ private:
             Value column =
                 add(add(add(blockColumn, warpColumn), j * kMmaN + c), mul(inGroup, 2));
             Value sum = accumulators[(i * kTilesN + j) * 4 + half * 2 + c];
-            Value inside = both(rowsRagged ? below(row, extent(product.m)) : Value(),
-                                columnsRagged ? below(column, extent(product.n)) : Value());
+            Value inside = both(rows % kBlockM ? below(row, rows) : Value(),
+                                columns % kBlockN ? below(column, columns) : Value());
             auto store = [&] {
-              loops[product.m] = row;
-              loops[product.n] = column;
+              assignLoops(product.m, row);
+              assignLoops(product.n, column);
               SmallVector<Value> indices = indicesOf(output);
               Value old = memref::LoadOp::create(builder, loc, output->get(), indices);
               Value updated = arith::AddFOp::create(builder, loc, old, sum);
@@ -477,7 +554,7 @@ LogicalResult launchProductsOnTensorCores(ModuleOp kernels, ProductPrecision pre
                        NVVM::NVVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect>();
   Type operandType = precision == ProductPrecision::F16 ? Type(Float16Type::get(context))
                                                         : Type(BFloat16Type::get(context));
-  SmallVector<Product> products;
+  std::vector<Product> products;
   kernels.walk([&](linalg::LinalgOp op) {
     if (!op.hasPureBufferSemantics() || !isa<func::FuncOp>(op->getParentOp()))
       return;

@@ -1,9 +1,10 @@
 //===- TensorCoreProducts.h - Matrix products on tensor cores ----*- C++ -*-===//
 //
 // The CUDA target's matrix products (matmul, batched, named or generic
-// contractions) as kernels of their own: each block stages a tile of both
-// operands in shared memory, in half precision, and its warps multiply the
-// tiles with mma.sync, accumulating in f32.
+// contractions, and convolutions as implicit GEMMs) as kernels of their
+// own: each block stages a tile of both operands in shared memory, in half
+// precision, and its warps multiply the tiles with mma.sync, accumulating
+// in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,8 +18,9 @@
 namespace tessel::cuda {
 
 /// Whether `op` is a product the tensor cores take: a plain
-/// multiply-accumulate on f32 with one reduction loop, static, at least one
-/// warp's mma tiles in M and N. On tensors or buffers alike.
+/// multiply-accumulate on f32, static, with one reduction loop or a
+/// convolution with input and output channels, at least one warp's mma
+/// tiles in M and N. On tensors or buffers alike.
 bool takesTensorCores(mlir::Operation *op);
 
 /// Replaces every f32 matrix product of `kernels` (bufferized, its ops at
