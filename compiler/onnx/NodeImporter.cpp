@@ -260,6 +260,21 @@ void NodeImporter::ignoreAttr(llvm::StringRef name) {
   readAttributes.insert(name);
 }
 
+std::optional<SmallVector<Value>> NodeImporter::callGraphAttr(llvm::StringRef name,
+                                                              ArrayRef<Value> arguments) {
+  const onnx::AttributeProto *attr = findAttr(name);
+  if (!attr || !attr->has_g()) {
+    (void)unsupported("attribute '" + name + "' must be a graph");
+    return std::nullopt;
+  }
+  std::optional<SmallVector<Value>> outputs;
+  if (graphCaller)
+    outputs = graphCaller(attr->g(), arguments);
+  if (!outputs)
+    (void)unsupported("its graph '" + name + "' cannot be imported");
+  return outputs;
+}
+
 Value NodeImporter::inferResultType(Operation *op) {
   auto inference = cast<InferTypeOpInterface>(op);
   SmallVector<Type> types;

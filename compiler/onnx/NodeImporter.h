@@ -138,6 +138,16 @@ public:
   /// Marks an attribute as understood without reading it.
   void ignoreAttr(llvm::StringRef name);
 
+  /// Imports a graph (a node's graph attribute) with its inputs bound to
+  /// `arguments`: its outputs, or nothing after recording why.
+  using GraphCaller = std::function<std::optional<llvm::SmallVector<mlir::Value>>(
+      const onnx::GraphProto &, llvm::ArrayRef<mlir::Value>)>;
+  void setGraphCaller(GraphCaller caller) { graphCaller = std::move(caller); }
+  /// The outputs of graph attribute `name` (FlexAttention's score_mod, say)
+  /// applied to `arguments`, or nothing after recording why.
+  std::optional<llvm::SmallVector<mlir::Value>>
+  callGraphAttr(llvm::StringRef name, llvm::ArrayRef<mlir::Value> arguments);
+
   /// Creates an op whose result type it infers (InferTypeOpInterface).
   /// Returns null, with the reason recorded, when inference rejects the
   /// operands: ONNX models are input, so this must not assert.
@@ -192,6 +202,7 @@ private:
   llvm::SmallVector<mlir::RankedTensorType> declaredOutputs;
   llvm::StringSet<> readAttributes;
   std::vector<std::string> reasons;
+  GraphCaller graphCaller;
 };
 
 } // namespace tessel::onnx_import

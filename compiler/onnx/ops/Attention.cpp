@@ -1,10 +1,13 @@
-//===- Attention.cpp - ONNX Attention and RotaryEmbedding (opset 23) ------===//
+//===- Attention.cpp - ONNX Attention, RotaryEmbedding, FlexAttention -----===//
 //
 // Attention: softmax(softcap(Q K^T * scale) + bias) V over [batch, heads,
 // sequence, head size], with 3-D inputs split into heads, past keys and
 // values prepended, grouped-query heads repeated, and the mask, causal mask
 // and key padding folded into one additive bias. The steps follow ONNX's
 // reference implementation, so the optional outputs match it too.
+//
+// FlexAttention (ai.onnx.preview): the same product and softmax, the scores
+// and probabilities passed through the node's score_mod and prob_mod graphs.
 //
 // RotaryEmbedding: each pair (x1, x2) of a head's first rotary dimensions
 // (its two halves, or its even and odd entries when interleaved) turns by
@@ -306,11 +309,110 @@ LogicalResult importAttention(NodeImporter &node) {
   return success();
 }
 
+/// FlexAttention's softmax type: softmax_precision when given, else f32
+/// for f16 and bf16 inputs and the inputs' own type otherwise; null for a
+/// softmax_precision it cannot be.
+Type softmaxType(NodeImporter &node, Type inputType) {
+  OpBuilder &b = node.builder();
+  std::optional<int64_t> precision = node.intAttr("softmax_precision");
+  if (!precision)
+    return inputType.isF16() || inputType.isBF16() ? b.getF32Type() : inputType;
+  switch (*precision) {
+  case 1: // FLOAT
+    return b.getF32Type();
+  case 10: // FLOAT16
+    return b.getF16Type();
+  case 16: // BFLOAT16
+    return b.getBF16Type();
+  case 11: // DOUBLE
+    return b.getF64Type();
+  default:
+    return {};
+  }
+}
+
+/// FlexAttention (ai.onnx.preview 1): softmax(score_mod(Q K^T * scale))
+/// V over [batch, heads, sequence, size], the probabilities passed through
+/// prob_mod, grouped-query heads repeated. The node's two graphs are
+/// imported in place, applied to the whole scores and probabilities; both
+/// and the softmax are computed in the softmax's type, as the reference
+/// does, and the result is rounded to V's type.
+LogicalResult importFlexAttention(NodeImporter &node) {
+  AttentionBuilder a(node);
+  for (size_t i = 0; i < 3; ++i)
+    if (node.inputType(i).getRank() != 4 || !node.inputType(i).hasStaticShape())
+      return node.unsupported("Q, K and V must be 4-D, of static shapes");
+  if (!isa<FloatType>(node.inputType(0).getElementType()))
+    return node.unsupported("only floating-point inputs are supported");
+  a.elementType = node.inputType(0).getElementType();
+  Type computeType = softmaxType(node, a.elementType);
+  if (!computeType)
+    return node.unsupported("softmax_precision must be FLOAT, FLOAT16, BFLOAT16 or DOUBLE");
+
+  Value q = node.input(0), k = node.input(1), v = node.input(2);
+  int64_t queryHeads = a.typeOf(q).getDimSize(1), keyHeads = a.typeOf(k).getDimSize(1);
+  if (a.typeOf(v).getDimSize(1) != keyHeads)
+    return node.unsupported("K and V must have as many heads");
+  if (queryHeads != keyHeads) {
+    if (queryHeads % keyHeads != 0)
+      return node.unsupported("query heads must be a multiple of key/value heads");
+    k = a.repeatHeads(k, queryHeads / keyHeads);
+    v = a.repeatHeads(v, queryHeads / keyHeads);
+  }
+  // Both factors scaled by sqrt(scale), rounded to f32 and then to the
+  // inputs' type, as the reference does.
+  double scale = 1.0 / std::sqrt(double(a.typeOf(q).getDimSize(3)));
+  if (std::optional<float> given = node.floatAttr("scale"))
+    scale = *given;
+  Value rootScale = a.scalar(std::sqrt(static_cast<float>(scale)));
+  Value scores = node.createInferred<MatMulOp>(a.mul(q, rootScale),
+                                               a.mul(a.transpose(k, {0, 1, 3, 2}), rootScale));
+  if (!scores)
+    return failure();
+  auto inComputeType = [&](Value value) -> Value {
+    RankedTensorType type = a.typeOf(value);
+    if (type.getElementType() == computeType)
+      return value;
+    return CastOp::create(a.b, a.loc, type.clone(computeType), value);
+  };
+  // A graph of the node applied to `value`: its one output, of `value`'s
+  // shape, in the softmax's type.
+  auto modify = [&](StringRef graph, Value value) -> Value {
+    if (!node.hasAttr(graph))
+      return value;
+    std::optional<SmallVector<Value>> outputs = node.callGraphAttr(graph, {value});
+    if (!outputs)
+      return {};
+    if (outputs->size() != 1 || !(*outputs)[0] ||
+        a.typeOf((*outputs)[0]).getShape() != a.typeOf(value).getShape()) {
+      (void)node.unsupported("graph '" + graph + "' must give one output of its input's shape");
+      return {};
+    }
+    return inComputeType((*outputs)[0]);
+  };
+  scores = modify("score_mod", inComputeType(scores));
+  if (!scores)
+    return failure();
+  Value probabilities = modify("prob_mod", SoftmaxOp::create(a.b, a.loc, scores.getType(), scores,
+                                                             a.b.getI64IntegerAttr(3)));
+  if (!probabilities)
+    return failure();
+  Value y = node.createInferred<MatMulOp>(probabilities, inComputeType(v));
+  if (!y)
+    return failure();
+  Type outputType = a.typeOf(node.input(2)).getElementType();
+  if (outputType != computeType)
+    y = CastOp::create(a.b, a.loc, a.typeOf(y).clone(outputType), y);
+  node.setOutput(0, y);
+  return success();
+}
+
 } // namespace
 
 void registerAttentionHandlers(OpRegistry &registry) {
   registry.on("Attention", 23, importAttention);
   registry.on("RotaryEmbedding", 23, importRotaryEmbedding);
+  registry.on("ai.onnx.preview", "FlexAttention", 1, importFlexAttention);
 }
 
 } // namespace tessel::onnx_import
