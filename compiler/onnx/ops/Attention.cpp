@@ -59,6 +59,36 @@ public:
     return reshape(copies, {s[0], s[1] * times, s[2], s[3]});
   }
 
+  /// K and V with each of their heads repeated up to Q's head count
+  /// (grouped-query attention); failure, recorded, when they have unequal
+  /// head counts or Q's is no multiple of theirs.
+  LogicalResult repeatKeyValueHeads(Value q, Value &k, Value &v) {
+    int64_t queryHeads = typeOf(q).getDimSize(1), keyHeads = typeOf(k).getDimSize(1);
+    if (typeOf(v).getDimSize(1) != keyHeads)
+      return node.unsupported("K and V must have as many heads");
+    if (queryHeads == keyHeads)
+      return success();
+    if (queryHeads % keyHeads != 0)
+      return node.unsupported("query heads must be a multiple of key/value heads");
+    k = repeatHeads(k, queryHeads / keyHeads);
+    v = repeatHeads(v, queryHeads / keyHeads);
+    return success();
+  }
+
+  /// The node's `scale`, or 1 / sqrt(head size) of `q`.
+  double scaleOf(Value q) {
+    if (std::optional<float> given = node.floatAttr("scale"))
+      return *given;
+    return 1.0 / std::sqrt(double(typeOf(q).getDimSize(3)));
+  }
+
+  /// Q K^T with both factors multiplied by `rootScale`, the square root of
+  /// the scale, as the references do.
+  Value scaledScores(Value q, Value k, double rootScale) {
+    Value factor = scalar(rootScale);
+    return node.createInferred<MatMulOp>(mul(q, factor), mul(transpose(k, {0, 1, 3, 2}), factor));
+  }
+
   /// `mask` as an additive bias: booleans select 0 or -inf; a mask shorter
   /// than the keys is padded with "masked".
   Value maskBias(Value mask, int64_t keyLength) {
@@ -251,22 +281,10 @@ LogicalResult importAttention(NodeImporter &node) {
   if (node.outputUsed(2))
     node.setOutput(2, v);
 
-  int64_t queryHeads = a.typeOf(q).getDimSize(1), keyHeads = a.typeOf(k).getDimSize(1);
   int64_t queryLength = a.typeOf(q).getDimSize(2), keyLength = a.typeOf(k).getDimSize(2);
-  if (queryHeads != keyHeads) {
-    if (queryHeads % keyHeads != 0 || a.typeOf(v).getDimSize(1) != keyHeads)
-      return node.unsupported("query heads must be a multiple of key/value heads");
-    k = a.repeatHeads(k, queryHeads / keyHeads);
-    v = a.repeatHeads(v, queryHeads / keyHeads);
-  }
-
-  // Like the reference: both factors scaled by sqrt(scale).
-  double scale = 1.0 / std::sqrt(double(a.typeOf(q).getDimSize(3)));
-  if (std::optional<float> given = node.floatAttr("scale"))
-    scale = *given;
-  Value rootScale = a.scalar(std::sqrt(scale));
-  Value keysT = a.transpose(k, {0, 1, 3, 2});
-  Value scores = node.createInferred<MatMulOp>(a.mul(q, rootScale), a.mul(keysT, rootScale));
+  if (failed(a.repeatKeyValueHeads(q, k, v)))
+    return failure();
+  Value scores = a.scaledScores(q, k, std::sqrt(a.scaleOf(q)));
   if (!scores)
     return failure();
   float softcap = node.floatAttr("softcap", 0.0f);
@@ -350,23 +368,11 @@ LogicalResult importFlexAttention(NodeImporter &node) {
     return node.unsupported("softmax_precision must be FLOAT, FLOAT16, BFLOAT16 or DOUBLE");
 
   Value q = node.input(0), k = node.input(1), v = node.input(2);
-  int64_t queryHeads = a.typeOf(q).getDimSize(1), keyHeads = a.typeOf(k).getDimSize(1);
-  if (a.typeOf(v).getDimSize(1) != keyHeads)
-    return node.unsupported("K and V must have as many heads");
-  if (queryHeads != keyHeads) {
-    if (queryHeads % keyHeads != 0)
-      return node.unsupported("query heads must be a multiple of key/value heads");
-    k = a.repeatHeads(k, queryHeads / keyHeads);
-    v = a.repeatHeads(v, queryHeads / keyHeads);
-  }
-  // Both factors scaled by sqrt(scale), rounded to f32 and then to the
-  // inputs' type, as the reference does.
-  double scale = 1.0 / std::sqrt(double(a.typeOf(q).getDimSize(3)));
-  if (std::optional<float> given = node.floatAttr("scale"))
-    scale = *given;
-  Value rootScale = a.scalar(std::sqrt(static_cast<float>(scale)));
-  Value scores = node.createInferred<MatMulOp>(a.mul(q, rootScale),
-                                               a.mul(a.transpose(k, {0, 1, 3, 2}), rootScale));
+  if (failed(a.repeatKeyValueHeads(q, k, v)))
+    return failure();
+  // The reference takes sqrt(scale) in f32, then rounds it to the inputs'
+  // type.
+  Value scores = a.scaledScores(q, k, std::sqrt(static_cast<float>(a.scaleOf(q))));
   if (!scores)
     return failure();
   auto inComputeType = [&](Value value) -> Value {
