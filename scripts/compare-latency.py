@@ -79,7 +79,8 @@ def alternate(tessel_run, artifact, session, feeds, threads, rounds, runs, sampl
     and a Tessel sample started at once ran 6x slower beside them (an MLP
     at 2 threads on 2 cores). Runs that short are preceded by half as many
     untimed ones: the first runs after a pause wait for worker threads to
-    wake, which a sample of back-to-back latency should not count."""
+    wake, which a sample of back-to-back latency should not count; a
+    sample of one run gets one."""
     module = load_tessel(tessel_run).load(artifact)
     engines = [lambda s=module.session(threads=threads): s.run(feeds),
                lambda: session.run(None, feeds)]
@@ -90,7 +91,7 @@ def alternate(tessel_run, artifact, session, feeds, threads, rounds, runs, sampl
     for pair in range(rounds * runs):
         for engine in (0, 1) if pair % 2 == 0 else (1, 0):
             time.sleep(0.1 if threads > 1 else 0.0)
-            mean_ms(engines[engine], repeats // 2)
+            mean_ms(engines[engine], max(1, repeats // 2))
             samples[engine].append(mean_ms(engines[engine], repeats))
     return statistics.median(samples[0]), statistics.median(samples[1])
 

@@ -2,7 +2,9 @@
 //
 // A session's CPU stream owns one pool. Its workers are started once, when
 // the session is created, and then sleep between dispatches: starting
-// threads per run would cost more than many kernels take.
+// threads per run would cost more than many kernels take. Where the
+// process may use more CPUs than the pool has workers, each worker is bound
+// to one (TESSEL_PIN_THREADS=0 leaves them floating).
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,14 +60,16 @@ private:
     uint64_t count = 0;
     uint64_t chunkSize = 0;
     uint64_t chunkCount = 0;
-    /// Workers 1..participants take part; the others sit this job out.
-    unsigned participants = 0;
+    /// The job's generation, as `claims` tags it.
+    uint32_t tag = 0;
   };
 
   void run(uint64_t count, Task task, void *context);
   void stopWorkers();
-  void workerMain(unsigned thread);
-  /// Takes chunks off `nextChunk` until none is left.
+  /// The body of worker `thread`, bound to `cpu` unless it is negative.
+  void workerMain(unsigned thread, int cpu);
+  /// Claims and runs chunks of `job` until none is left, or until `claims`
+  /// belongs to a later job (a worker that woke late).
   void runChunks(const Job &job, unsigned thread);
 
   std::vector<std::thread> workers;
@@ -78,9 +82,15 @@ private:
   /// Bumped (under `mutex`) for every job; workers spin on it briefly
   /// before they sleep, so back-to-back dispatches do not pay a wake-up.
   std::atomic<uint64_t> generation{0};
-  std::atomic<uint64_t> nextChunk{0};
-  /// Participating workers that have not finished the current job.
-  std::atomic<unsigned> pending{0};
+  /// The current job's tag (high 32 bits) and next unclaimed chunk (low 32
+  /// bits). A chunk is claimed only with the tag of the job the claimer
+  /// read, so a worker that wakes after its job ended cannot take a chunk
+  /// of the next one.
+  std::atomic<uint64_t> claims{0};
+  /// Chunks of the current job that have finished. The caller waits for
+  /// this alone, not for every worker: a worker whose core was slow to wake
+  /// and that finds every chunk taken is not waited for.
+  std::atomic<uint64_t> chunksDone{0};
 };
 
 } // namespace tessel::runtime

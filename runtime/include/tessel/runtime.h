@@ -231,7 +231,10 @@ typedef struct tsl_session_t tsl_session;
 
 typedef struct tsl_session_options {
   /* Threads that run kernels, the calling one included; 0 means one per
-   * available core. */
+   * available core. Where the process may use more CPUs than the session
+   * has workers, each worker is bound to a CPU of its own and the calling
+   * thread stays free; TESSEL_PIN_THREADS=0 in the environment leaves the
+   * workers free as well. */
   uint32_t thread_count;
   /* The device to run on ("cpu", "cuda", "npu"). NULL means the GPU when
    * the artifact holds CUDA executables and this process has a GPU that

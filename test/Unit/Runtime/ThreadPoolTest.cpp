@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include <sched.h>
 
 namespace tessel::runtime {
 namespace {
@@ -58,6 +62,53 @@ TEST(ThreadPoolTest, WorkersWritesVisibleOnReturn) {
       mismatches += values[i] != round * i;
     ASSERT_EQ(mismatches, 0u) << "round " << round;
   }
+}
+
+/// CPUs the calling thread may run on.
+int allowedCpuCount() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    return -1;
+  return CPU_COUNT(&allowed);
+}
+
+/// How many CPUs each thread of the pool may run on, by thread (0 for a
+/// thread that never took a chunk).
+std::vector<int> cpusPerThread(ThreadPool &pool) {
+  std::vector<int> cpus(pool.threadCount(), 0);
+  auto body = [&](uint64_t, uint64_t, unsigned thread) {
+    cpus[thread] = allowedCpuCount();
+    // Long enough for a sleeping worker to wake and take a chunk too.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  for (int dispatch = 0; dispatch < 100 && std::count(cpus.begin(), cpus.end(), 0); ++dispatch)
+    pool.parallelFor(4 * pool.threadCount(), body);
+  return cpus;
+}
+
+/// With a CPU left over for the caller, each worker is bound to one CPU and
+/// the caller is left as it was; TESSEL_PIN_THREADS=0 leaves workers free.
+TEST(ThreadPoolTest, WorkersBoundWhereCpusSuffice) {
+  int processCpus = allowedCpuCount();
+  if (processCpus < 2)
+    GTEST_SKIP() << "needs 2 CPUs, the process may use " << processCpus;
+  {
+    ThreadPool pool(1);
+    std::vector<int> cpus = cpusPerThread(pool);
+    EXPECT_EQ(cpus[0], processCpus);
+    EXPECT_EQ(cpus[1], 1);
+  }
+  {
+    ThreadPool pool(processCpus); // no CPU left for the caller
+    for (int cpus : cpusPerThread(pool))
+      EXPECT_EQ(cpus, processCpus);
+  }
+  setenv("TESSEL_PIN_THREADS", "0", 1);
+  {
+    ThreadPool pool(1);
+    EXPECT_EQ(cpusPerThread(pool)[1], processCpus);
+  }
+  unsetenv("TESSEL_PIN_THREADS");
 }
 
 } // namespace
