@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <unistd.h>
+
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
@@ -60,8 +62,9 @@ constexpr uint64_t kChunkMask = 0xffffffffu;
 /// Where the next pinned worker of this process goes, as an index into the
 /// process's CPUs: pools created one after another (one session per
 /// serving thread) spread their workers rather than stack them on the
-/// same CPUs.
-std::atomic<unsigned> nextWorkerCpu{1};
+/// same CPUs. It starts at the process id so that processes running side
+/// by side (a test suite, several servers) spread theirs too.
+std::atomic<unsigned> nextWorkerCpu{static_cast<unsigned>(getpid())};
 
 /// The CPUs this process may run on, in order; empty where that cannot be
 /// known or where the environment asks for workers to float
