@@ -3,14 +3,16 @@
 
 Each case is a one-node model with random weights (initializers) and
 random inputs: directions, biases, peepholes, initial states given as
-graph inputs, clip, layout 1, linear_before_reset and non-default
-activations. Every case is compiled by tessel-compile and run by
+graph inputs, clip, layout 1, linear_before_reset, non-default
+activations, and sequence_lens shorter than the sequence (as a graph input
+or a constant; an empty sequence among them). Every case is compiled by tessel-compile and run by
 tessel-run; each output (Y, Y_h, Y_c) is compared with onnxruntime's at
 rtol 1e-3, atol 1e-4. onnxruntime's CPU kernels refuse layout 1
 (batch first): such a case's reference is the same node in layout 0 run by
 onnxruntime on the transposed inputs, its outputs transposed back. The compiled graph is also read back (--emit
 tessel): a recurrence must be one tessel.scan per direction, its steps a
-loop rather than ops per step.
+loop rather than ops per step. Last, a run whose sequence_lens exceed the
+sequence must fail, naming the node.
 """
 
 import argparse
@@ -28,10 +30,14 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 def case(name, op, sequence=5, batch=2, inputs=3, hidden=4, direction="forward", bias=True,
-         peepholes=False, initial_inputs=False, layout=0, **attributes):
+         peepholes=False, initial_inputs=False, layout=0, lengths=None, lengths_input=True,
+         **attributes):
+    """`lengths`: the sequence_lens, fed as a graph input (`lengths_input`)
+    or stored as an initializer; None leaves the input out."""
     return dict(name=name, op=op, sequence=sequence, batch=batch, inputs=inputs, hidden=hidden,
                 direction=direction, bias=bias, peepholes=peepholes,
-                initial_inputs=initial_inputs, layout=layout, attributes=attributes)
+                initial_inputs=initial_inputs, layout=layout, lengths=lengths,
+                lengths_input=lengths_input, attributes=attributes)
 
 
 CASES = [
@@ -49,6 +55,12 @@ CASES = [
     case("rnn_relu", "RNN", activations=["Relu"]),
     case("rnn_bidirectional_layout1", "RNN", direction="bidirectional", layout=1,
          initial_inputs=True),
+    case("lstm_lengths_bidirectional", "LSTM", batch=3, direction="bidirectional",
+         peepholes=True, initial_inputs=True, lengths=[5, 2, 0]),
+    case("gru_lengths_constant_reverse", "GRU", direction="reverse", initial_inputs=True,
+         lengths=[3, 5], lengths_input=False),
+    case("rnn_lengths_layout1", "RNN", batch=3, layout=1, initial_inputs=True,
+         lengths=[1, 4, 5]),
 ]
 
 
@@ -86,6 +98,15 @@ def build(spec, layout, seed):
             value = rng.standard_normal([directions, batch, hidden]).astype(np.float32)
             feeds[state] = value.transpose(1, 0, 2) if layout == 1 else value
             names[position] = state
+    if spec["lengths"] is not None:
+        lengths = np.array(spec["lengths"], np.int32)
+        if spec["lengths_input"]:
+            graph_inputs.append(helper.make_tensor_value_info("sequence_lens", TensorProto.INT32,
+                                                              [batch]))
+            feeds["sequence_lens"] = lengths
+        else:
+            initializers.append(numpy_helper.from_array(lengths, "sequence_lens"))
+        names[4] = "sequence_lens"
     if spec["peepholes"]:
         initializers.append(weight("P", [directions, 3 * hidden]))
         names[7] = "P"
@@ -145,7 +166,18 @@ def main():
         failed += bool(errors) or scans != directions
         print(f"{spec['name']}: {scans} scans for {directions} directions, {products} matrix "
               f"products; {', '.join(outputs)} {verdict}")
-    print(f"{len(CASES) - failed} passed, {failed} failed")
+
+    # Lengths beyond the sequence are refused when the model runs.
+    spec = next(spec for spec in CASES if spec["name"] == "lstm_lengths_bidirectional")
+    work = os.path.join(args.work, spec["name"])
+    _, feeds, outputs, _ = build(spec, spec["layout"], 0)
+    feeds["sequence_lens"] = np.array([5, 6, 1], np.int32)
+    actual, status, message = run_tessel(os.path.join(work, "model.tsl"), feeds, work,
+                                         len(outputs))
+    print(f"sequence_lens [5, 6, 1]: exit {status}: {message}")
+    failed += actual is not None
+
+    print(f"{len(CASES) + 1 - failed} passed, {failed} failed")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 // The input projection of every time step is one matrix product up front;
 // the steps are one tessel.scan per direction, whose body adds the hidden
 // state's projection to the step's and applies the gates, so that a target
-// runs them as one loop. The sequence length is static.
+// runs them as one loop. The sequence length is static; sequence_lens (a
+// constant or a run-time input) may end each batch entry's sequence sooner.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +51,16 @@ private:
     return node.createInferred<TransposeOp>(matrix, b.getDenseI64ArrayAttr({1, 0}));
   }
   Value one() { return node.splatConstant(elementType, 1.0); }
+  Value zero() { return node.splatConstant(elementType, 0.0); }
+  /// Where `mask` (1 or 0 in the element type) is 1, `taken`; else `kept`.
+  Value select(Value mask, Value taken, Value kept) {
+    Value condition = node.createInferred<CompareOp>(b.getStringAttr("gt"), mask, zero());
+    return node.createInferred<WhereOp>(condition, taken, kept);
+  }
+  /// [sequence, batch, 1]: 1 where step t is within batch entry b's length.
+  Value stepsWithinLengths(Value lengths);
+  /// Stops a run whose sequence_lens lie outside `range`.
+  void checkLengths(StringRef range);
 
   /// Activation `index` of the node's list (or the cell's default).
   Value activate(size_t index, Value x);
@@ -83,9 +94,38 @@ private:
   float clip = 0;
   bool linearBeforeReset = false;
   Value steps; // [sequence, batch, input]
+  /// [sequence, batch, 1] in the element type, or null when every sequence
+  /// has the full length.
+  Value withinLength;
   std::vector<std::string> activations;
   std::vector<float> alphas, betas;
 };
+
+Value Recurrence::stepsWithinLengths(Value lengths) {
+  SmallVector<int64_t> positions(sequence);
+  for (int64_t t = 0; t < sequence; ++t)
+    positions[t] = t;
+  Value position = node.int64Constant(positions, {sequence, 1});
+  Value length = reshape(lengths, {1, batch});
+  if (!typeOf(length).getElementType().isInteger(64))
+    length = CastOp::create(b, loc, typeOf(length).clone(b.getI64Type()), length);
+  Value within = node.createInferred<CompareOp>(b.getStringAttr("lt"), position, length);
+  Value mask = CastOp::create(b, loc, typeOf(within).clone(elementType), within);
+  return reshape(mask, {sequence, batch, 1});
+}
+
+void Recurrence::checkLengths(StringRef range) {
+  Value lengths = runtimeInt64s(node, 4);
+  auto outside = [&](StringRef predicate, int64_t bound) {
+    Value compared = node.createInferred<CompareOp>(b.getStringAttr(predicate), lengths,
+                                                    node.int64Constant({bound}, {}));
+    return CastOp::create(b, loc, typeOf(compared).clone(b.getI64Type()), compared);
+  };
+  Value count = node.createInferred<ReduceOp>(
+      b.getStringAttr("sum"), add(outside("lt", 0), outside("gt", sequence)),
+      b.getDenseI64ArrayAttr({0}));
+  stopUnlessZero(node, count, "sequence_lens entries outside " + range);
+}
 
 bool Recurrence::readActivations(size_t directions) {
   size_t perDirection = cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1;
@@ -257,8 +297,10 @@ Recurrence::Run Recurrence::runDirection(int64_t direction, bool reverse) {
   auto stateType = RankedTensorType::get({batch, hiddenSize}, elementType);
   auto resultType = RankedTensorType::get(
       {sequence, static_cast<int64_t>(states.size()), batch, hiddenSize}, elementType);
-  auto scan = ScanOp::create(b, loc, resultType, invariants, states, ValueRange{projected},
-                             reverse);
+  SmallVector<Value> scanned = {projected};
+  if (withinLength)
+    scanned.push_back(withinLength);
+  auto scan = ScanOp::create(b, loc, resultType, invariants, states, scanned, reverse);
   {
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&scan.getBody());
@@ -274,7 +316,18 @@ Recurrence::Run Recurrence::runDirection(int64_t direction, bool reverse) {
       *invariant = inBody.lookupOrNull(*invariant);
     Value h = body->getArgument(invariants.size());
     Value c = cell == Cell::LSTM ? body->getArgument(invariants.size() + 1) : Value();
-    YieldOp::create(b, loc, step(inside, h, c, x));
+    SmallVector<Value> next = step(inside, h, c, x);
+    if (withinLength) {
+      // Past its length a batch entry's states stay as they were. In
+      // reverse, steps beyond the length come first and leave the initial
+      // states for the entry's last step: its sequence runs backwards from
+      // there, as ONNX specifies.
+      Value within = body->addArgument(stateType.clone({batch, 1}), loc);
+      for (auto [state, previous] : llvm::zip(next, body->getArguments().slice(
+                                                        invariants.size(), states.size())))
+        state = select(within, state, previous);
+    }
+    YieldOp::create(b, loc, next);
   }
 
   // result[t] holds [h, c] after step t; the last step is t = 0 in reverse.
@@ -286,6 +339,15 @@ Recurrence::Run Recurrence::runDirection(int64_t direction, bool reverse) {
   run.lastHidden = reshape(slice(lastStep, 1, 0, 1), {batch, hiddenSize});
   if (cell == Cell::LSTM)
     run.lastCell = reshape(slice(lastStep, 1, 1, 1), {batch, hiddenSize});
+  if (withinLength) {
+    // Steps past a length output zeros; so do the final states of an empty
+    // sequence (as onnxruntime does, whatever the initial states).
+    run.hidden = select(reshape(withinLength, {sequence, 1, batch, 1}), run.hidden, zero());
+    Value nonEmpty = reshape(slice(withinLength, 0, 0, 1), {batch, 1});
+    run.lastHidden = select(nonEmpty, run.lastHidden, zero());
+    if (run.lastCell)
+      run.lastCell = select(nonEmpty, run.lastCell, zero());
+  }
   return run;
 }
 
@@ -309,13 +371,27 @@ LogicalResult Recurrence::import() {
     linearBeforeReset = node.intAttr("linear_before_reset", 0) != 0;
   if (cell == Cell::LSTM && node.intAttr("input_forget", 0) != 0)
     return node.unsupported("input_forget is not supported");
-  if (node.input(4)) {
-    // Sequence lengths: only the full length is supported.
-    std::optional<SmallVector<int64_t>> lengths = node.constantInts(4, "sequence_lens");
-    if (!lengths)
-      return failure();
-    if (llvm::any_of(*lengths, [&](int64_t length) { return length != sequence; }))
-      return node.unsupported("sequence_lens shorter than the sequence are not supported");
+  if (Value lengths = node.input(4)) {
+    RankedTensorType lengthsType = typeOf(lengths);
+    if (lengthsType.getRank() != 1 || lengthsType.getDimSize(0) != batch)
+      return node.unsupported("sequence_lens must hold one length per batch entry (" +
+                              std::to_string(batch) + ")");
+    std::string range = "[0, " + std::to_string(sequence) + "]";
+    if (ElementsAttr known = node.constantInput(4)) {
+      bool allFull = true;
+      for (const APInt &length : known.getValues<APInt>()) {
+        if (length.getSExtValue() < 0 || length.getSExtValue() > sequence)
+          return node.unsupported("sequence_lens holds " + std::to_string(length.getSExtValue()) +
+                                  ", outside " + range);
+        allFull &= length.getSExtValue() == sequence;
+      }
+      // Lengths known to be full need no masking.
+      if (!allFull)
+        withinLength = stepsWithinLengths(lengths);
+    } else {
+      checkLengths(range);
+      withinLength = stepsWithinLengths(lengths);
+    }
   }
   std::string direction = node.stringAttr("direction").value_or("forward");
   SmallVector<bool> reversed;
