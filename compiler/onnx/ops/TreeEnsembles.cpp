@@ -143,9 +143,9 @@ LogicalResult checkTreeEnsemble(NodeImporter &node, TreeEnsembleSpec &spec) {
       return node.unsupported("node mode " + Twine(mode) + " is not one of 0 to 6");
   if (spec.aggregate < 0 || spec.aggregate > 3)
     return node.unsupported("aggregate_function must be average, sum, min or max");
-  if (spec.postTransform > 2 || spec.postTransform < 0)
+  if (spec.postTransform > 4 || spec.postTransform < 0)
     return node.unsupported("post_transform " + Twine(spec.postTransform) +
-                            " is not supported (none, softmax and logistic are)");
+                            " is not one ONNX defines (0 to 4)");
   return walkTrees(node, spec);
 }
 
@@ -181,6 +181,58 @@ FailureOr<TreeEnsembleSpec> readTreeEnsemble(NodeImporter &node) {
   if (failed(checkTreeEnsemble(node, spec)))
     return failure();
   return spec;
+}
+
+/// ONNX-ML's post_transform of [N, K] scores, along K: 0 none, 1 softmax,
+/// 2 logistic, 3 softmax_zero, 4 probit. The last two follow the reference
+/// (onnx.reference's and onnxruntime's): softmax_zero leaves near-zero
+/// scores near zero and gives 0.5 everywhere to a row that sums to 0;
+/// probit is sqrt(2) erfinv(2x - 1) with Winitzki's approximation of the
+/// inverse error function (a = 0.147).
+Value applyPostTransform(NodeImporter &node, Value scores, int64_t transform) {
+  OpBuilder &b = node.builder();
+  Location loc = node.loc();
+  Formula f(node);
+  Type type = scores.getType();
+  auto rowWise = [&](StringRef kind, Value x) {
+    int64_t rows = cast<RankedTensorType>(type).getDimSize(0);
+    return f.reshape(
+        node.createInferred<ReduceOp>(b.getStringAttr(kind), x, b.getDenseI64ArrayAttr({1})),
+        {rows, 1});
+  };
+  auto exp = [&](Value x) { return ExpOp::create(b, loc, x.getType(), x).getResult(); };
+  switch (transform) {
+  case 1:
+    return SoftmaxOp::create(b, loc, type, scores, b.getI64IntegerAttr(1));
+  case 2:
+    return SigmoidOp::create(b, loc, type, scores);
+  case 3: {
+    Value largest = rowWise("max", scores);
+    Value nonZero = f.compare("gt", f.abs(scores), f.scalar(scores, 1e-7));
+    Value exponentials =
+        f.select(nonZero, exp(f.sub(scores, largest)),
+                 f.mul(scores, exp(f.sub(f.scalar(scores, 0.0), largest))));
+    Value sum = rowWise("sum", exponentials);
+    return f.select(f.compare("eq", sum, f.scalar(sum, 0.0)), f.scalar(scores, 0.5),
+                    f.div(exponentials, sum));
+  }
+  case 4: {
+    Value t = f.sub(f.mul(scores, f.scalar(scores, 2.0)), f.scalar(scores, 1.0));
+    Value one = f.scalar(scores, 1.0);
+    Value product = f.mul(f.sub(one, t), f.add(one, t));
+    Value log = LogOp::create(b, loc, type, product);
+    constexpr double kA = 0.147;
+    Value p = f.add(f.scalar(scores, 2.0 / (M_PI * kA)), f.mul(f.scalar(scores, 0.5), log));
+    Value q = f.mul(f.scalar(scores, 1.0 / kA), log);
+    Value magnitude = f.sqrt(f.sub(f.sqrt(f.sub(f.mul(p, p), q)), p));
+    Value sign = f.select(f.compare("lt", t, f.scalar(t, 0.0)), f.scalar(t, -1.0), one);
+    Value inverse = f.select(f.compare("eq", product, f.scalar(product, 0.0)),
+                             f.scalar(scores, 0.0), f.mul(sign, magnitude));
+    return f.mul(f.scalar(scores, 1.41421356), inverse);
+  }
+  default:
+    return scores;
+  }
 }
 
 /// Builds the walk of an ensemble's trees (see the file comment).
@@ -299,11 +351,7 @@ public:
       result = div(result, scalar(result, double(trees)));
     if (!spec.baseValues.empty())
       result = add(result, constant(spec.baseValues, {1, targets}, type));
-    if (result && spec.postTransform == 1)
-      result = SoftmaxOp::create(b, node.loc(), result.getType(), result, b.getI64IntegerAttr(1));
-    else if (result && spec.postTransform == 2)
-      result = SigmoidOp::create(b, node.loc(), result.getType(), result);
-    return result;
+    return result ? applyPostTransform(node, result, spec.postTransform) : result;
   }
 
 private:
@@ -521,8 +569,8 @@ LogicalResult importTreeEnsembleRegressor(NodeImporter &node) {
 /// TreeEnsembleClassifier (ai.onnx.ml 1 and 3): the class weights of the
 /// leaves reached summed per class onto the base values; with a single
 /// class id among the weights (a binary classifier) the second score is
-/// that sum and the first 1 minus it (or its negation before a logistic or
-/// softmax), as the reference computes them. The label is the class of the
+/// that sum and the first 1 minus it (its negation before a logistic,
+/// softmax or softmax_zero), as the reference computes them. The label is the class of the
 /// highest score (the first of equal ones), from classlabels_int64s.
 LogicalResult importTreeEnsembleClassifier(NodeImporter &node) {
   std::optional<std::vector<int64_t>> labels = node.intsAttr("classlabels_int64s");
@@ -547,8 +595,6 @@ LogicalResult importTreeEnsembleClassifier(NodeImporter &node) {
   spec->postTransform = 0;
   if (failed(checkTreeEnsemble(node, *spec)))
     return failure();
-  if (transform > 2)
-    return node.unsupported("post_transform SOFTMAX_ZERO and PROBIT are not supported");
   if (classes == 1 && (!binary || (*labels)[0] != 1))
     return node.unsupported("a single class label must be 1, for a binary classifier");
   if (binary && classes > 2)
@@ -573,15 +619,14 @@ LogicalResult importTreeEnsembleClassifier(NodeImporter &node) {
     Value positive =
         SliceOp::create(b, node.loc(), RankedTensorType::get({samples, 1}, b.getF32Type()), scores,
                         b.getDenseI64ArrayAttr({0, 0}), b.getDenseI64ArrayAttr({1, 1}));
-    Value negative = transform == 0 ? f.sub(f.scalar(positive, 1.0), positive)
-                                    : f.sub(f.scalar(positive, 0.0), positive);
+    // The reference's rule: 1 - p for no transform and probit, else -p.
+    bool complement = transform == 0 || transform == 4;
+    Value negative = complement ? f.sub(f.scalar(positive, 1.0), positive)
+                                : f.sub(f.scalar(positive, 0.0), positive);
     scores = ConcatOp::create(b, node.loc(), RankedTensorType::get({samples, 2}, b.getF32Type()),
                               ValueRange{negative, positive}, b.getI64IntegerAttr(1));
   }
-  if (transform == 1)
-    scores = SoftmaxOp::create(b, node.loc(), scores.getType(), scores, b.getI64IntegerAttr(1));
-  else if (transform == 2)
-    scores = SigmoidOp::create(b, node.loc(), scores.getType(), scores);
+  scores = applyPostTransform(node, scores, transform);
   Value best = node.createInferred<ArgReduceOp>(b.getStringAttr("max"), scores,
                                                 b.getI64IntegerAttr(1), b.getBoolAttr(false));
   // Class index to label; a binary classifier with the single label 1
