@@ -121,9 +121,9 @@ void Recurrence::checkLengths(StringRef range) {
                                                     node.int64Constant({bound}, {}));
     return CastOp::create(b, loc, typeOf(compared).clone(b.getI64Type()), compared);
   };
-  Value count = node.createInferred<ReduceOp>(
-      b.getStringAttr("sum"), add(outside("lt", 0), outside("gt", sequence)),
-      b.getDenseI64ArrayAttr({0}));
+  Value count = node.createInferred<ReduceOp>(b.getStringAttr("sum"),
+                                              add(outside("lt", 0), outside("gt", sequence)),
+                                              b.getDenseI64ArrayAttr({0}));
   stopUnlessZero(node, count, "sequence_lens entries outside " + range);
 }
 
@@ -323,8 +323,8 @@ Recurrence::Run Recurrence::runDirection(int64_t direction, bool reverse) {
       // states for the entry's last step: its sequence runs backwards from
       // there, as ONNX specifies.
       Value within = body->addArgument(stateType.clone({batch, 1}), loc);
-      for (auto [state, previous] : llvm::zip(next, body->getArguments().slice(
-                                                        invariants.size(), states.size())))
+      for (auto [state, previous] :
+           llvm::zip(next, body->getArguments().slice(invariants.size(), states.size())))
         state = select(within, state, previous);
     }
     YieldOp::create(b, loc, next);

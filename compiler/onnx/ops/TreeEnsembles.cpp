@@ -209,9 +209,8 @@ Value applyPostTransform(NodeImporter &node, Value scores, int64_t transform) {
   case 3: {
     Value largest = rowWise("max", scores);
     Value nonZero = f.compare("gt", f.abs(scores), f.scalar(scores, 1e-7));
-    Value exponentials =
-        f.select(nonZero, exp(f.sub(scores, largest)),
-                 f.mul(scores, exp(f.sub(f.scalar(scores, 0.0), largest))));
+    Value exponentials = f.select(nonZero, exp(f.sub(scores, largest)),
+                                  f.mul(scores, exp(f.sub(f.scalar(scores, 0.0), largest))));
     Value sum = rowWise("sum", exponentials);
     return f.select(f.compare("eq", sum, f.scalar(sum, 0.0)), f.scalar(scores, 0.5),
                     f.div(exponentials, sum));
