@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <unistd.h>
-
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
@@ -59,12 +57,16 @@ constexpr uint64_t kChunksPerThread = 4;
 
 constexpr uint64_t kChunkMask = 0xffffffffu;
 
-/// Where the next pinned worker of this process goes, as an index into the
-/// process's CPUs: pools created one after another (one session per
-/// serving thread) spread their workers rather than stack them on the
-/// same CPUs. It starts at the process id so that processes running side
-/// by side (a test suite, several servers) spread theirs too.
-std::atomic<unsigned> nextWorkerCpu{static_cast<unsigned>(getpid())};
+/// How many workers this process has bound, so that pools created one after
+/// another (one session per serving thread) spread their workers over the
+/// CPUs rather than stack them on the same ones. A forked child starts
+/// again from 0: its workers follow its own caller's CPU.
+std::atomic<unsigned> workersBound{0};
+
+#if defined(__linux__)
+[[maybe_unused]] const int kResetBoundInChildren =
+    pthread_atfork(nullptr, nullptr, [] { workersBound.store(0, std::memory_order_relaxed); });
+#endif
 
 /// The CPUs this process may run on, in order; empty where that cannot be
 /// known or where the environment asks for workers to float
@@ -104,12 +106,22 @@ ThreadPool::ThreadPool(unsigned workerCount) {
   // can look busy to the scheduler), and the two then shared one core for
   // the milliseconds it took the scheduler to separate them: the first run
   // after a pause took twice as long with two threads as with one.
+  // Workers take the CPUs after the one the creating thread runs on, so
+  // that processes side by side (a test suite, forked servers), whose
+  // callers run on different CPUs, spread their workers too.
   std::vector<int> cpus = cpusForWorkers();
   bool pin = workerCount < cpus.size();
+  size_t callerPosition = 0;
+#if defined(__linux__)
+  if (pin)
+    callerPosition =
+        static_cast<size_t>(std::find(cpus.begin(), cpus.end(), sched_getcpu()) - cpus.begin()) %
+        cpus.size();
+#endif
   workers.reserve(workerCount);
   try {
     for (unsigned thread = 1; thread <= workerCount; ++thread) {
-      int cpu = pin ? cpus[nextWorkerCpu.fetch_add(1) % cpus.size()] : -1;
+      int cpu = pin ? cpus[(callerPosition + 1 + workersBound.fetch_add(1)) % cpus.size()] : -1;
       workers.emplace_back([this, thread, cpu] { workerMain(thread, cpu); });
     }
   } catch (...) {
