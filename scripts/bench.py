@@ -129,7 +129,7 @@ print(status("VmHWM") - before)
 """
 
 
-PROFILE_LINE = re.compile(r"^\s+([0-9.]+)\s+[0-9.]+%\s+\d+\s+(\S+)$", re.MULTILINE)
+PROFILE_LINE = re.compile(r"^\s+([0-9.]+)\s+[0-9.]+%\s+\d+\s+\S+$", re.MULTILINE)
 
 
 def largest_step_ms(tools, artifact):
@@ -139,7 +139,7 @@ def largest_step_ms(tools, artifact):
     output = subprocess.run([str(tools / "tessel-run"), str(artifact), "--bench", "200",
                              "--threads", "1", "--profile"], check=True, capture_output=True,
                             text=True).stdout
-    return max(float(ms) for ms, _ in PROFILE_LINE.findall(output))
+    return max(float(ms) for ms in PROFILE_LINE.findall(output))
 
 
 def tessel_memory(tools, artifact):

@@ -32,6 +32,8 @@ public:
   mlir::Value floor(mlir::Value x) { return FloorOp::create(b, node.loc(), x.getType(), x); }
   mlir::Value ceil(mlir::Value x) { return CeilOp::create(b, node.loc(), x.getType(), x); }
   mlir::Value round(mlir::Value x) { return RoundOp::create(b, node.loc(), x.getType(), x); }
+  mlir::Value exp(mlir::Value x) { return ExpOp::create(b, node.loc(), x.getType(), x); }
+  mlir::Value log(mlir::Value x) { return LogOp::create(b, node.loc(), x.getType(), x); }
   /// `predicate`: eq, lt, le, gt or ge.
   mlir::Value compare(llvm::StringRef predicate, mlir::Value lhs, mlir::Value rhs) {
     return node.createInferred<CompareOp>(b.getStringAttr(predicate), lhs, rhs);
@@ -64,13 +66,18 @@ public:
 
   /// The sum over `axes` with those axes kept as size 1.
   mlir::Value sumKeep(mlir::Value x, llvm::ArrayRef<int64_t> axes) {
+    return reduceKeep("sum", x, axes);
+  }
+  /// The reduction `kind` ("sum", "max", ...) over `axes`, those axes kept
+  /// as size 1.
+  mlir::Value reduceKeep(llvm::StringRef kind, mlir::Value x, llvm::ArrayRef<int64_t> axes) {
     auto type = mlir::cast<mlir::RankedTensorType>(x.getType());
-    mlir::Value sum = node.createInferred<ReduceOp>(b.getStringAttr("sum"), x,
-                                              b.getDenseI64ArrayAttr(axes));
+    mlir::Value reduced =
+        node.createInferred<ReduceOp>(b.getStringAttr(kind), x, b.getDenseI64ArrayAttr(axes));
     llvm::SmallVector<int64_t> kept(type.getShape());
     for (int64_t axis : axes)
       kept[axis] = 1;
-    return reshape(sum, kept);
+    return reshape(reduced, kept);
   }
   mlir::Value meanKeep(mlir::Value x, llvm::ArrayRef<int64_t> axes) {
     auto type = mlir::cast<mlir::RankedTensorType>(x.getType());

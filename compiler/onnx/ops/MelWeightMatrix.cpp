@@ -39,9 +39,6 @@ public:
     std::iota(values.begin(), values.end(), 0);
     return convert(node.int64Constant(values, shape), b.getF64Type());
   }
-  Value exp(Value x) { return ExpOp::create(b, node.loc(), x.getType(), x); }
-  Value log(Value x) { return LogOp::create(b, node.loc(), x.getType(), x); }
-  Value floor(Value x) { return FloorOp::create(b, node.loc(), x.getType(), x); }
   Value both(Value x, Value y) { return node.createInferred<AndOp>(x, y); }
   /// value[start : start + count] of a 1-D `value`.
   Value slice(Value value, int64_t start, int64_t count) {

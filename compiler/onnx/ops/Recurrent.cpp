@@ -57,10 +57,11 @@ private:
     Value condition = node.createInferred<CompareOp>(b.getStringAttr("gt"), mask, zero());
     return node.createInferred<WhereOp>(condition, taken, kept);
   }
-  /// [sequence, batch, 1]: 1 where step t is within batch entry b's length.
+  /// [sequence, batch, 1]: 1 where step t is within batch entry b's length
+  /// (`lengths`: [batch] i64).
   Value stepsWithinLengths(Value lengths);
-  /// Stops a run whose sequence_lens lie outside `range`.
-  void checkLengths(StringRef range);
+  /// Stops a run whose `lengths` lie outside `range`.
+  void checkLengths(Value lengths, StringRef range);
 
   /// Activation `index` of the node's list (or the cell's default).
   Value activate(size_t index, Value x);
@@ -95,7 +96,8 @@ private:
   bool linearBeforeReset = false;
   Value steps; // [sequence, batch, input]
   /// [sequence, batch, 1] in the element type, or null when every sequence
-  /// has the full length.
+  /// has the full length. Floats rather than booleans: the x86 vectorizer
+  /// leaves a generic that reads an i1 tensor as scalar loops.
   Value withinLength;
   std::vector<std::string> activations;
   std::vector<float> alphas, betas;
@@ -106,16 +108,13 @@ Value Recurrence::stepsWithinLengths(Value lengths) {
   for (int64_t t = 0; t < sequence; ++t)
     positions[t] = t;
   Value position = node.int64Constant(positions, {sequence, 1});
-  Value length = reshape(lengths, {1, batch});
-  if (!typeOf(length).getElementType().isInteger(64))
-    length = CastOp::create(b, loc, typeOf(length).clone(b.getI64Type()), length);
-  Value within = node.createInferred<CompareOp>(b.getStringAttr("lt"), position, length);
+  Value within =
+      node.createInferred<CompareOp>(b.getStringAttr("lt"), position, reshape(lengths, {1, batch}));
   Value mask = CastOp::create(b, loc, typeOf(within).clone(elementType), within);
   return reshape(mask, {sequence, batch, 1});
 }
 
-void Recurrence::checkLengths(StringRef range) {
-  Value lengths = runtimeInt64s(node, 4);
+void Recurrence::checkLengths(Value lengths, StringRef range) {
   auto outside = [&](StringRef predicate, int64_t bound) {
     Value compared = node.createInferred<CompareOp>(b.getStringAttr(predicate), lengths,
                                                     node.int64Constant({bound}, {}));
@@ -371,12 +370,13 @@ LogicalResult Recurrence::import() {
     linearBeforeReset = node.intAttr("linear_before_reset", 0) != 0;
   if (cell == Cell::LSTM && node.intAttr("input_forget", 0) != 0)
     return node.unsupported("input_forget is not supported");
-  if (Value lengths = node.input(4)) {
-    RankedTensorType lengthsType = typeOf(lengths);
+  if (Value given = node.input(4)) {
+    RankedTensorType lengthsType = typeOf(given);
     if (lengthsType.getRank() != 1 || lengthsType.getDimSize(0) != batch)
       return node.unsupported("sequence_lens must hold one length per batch entry (" +
                               std::to_string(batch) + ")");
     std::string range = "[0, " + std::to_string(sequence) + "]";
+    Value lengths = runtimeInt64s(node, 4);
     if (ElementsAttr known = node.constantInput(4)) {
       bool allFull = true;
       for (const APInt &length : known.getValues<APInt>()) {
@@ -389,7 +389,7 @@ LogicalResult Recurrence::import() {
       if (!allFull)
         withinLength = stepsWithinLengths(lengths);
     } else {
-      checkLengths(range);
+      checkLengths(lengths, range);
       withinLength = stepsWithinLengths(lengths);
     }
   }

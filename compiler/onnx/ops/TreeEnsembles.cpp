@@ -194,24 +194,17 @@ Value applyPostTransform(NodeImporter &node, Value scores, int64_t transform) {
   Location loc = node.loc();
   Formula f(node);
   Type type = scores.getType();
-  auto rowWise = [&](StringRef kind, Value x) {
-    int64_t rows = cast<RankedTensorType>(type).getDimSize(0);
-    return f.reshape(
-        node.createInferred<ReduceOp>(b.getStringAttr(kind), x, b.getDenseI64ArrayAttr({1})),
-        {rows, 1});
-  };
-  auto exp = [&](Value x) { return ExpOp::create(b, loc, x.getType(), x).getResult(); };
   switch (transform) {
   case 1:
     return SoftmaxOp::create(b, loc, type, scores, b.getI64IntegerAttr(1));
   case 2:
     return SigmoidOp::create(b, loc, type, scores);
   case 3: {
-    Value largest = rowWise("max", scores);
+    Value largest = f.reduceKeep("max", scores, {1});
     Value nonZero = f.compare("gt", f.abs(scores), f.scalar(scores, 1e-7));
-    Value exponentials = f.select(nonZero, exp(f.sub(scores, largest)),
-                                  f.mul(scores, exp(f.sub(f.scalar(scores, 0.0), largest))));
-    Value sum = rowWise("sum", exponentials);
+    Value exponentials = f.select(nonZero, f.exp(f.sub(scores, largest)),
+                                  f.mul(scores, f.exp(f.sub(f.scalar(scores, 0.0), largest))));
+    Value sum = f.sumKeep(exponentials, {1});
     return f.select(f.compare("eq", sum, f.scalar(sum, 0.0)), f.scalar(scores, 0.5),
                     f.div(exponentials, sum));
   }
@@ -219,7 +212,7 @@ Value applyPostTransform(NodeImporter &node, Value scores, int64_t transform) {
     Value t = f.sub(f.mul(scores, f.scalar(scores, 2.0)), f.scalar(scores, 1.0));
     Value one = f.scalar(scores, 1.0);
     Value product = f.mul(f.sub(one, t), f.add(one, t));
-    Value log = LogOp::create(b, loc, type, product);
+    Value log = f.log(product);
     constexpr double kA = 0.147;
     Value p = f.add(f.scalar(scores, 2.0 / (M_PI * kA)), f.mul(f.scalar(scores, 0.5), log));
     Value q = f.mul(f.scalar(scores, 1.0 / kA), log);
@@ -569,8 +562,9 @@ LogicalResult importTreeEnsembleRegressor(NodeImporter &node) {
 /// leaves reached summed per class onto the base values; with a single
 /// class id among the weights (a binary classifier) the second score is
 /// that sum and the first 1 minus it (its negation before a logistic,
-/// softmax or softmax_zero), as the reference computes them. The label is the class of the
-/// highest score (the first of equal ones), from classlabels_int64s.
+/// softmax or softmax_zero), as the reference computes them. The label is
+/// the class of the highest score (the first of equal ones), from
+/// classlabels_int64s.
 LogicalResult importTreeEnsembleClassifier(NodeImporter &node) {
   std::optional<std::vector<int64_t>> labels = node.intsAttr("classlabels_int64s");
   if (!labels || labels->empty())
