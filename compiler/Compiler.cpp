@@ -123,9 +123,13 @@ signatureOf(func::FuncOp main, bool results) {
     Value edge = results ? main.front().getTerminator()->getOperand(i) : main.getArgument(i);
     bool batched = results ? bool(main.getResultAttr(i, kBatchedAttr))
                            : bool(main.getArgAttr(i, kBatchedAttr));
+    auto varying = results ? main.getResultAttrOfType<IntegerAttr>(i, kVaryingAttr)
+                           : main.getArgAttrOfType<IntegerAttr>(i, kVaryingAttr);
+    bool holdsLength = !results && main.getArgAttr(i, kLengthAttr);
     tensors.push_back({label, *dtype,
                        std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()),
-                       edgeQuantization(edge, results), batched});
+                       edgeQuantization(edge, results), batched,
+                       varying ? static_cast<int32_t>(varying.getInt()) : -1, holdsLength});
   }
   return tensors;
 }
@@ -153,6 +157,10 @@ std::string describeOptions(const CompileOptions &options) {
     os << " --dynamic-batch";
   for (const auto &[name, dims] : options.import.inputShapes) {
     os << " --shape " << name << "=";
+    llvm::interleave(dims, os, "x");
+  }
+  for (const auto &[name, dims] : options.import.maxShapes) {
+    os << " --max-shape " << name << "=";
     llvm::interleave(dims, os, "x");
   }
   if (const std::optional<QuantizeOptions> &quantize = options.quantize) {

@@ -78,7 +78,8 @@ signatures(fb::FlatBufferBuilder &builder,
                                             params->axis);
     result.push_back(sc::CreateTensorSignature(
         builder, builder.CreateString(tensor.name), static_cast<sc::DType>(tensor.dtype),
-        builder.CreateVector(tensor.shape), quantization, tensor.batched));
+        builder.CreateVector(tensor.shape), quantization, tensor.batched, tensor.varyingAxis,
+        tensor.holdsLength));
   }
   return builder.CreateVector(result);
 }

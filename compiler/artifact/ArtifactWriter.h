@@ -32,6 +32,10 @@ struct TensorSignature {
   std::optional<SignatureQuantization> quantization;
   /// Dimension 0 is the batch, and `shape` gives one sample.
   bool batched = false;
+  /// The dimension that is the varying length (-1: none), `shape` giving
+  /// its bound; and whether this is the hidden input holding the length.
+  int32_t varyingAxis = -1;
+  bool holdsLength = false;
 };
 
 struct Provenance {

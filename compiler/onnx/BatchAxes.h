@@ -48,6 +48,9 @@ public:
 
   /// Graph input `name` holds the batch in dimension 0.
   void addBatchedInput(const std::string &name) { axes[name] = BatchLayout(); }
+  /// Value `name` holds the batch (or another axis whose positions stay
+  /// apart, like it) as `layout` says.
+  void setLayout(const std::string &name, BatchLayout layout) { axes[name] = layout; }
 
   /// Follows `node`: its outputs' batch axes, or why it may let samples
   /// meet.

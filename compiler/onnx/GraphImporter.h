@@ -10,6 +10,7 @@
 #ifndef TESSEL_COMPILER_ONNX_GRAPHIMPORTER_H
 #define TESSEL_COMPILER_ONNX_GRAPHIMPORTER_H
 
+#include "compiler/onnx/BatchAxes.h"
 #include "compiler/onnx/OnnxImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +24,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -140,6 +142,23 @@ private:
   /// recording a problem for each node that may let samples meet, and
   /// marks @main's batched arguments and results (kBatchedAttr).
   void followBatch(mlir::func::FuncOp function);
+  /// --max-shape (VaryingLength.cpp): records dimension `axis` of graph
+  /// input `name`, named `symbol`, as the varying length.
+  llvm::Error addVaryingInput(const std::string &name, int64_t axis, const std::string &symbol);
+  /// Adds @main's hidden length argument and starts following the length.
+  void startFollowingLength(mlir::func::FuncOp function);
+  /// Imports top-level node `index`, following the varying length through
+  /// it: a recurrence over it reads the length as its sequence_lens, and
+  /// any other node must keep positions apart.
+  void importFollowingLength(const onnx::NodeProto &node, int index);
+  /// The constant position a Gather picks along the varying length
+  /// (y[-1]), if it is such a Gather.
+  std::optional<int64_t> positionPicked(const onnx::NodeProto &node);
+  /// Imports such a Gather as picking `position` counted from the length
+  /// when negative, checked at run time to lie within the length.
+  void importPositionAtLength(const onnx::NodeProto &node, int index, int64_t position);
+  /// Marks @main's results that vary with the length (kVaryingAttr).
+  void markVaryingResults(mlir::func::FuncOp function);
 
   mlir::MLIRContext &context;
   onnx::ModelProto &model;
@@ -186,6 +205,17 @@ private:
   /// dimension 0 ("" while none is named).
   std::vector<std::string> batchedInputs;
   std::string batchSymbol;
+  /// --max-shape: each varying graph input and the dimension that varies;
+  /// the dimensions' one symbol; @main's length argument; where the length
+  /// lies in the values imported so far; the length broadcast to each
+  /// batch size a recurrence asked for.
+  std::vector<std::pair<std::string, int64_t>> varyingInputs;
+  std::string lengthSymbol;
+  mlir::Value lengthArgument;
+  std::unique_ptr<BatchAxes> lengthAxes;
+  std::map<int64_t, std::string> lengthsPerBatch;
+  /// The index each picked position (y[-1]) reads, by position.
+  std::map<int64_t, std::string> positionsAtLength;
 };
 
 } // namespace tessel::onnx_import

@@ -262,6 +262,7 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
     return importError("graph input '" + name + "' has no shape; give one with "
                        "--shape " + name + "=DIMSxDIMS...");
   auto given = options.inputShapes.find(name);
+  auto bounded = options.maxShapes.find(name);
   SmallVector<int64_t> shape;
   int rank = tensor.shape().dim_size();
   if (given != options.inputShapes.end() &&
@@ -269,6 +270,13 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
     return importError("--shape " + name + " has " +
                        llvm::Twine(given->second.size()) +
                        " dimensions but the input has rank " + llvm::Twine(rank));
+  if (bounded != options.maxShapes.end()) {
+    if (given != options.inputShapes.end())
+      return importError("graph input '" + name + "' is given both --shape and --max-shape");
+    if (static_cast<int>(bounded->second.size()) != rank)
+      return importError("--max-shape " + name + " has " + llvm::Twine(bounded->second.size()) +
+                         " dimensions but the input has rank " + llvm::Twine(rank));
+  }
   for (int i = 0; i < rank; ++i) {
     const onnx::TensorShapeProto_Dimension &dim = tensor.shape().dim(i);
     bool symbolic = !dim.has_dim_value() || dim.dim_value() < 0;
@@ -281,6 +289,22 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
       if (llvm::Error error = addBatchedInput(name, dim.dim_param()))
         return std::move(error);
       shape.push_back(1);
+      continue;
+    }
+    if (bounded != options.maxShapes.end()) {
+      int64_t bound = bounded->second[i];
+      if (!symbolic && dim.dim_value() != bound)
+        return importError("--max-shape " + name + " sets dimension " + llvm::Twine(i) + " to " +
+                           llvm::Twine(bound) + " but the model fixes it to " +
+                           llvm::Twine(dim.dim_value()));
+      if (symbolic) {
+        if (bound < 1)
+          return importError("--max-shape " + name + " bounds dimension " + llvm::Twine(i) +
+                             " by " + llvm::Twine(bound) + "; a bound is at least 1");
+        if (llvm::Error error = addVaryingInput(name, i, dim.dim_param()))
+          return std::move(error);
+      }
+      shape.push_back(bound);
       continue;
     }
     if (given != options.inputShapes.end()) {
@@ -729,6 +753,18 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     if (!llvm::is_contained(argumentNames, name))
       return importError(path + ": --shape names '" + name +
                          "', which is not a graph input");
+  for (const auto &[name, shape] : options.maxShapes) {
+    if (!llvm::is_contained(argumentNames, name))
+      return importError(path + ": --max-shape names '" + name + "', which is not a graph input");
+    if (llvm::none_of(varyingInputs, [&](const auto &input) { return input.first == name; }))
+      return importError(path + ": --max-shape names '" + name +
+                         "', which has no symbolic dimension to bound (give its shape with "
+                         "--shape, or leave it out)");
+  }
+  if (!varyingInputs.empty() && options.dynamicBatch)
+    return importError(path + ": --max-shape and --dynamic-batch together are not supported "
+                              "yet; give the batch a bound with --max-shape instead, or fix the "
+                              "length with --shape");
   for (const auto &stated : options.statedShapes)
     if (llvm::none_of(graph.node(), [&](const onnx::NodeProto &node) {
           return llvm::is_contained(node.output(), stated.first);
@@ -756,8 +792,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     }
   }
 
-  for (auto [index, node] : llvm::enumerate(graph.node()))
-    importNode(node, index);
+  if (!varyingInputs.empty())
+    startFollowingLength(function);
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    if (lengthAxes)
+      importFollowingLength(node, index);
+    else
+      importNode(node, index);
+  }
 
   SmallVector<Value> results;
   for (const onnx::ValueInfoProto &output : graph.output()) {
@@ -771,10 +813,15 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     return problemsError();
 
   func::ReturnOp::create(builder, moduleLoc, results);
-  function.setType(builder.getFunctionType(argumentTypes,
-                                           TypeRange(ValueRange(results))));
+  function.setType(
+      builder.getFunctionType(body->getArgumentTypes(), TypeRange(ValueRange(results))));
   for (auto [i, output] : llvm::enumerate(graph.output()))
     function.setResultAttr(i, kValueNameAttr, builder.getStringAttr(output.name()));
+  if (lengthAxes) {
+    markVaryingResults(function);
+    if (!problems.empty())
+      return problemsError();
+  }
   if (options.dynamicBatch) {
     followBatch(function);
     if (!problems.empty())

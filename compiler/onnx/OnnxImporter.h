@@ -31,6 +31,15 @@ struct ImportOptions {
   /// and refused unless every node keeps the samples apart; the batched
   /// arguments and results of @main carry `tessel.batched`.
   bool dynamicBatch = false;
+  /// --max-shape: graph input name -> its shape with a bound in place of
+  /// each symbolic dimension. Such a dimension is the model's varying
+  /// length (one symbol for all inputs): the model is imported at the
+  /// bound, @main takes the length as a last, hidden argument (kLengthAttr),
+  /// and the inputs and results along which positions vary carry
+  /// kVaryingAttr. A run pads the inputs to the bound and trims the
+  /// results, which is right only where no node lets positions meet; the
+  /// recurrences (LSTM, GRU, RNN) read the length as their sequence_lens.
+  std::map<std::string, std::vector<int64_t>> maxShapes;
 };
 
 /// Imports the ONNX model at `path` into a module holding one public
@@ -70,6 +79,11 @@ inline constexpr llvm::StringLiteral kValueNameAttr = "tessel.name";
 /// On @main's arguments and results whose dimension 0 is the batch
 /// (--dynamic-batch).
 inline constexpr llvm::StringLiteral kBatchedAttr = "tessel.batched";
+/// On @main's arguments and results whose size along one dimension is the
+/// varying length (--max-shape): that dimension's index.
+inline constexpr llvm::StringLiteral kVaryingAttr = "tessel.varying";
+/// On @main's last argument, a tensor<1xi64> holding the varying length.
+inline constexpr llvm::StringLiteral kLengthAttr = "tessel.length";
 
 } // namespace tessel
 

@@ -44,7 +44,12 @@ void checkMatches(const data::HostTensor &tensor, const InputSpec &input,
     throw std::runtime_error(path + ": holds " + tsl_dtype_name(tensor.dtype) +
                              " but input '" + input.name + "' is " +
                              tsl_dtype_name(input.dtype));
-  if (tensor.shape != input.shape)
+  // A -1 dimension (the batch, or a varying length) takes any size; the
+  // runtime checks it against the model's bound.
+  bool matches = tensor.shape.size() == input.shape.size();
+  for (size_t d = 0; matches && d < tensor.shape.size(); ++d)
+    matches = input.shape[d] < 0 || tensor.shape[d] == input.shape[d];
+  if (!matches)
     throw std::runtime_error(path + ": shape " + formatShape(tensor.shape) +
                              " but input '" + input.name + "' is " +
                              formatShape(input.shape));

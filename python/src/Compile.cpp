@@ -21,6 +21,7 @@ std::optional<std::string> toOptions(const CompileRequest &request, CompileOptio
   options.import.inputShapes = request.shapes;
   options.import.frozenInputs = request.frozenInputs;
   options.import.dynamicBatch = request.dynamicBatch;
+  options.import.maxShapes = request.maxShapes;
   if (request.progress)
     options.progress = [&request](llvm::StringRef stage) { request.progress(stage.str()); };
   if (request.quantize.empty()) {

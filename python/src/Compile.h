@@ -31,6 +31,8 @@ struct CompileRequest {
   std::map<std::string, std::vector<int64_t>> shapes;
   std::map<std::string, std::string> frozenInputs;
   bool dynamicBatch = false;
+  /// --max-shape: input name -> its shape with bounds for symbolic dims.
+  std::map<std::string, std::vector<int64_t>> maxShapes;
   /// Empty, or "int8" with a calibration folder.
   std::string quantize;
   std::string calibration;

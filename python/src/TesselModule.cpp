@@ -175,6 +175,7 @@ public:
   tsl_module *get() const { return module; }
   const std::vector<TensorInfo> &inputInfos() const { return inputs; }
   const std::vector<TensorInfo> &outputInfos() const { return outputs; }
+  int64_t maxLength() const { return tsl_module_max_length(module); }
 
   std::map<std::string, std::string> provenance() const {
     std::map<std::string, std::string> result;
@@ -454,7 +455,8 @@ NB_MODULE(_tessel, m) {
             }
             return nb::tuple(dims);
           },
-          "The dimensions; None for the batch of a model compiled with dynamic_batch")
+          "The dimensions; None for the batch of a model compiled with dynamic_batch, "
+          "or for the varying length of one compiled with max_shapes")
       .def_ro("scales", &TensorInfo::scales, "Quantization scales; empty when not quantized")
       .def_ro("zero_points", &TensorInfo::zeroPoints)
       .def_ro("quantization_axis", &TensorInfo::quantizationAxis)
@@ -470,6 +472,10 @@ NB_MODULE(_tessel, m) {
                   nb::arg("trusted_keys") = std::vector<nb::bytes>{})
       .def_prop_ro("inputs", &Module::inputInfos)
       .def_prop_ro("outputs", &Module::outputInfos)
+      .def_prop_ro("max_length", &Module::maxLength,
+                   "The bound of the varying length (compiled with max_shapes): the None "
+                   "dimensions take any size up to it, the same in every such tensor; 0 when "
+                   "no dimension varies")
       .def_prop_ro("provenance", &Module::provenance)
       .def_prop_ro("memory", &Module::memory)
       .def(
@@ -507,6 +513,7 @@ NB_MODULE(_tessel, m) {
       .def_rw("shapes", &tessel::python::CompileRequest::shapes)
       .def_rw("frozen_inputs", &tessel::python::CompileRequest::frozenInputs)
       .def_rw("dynamic_batch", &tessel::python::CompileRequest::dynamicBatch)
+      .def_rw("max_shapes", &tessel::python::CompileRequest::maxShapes)
       .def_rw("quantize", &tessel::python::CompileRequest::quantize)
       .def_rw("calibration", &tessel::python::CompileRequest::calibration)
       .def_rw("calibration_method", &tessel::python::CompileRequest::calibrationMethod)

@@ -44,7 +44,8 @@ def read_public_key(path: str | os.PathLike) -> bytes:
 def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLike | None = None,
             shapes: Mapping[str, Shape] | None = None,
             freeze_inputs: Mapping[str, str | os.PathLike] | None = None,
-            dynamic_batch: bool = False, quantize: str | None = None, calibration: str | os.PathLike | None = None,
+            dynamic_batch: bool = False, max_shapes: Mapping[str, Shape] | None = None,
+            quantize: str | None = None, calibration: str | os.PathLike | None = None,
             calibration_method: str = "percentile", activations: str = "u8",
             min_sqnr: float = 15.0, calibration_samples: int = 0,
             quantize_report: str | os.PathLike | None = None, opt_level: int = 3,
@@ -64,6 +65,12 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     dynamic_batch  one artifact for any batch size: a symbolic dimension 0
                  of the inputs is the batch (the model must keep samples
                  apart); the signature gives it as None
+    max_shapes   input name -> shape with a bound for its symbolic
+                 dimension (tessel-compile --max-shape): one artifact for
+                 every length up to the bound (a sequence; LSTM, GRU and RNN
+                 read it as their sequence_lens, and no other node may let
+                 positions along it meet); the signature gives it as None
+                 and Module.max_length the bound
     quantize     "int8": post-training quantization calibrated on the
                  inputs in `calibration` (test_data_set_* folders or .npy
                  files), with `calibration_method` (minmax, percentile,
@@ -88,6 +95,8 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     request.shapes = {name: _parse_shape(name, shape) for name, shape in (shapes or {}).items()}
     request.frozen_inputs = {name: os.fspath(path) for name, path in (freeze_inputs or {}).items()}
     request.dynamic_batch = dynamic_batch
+    request.max_shapes = {name: _parse_shape(name, shape)
+                          for name, shape in (max_shapes or {}).items()}
     request.quantize = quantize or ""
     request.calibration = os.fspath(calibration) if calibration is not None else ""
     request.calibration_method = calibration_method

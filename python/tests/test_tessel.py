@@ -160,6 +160,36 @@ def test_dynamic_batch_runs_any_number_of_samples():
         tessel.compile(model, progress=False)
 
 
+def test_max_shapes_runs_any_sequence_length_up_to_the_bound():
+    rng = np.random.default_rng(1)
+    hidden, features = 5, 3
+
+    def weight(name, shape):
+        return onnx.numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("GRU", ["x", "W", "R"], ["y", "y_h"], hidden_size=hidden)],
+        "gru",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["seq", 2, features])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["seq", 1, 2, hidden]),
+         onnx.helper.make_tensor_value_info("y_h", onnx.TensorProto.FLOAT, [1, 2, hidden])],
+        initializer=[weight("W", (1, 3 * hidden, features)), weight("R", (1, 3 * hidden, hidden))])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    module = tessel.load(tessel.compile(model, max_shapes={"x": "10x2x3"}, progress=False))
+    assert module.max_length == 10
+    assert module.inputs[0].shape == (None, 2, 3) and module.outputs[0].shape == (None, 1, 2, 5)
+    reference = onnxruntime.InferenceSession(model.SerializeToString(),
+                                             providers=["CPUExecutionProvider"])
+    session = module.session(threads=1)
+    for length in (10, 4):
+        x = rng.standard_normal((length, 2, features)).astype(np.float32)
+        got, want = session.run({"x": x}), reference.run(None, {"x": x})
+        assert_close(got["y"], want[0])
+        assert_close(got["y_h"], want[1])
+    with pytest.raises(tessel.TesselError, match="beyond the bound 10"):
+        session.run({"x": np.zeros((11, 2, features), np.float32)})
+
+
 def test_bf16_products(lenet_path, lenet_data):
     image, expected = lenet_data
     text = tessel.compile(lenet_path, precision="bf16", emit="tessel", progress=False)

@@ -20,21 +20,26 @@ namespace sc = tessel::schema;
 
 namespace {
 
-/// Describes each tensor of `from` for callers; a batched one reports its
-/// dimension 0 as -1, from a copy of its shape kept in `reportedShapes`.
-void describeSignature(
-    const flatbuffers::Vector<flatbuffers::Offset<sc::TensorSignature>> &from,
-    std::vector<tsl_tensor_info> &to, std::vector<bool> &batched,
-    std::vector<std::vector<int64_t>> &reportedShapes) {
+/// Describes each tensor of `from` for callers, but the hidden one that
+/// holds the varying length; a batched one reports its dimension 0 as -1,
+/// a varying one its varying dimension, from a copy of its shape kept in
+/// `reportedShapes`.
+void describeSignature(const flatbuffers::Vector<flatbuffers::Offset<sc::TensorSignature>> &from,
+                       std::vector<tsl_tensor_info> &to, std::vector<bool> &batched,
+                       std::vector<int32_t> &varying,
+                       std::vector<std::vector<int64_t>> &reportedShapes) {
   to.reserve(from.size());
   for (const sc::TensorSignature *signature : from) {
+    if (signature->holds_length())
+      continue;
     const int64_t *shape = signature->shape()->data();
     batched.push_back(signature->batched());
-    if (signature->batched()) {
+    varying.push_back(signature->varying_axis());
+    if (signature->batched() || signature->varying_axis() >= 0) {
       // Moving the outer vector keeps each inner vector's elements where
       // they are, so the pointer stays valid.
       reportedShapes.emplace_back(shape, shape + signature->shape()->size());
-      reportedShapes.back()[0] = -1;
+      reportedShapes.back()[signature->batched() ? 0 : signature->varying_axis()] = -1;
       shape = reportedShapes.back().data();
     }
     tsl_tensor_info info{signature->name()->c_str(),
@@ -110,10 +115,14 @@ tsl_status createModule(AlignedBytes bytes, size_t size, const tsl_load_options 
   auto module = std::make_unique<tsl_module_t>();
   module->bytes = std::move(bytes);
   module->artifact = artifact;
-  describeSignature(*artifact->inputs(), module->inputs, module->inputBatched,
+  describeSignature(*artifact->inputs(), module->inputs, module->inputBatched, module->inputVarying,
                     module->reportedShapes);
   describeSignature(*artifact->outputs(), module->outputs, module->outputBatched,
-                    module->reportedShapes);
+                    module->outputVarying, module->reportedShapes);
+  module->artifactInputCount = artifact->inputs()->size();
+  for (const sc::TensorSignature *input : *artifact->inputs())
+    if (input->varying_axis() >= 0)
+      module->lengthBound = (*input->shape())[input->varying_axis()];
 
   const auto &executables = *artifact->executables();
   module->executables.resize(executables.size());
@@ -315,6 +324,8 @@ void tsl_module_release(tsl_module *module) {
 size_t tsl_module_input_count(const tsl_module *module) {
   return module ? module->inputs.size() : 0;
 }
+
+int64_t tsl_module_max_length(const tsl_module *module) { return module ? module->lengthBound : 0; }
 
 size_t tsl_module_output_count(const tsl_module *module) {
   return module ? module->outputs.size() : 0;

@@ -26,11 +26,19 @@ struct tsl_module_t {
   /// The verified root of `bytes`.
   const tessel::schema::Artifact *artifact = nullptr;
   /// The signature; names and shapes point into `bytes`, except the shapes
-  /// of batched tensors, which report dimension 0 as -1 (reportedShapes).
+  /// of batched and varying tensors, which report dimension 0 or the
+  /// varying one as -1 (reportedShapes).
   std::vector<tsl_tensor_info> inputs, outputs;
   /// Per input and output: whether dimension 0 is the batch, run one sample
   /// at a time.
   std::vector<bool> inputBatched, outputBatched;
+  /// Per input and output: the dimension that is the varying length, or
+  /// -1. The artifact's inputs are `inputs` and, when some input varies, a
+  /// last one that the runtime fills with the length (artifactInputCount
+  /// counts it); `lengthBound` is the largest length (0: none varies).
+  std::vector<int32_t> inputVarying, outputVarying;
+  size_t artifactInputCount = 0;
+  int64_t lengthBound = 0;
   std::vector<std::vector<int64_t>> reportedShapes;
   /// Indexed like Artifact.executables; null where this process lacks the
   /// executable's device.

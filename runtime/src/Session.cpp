@@ -13,10 +13,12 @@
 #include "Status.h"
 #include "Tensor.h"
 #include "TensorType.h"
+#include "VaryingLength.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cstring>
 #include <string>
 
 using namespace tessel::runtime;
@@ -101,6 +103,11 @@ struct tsl_session_t {
   /// Aligned copies of caller tensors the device cannot use in place
   /// (inputs, then outputs), allocated the first time one is needed.
   std::vector<DeviceBuffer> staging;
+  /// Varying inputs and outputs at the bound (inputs, then outputs; empty
+  /// until a run needs them), and the varying length the hidden input
+  /// passes (--max-shape).
+  std::vector<AlignedBytes> padded;
+  AlignedBytes lengthValue;
   /// Outputs the current run allocates for NULL slots.
   std::vector<tsl_tensor *> created;
   /// One per step when the session profiles, else empty.
@@ -332,19 +339,20 @@ tsl_status createSession(tsl_module *module, const tsl_session_options *given,
       session->timings.push_back({stepName(artifact, *step), 0, 0});
   }
 
-  size_t tensorCount = module->inputs.size() + module->outputs.size();
+  size_t tensorCount = module->artifactInputCount + module->outputs.size();
   session->addresses.resize(tensorCount);
   session->staging.resize(tensorCount);
+  session->padded.resize(module->inputs.size() + module->outputs.size());
   session->created.resize(module->outputs.size());
   result = session.release();
   return nullptr;
 }
 
 /// Checks a caller's tensor against its signature entry; a batched one
-/// may have any dimension 0 (the entry's -1).
-tsl_status checkTensor(const char *role, size_t index,
-                       const tsl_tensor_info &expected, bool batched,
-                       const tsl_tensor *tensor) {
+/// may have any dimension 0, a varying one any size along its varying
+/// dimension (the entry's -1; checkLength bounds it).
+tsl_status checkTensor(const char *role, size_t index, const tsl_tensor_info &expected,
+                       bool batched, int32_t varying, const tsl_tensor *tensor) {
   if (!tensor)
     return makeError(TSL_INVALID_ARGUMENT, "%s %zu ('%s') is NULL", role, index,
                      expected.name);
@@ -362,8 +370,11 @@ tsl_status checkTensor(const char *role, size_t index,
                      formatShape(expected.shape, expected.rank).c_str(),
                      shape.size(),
                      formatShape(shape.data(), shape.size()).c_str());
-  size_t fixedFrom = batched ? 1 : 0;
-  if (!std::equal(shape.begin() + fixedFrom, shape.end(), expected.shape + fixedFrom))
+  bool matches = true;
+  for (size_t d = 0; d < shape.size(); ++d)
+    matches &=
+        (batched && d == 0) || static_cast<int64_t>(d) == varying || shape[d] == expected.shape[d];
+  if (!matches)
     return makeError(TSL_INVALID_ARGUMENT,
                      "%s %zu ('%s'): expected shape %s but got %s", role, index,
                      expected.name,
@@ -417,6 +428,14 @@ tsl_status checkBatch(const tsl_module &module, tsl_tensor *const *inputs,
   return nullptr;
 }
 
+/// The part of a caller's tensor that one run of the schedule reads or
+/// writes: all of it, one sample of a batched tensor, or a copy of a
+/// varying one at the bound.
+struct HostRegion {
+  void *data;
+  size_t bytes;
+};
+
 tsl_status checkArguments(const tsl_module &module, tsl_tensor *const *inputs,
                           size_t inputCount, tsl_tensor **outputs,
                           size_t outputCount, int64_t &batch) {
@@ -431,15 +450,15 @@ tsl_status checkArguments(const tsl_module &module, tsl_tensor *const *inputs,
     return makeError(TSL_INVALID_ARGUMENT,
                      "the inputs or outputs array is NULL");
   for (size_t i = 0; i < inputCount; ++i)
-    TSL_RETURN_IF_ERROR(
-        checkTensor("input", i, module.inputs[i], module.inputBatched[i], inputs[i]));
+    TSL_RETURN_IF_ERROR(checkTensor("input", i, module.inputs[i], module.inputBatched[i],
+                                    module.inputVarying[i], inputs[i]));
 
   for (size_t o = 0; o < outputCount; ++o) {
     const tsl_tensor *output = outputs[o];
     if (!output)
       continue;
-    TSL_RETURN_IF_ERROR(
-        checkTensor("output", o, module.outputs[o], module.outputBatched[o], output));
+    TSL_RETURN_IF_ERROR(checkTensor("output", o, module.outputs[o], module.outputBatched[o],
+                                    module.outputVarying[o], output));
     // Kernels read inputs while they write outputs; shared memory would
     // make the result depend on their order.
     for (size_t i = 0; i < inputCount; ++i)
@@ -459,12 +478,88 @@ tsl_status checkArguments(const tsl_module &module, tsl_tensor *const *inputs,
   return checkBatch(module, inputs, outputs, batch);
 }
 
-/// The part of a caller's tensor that one run of the schedule reads or
-/// writes: all of it, or one sample of a batched tensor.
-struct HostRegion {
-  void *data;
+/// Checks that every varying tensor has the same `length` along its
+/// varying dimension, the one the first varying input sets, at most the
+/// bound the model was compiled for.
+tsl_status checkLength(const tsl_module &module, tsl_tensor *const *inputs, tsl_tensor **outputs,
+                       int64_t &length) {
+  length = -1;
+  const tsl_tensor_info *first = nullptr;
+  auto check = [&](const char *role, size_t index, const tsl_tensor_info &info, int32_t axis,
+                   const tsl_tensor *tensor) -> tsl_status {
+    int64_t size = tensor->shape[axis];
+    if (!first) {
+      first = &info;
+      length = size;
+      if (size > module.lengthBound)
+        return makeError(TSL_INVALID_ARGUMENT,
+                         "%s %zu ('%s'): dimension %d is %" PRId64 ", beyond the bound %" PRId64
+                         " the model was compiled for (tessel-compile --max-shape)",
+                         role, index, info.name, axis, size, module.lengthBound);
+      return nullptr;
+    }
+    if (size == length)
+      return nullptr;
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "%s %zu ('%s'): dimension %d is %" PRId64 " but input '%s' sets the "
+                     "varying length to %" PRId64 ": every varying tensor must share it",
+                     role, index, info.name, axis, size, first->name, length);
+  };
+  for (size_t i = 0; i < module.inputs.size(); ++i)
+    if (module.inputVarying[i] >= 0)
+      TSL_RETURN_IF_ERROR(check("input", i, module.inputs[i], module.inputVarying[i], inputs[i]));
+  for (size_t o = 0; o < module.outputs.size(); ++o)
+    if (module.outputVarying[o] >= 0 && outputs[o])
+      TSL_RETURN_IF_ERROR(
+          check("output", o, module.outputs[o], module.outputVarying[o], outputs[o]));
+  return nullptr;
+}
+
+/// The host region a run binds for varying caller tensor `slot` (inputs,
+/// then outputs): a buffer of the bound's size, holding the caller's input
+/// padded with zeros.
+tsl_status paddedRegion(tsl_session &session, size_t slot, const tsl_tensor_info &info,
+                        int32_t axis, const tsl_tensor &tensor, bool isInput, int64_t length,
+                        HostRegion &region) {
+  const tsl_module &module = *session.module.module;
+  std::vector<int64_t> boundShape(info.shape, info.shape + info.rank);
+  boundShape[axis] = module.lengthBound;
+  VaryingRows rows;
   size_t bytes;
-};
+  if (!varyingRows(info.dtype, boundShape.data(), info.rank, axis, rows) ||
+      !tensorByteSize(info.dtype, boundShape.data(), info.rank, bytes))
+    return makeError(TSL_INVALID_ARGUMENT,
+                     "tensor '%s' varies along dimension %d, but its rows there are not whole "
+                     "bytes",
+                     info.name, axis);
+  AlignedBytes &buffer = session.padded[slot];
+  if (!buffer) {
+    buffer = allocateAligned(bytes, kBufferAlignment, /*zero=*/true);
+    if (!buffer)
+      return makeError(TSL_OUT_OF_MEMORY,
+                       "cannot allocate %zu bytes for tensor '%s' at "
+                       "its bound",
+                       bytes, info.name);
+  }
+  if (isInput)
+    padToBound(rows, tensor.data, length, buffer.get(), module.lengthBound);
+  region = {buffer.get(), bytes};
+  return nullptr;
+}
+
+/// Copies varying output `o`, computed at the bound into its padded
+/// buffer, to the caller's tensor at `length`.
+void trimOutput(tsl_session &session, size_t o, tsl_tensor &tensor, int64_t length) {
+  const tsl_module &module = *session.module.module;
+  const tsl_tensor_info &info = module.outputs[o];
+  int32_t axis = module.outputVarying[o];
+  std::vector<int64_t> boundShape(info.shape, info.shape + info.rank);
+  boundShape[axis] = module.lengthBound;
+  VaryingRows rows;
+  varyingRows(info.dtype, boundShape.data(), info.rank, axis, rows);
+  trimToLength(rows, session.padded[module.inputs.size() + o].get(), module.lengthBound,
+               tensor.data, length);
+}
 
 HostRegion sampleOf(tsl_tensor &tensor, bool batched, int64_t batch, int64_t sample) {
   if (!batched)
@@ -552,8 +647,7 @@ tsl_status executeStep(tsl_session &session, const StepPlan &step, Stream *&curr
 
 tsl_status execute(tsl_session &session) {
   for (const Patch &patch : session.patches) {
-    size_t slot = patch.index +
-                  (patch.isOutput ? session.module.module->inputs.size() : 0);
+    size_t slot = patch.index + (patch.isOutput ? session.module.module->artifactInputCount : 0);
     session.slots[patch.slot] = session.addresses[slot];
   }
   Stream *current = nullptr;
@@ -581,26 +675,47 @@ tsl_status execute(tsl_session &session) {
 /// Runs the schedule on sample `sample` of the batched tensors (and all of
 /// the others), copying staged outputs back.
 tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
-                     const std::vector<tsl_tensor *> &outputs, int64_t batch, int64_t sample) {
+                     const std::vector<tsl_tensor *> &outputs, int64_t batch, int64_t sample,
+                     int64_t length) {
   const tsl_module &module = *session.module.module;
   size_t inputCount = module.inputs.size(), outputCount = outputs.size();
-  auto outputRegion = [&](size_t o) {
-    return sampleOf(*outputs[o], module.outputBatched[o], batch, sample);
-  };
-  for (size_t i = 0; i < inputCount; ++i)
-    TSL_RETURN_IF_ERROR(bindRegion(
-        session, i, sampleOf(*inputs[i], module.inputBatched[i], batch, sample), true));
-  for (size_t o = 0; o < outputCount; ++o)
-    TSL_RETURN_IF_ERROR(bindRegion(session, inputCount + o, outputRegion(o), false));
+  size_t firstOutputSlot = module.artifactInputCount;
+  std::vector<HostRegion> outputRegions(outputCount);
+  for (size_t i = 0; i < inputCount; ++i) {
+    HostRegion region = sampleOf(*inputs[i], module.inputBatched[i], batch, sample);
+    if (module.inputVarying[i] >= 0)
+      TSL_RETURN_IF_ERROR(paddedRegion(session, i, module.inputs[i], module.inputVarying[i],
+                                       *inputs[i], true, length, region));
+    TSL_RETURN_IF_ERROR(bindRegion(session, i, region, true));
+  }
+  // The hidden last input: the varying length.
+  if (module.artifactInputCount > inputCount) {
+    if (!session.lengthValue &&
+        !(session.lengthValue = allocateAligned(sizeof(int64_t), kBufferAlignment, true)))
+      return makeError(TSL_OUT_OF_MEMORY, "cannot allocate the varying length");
+    std::memcpy(session.lengthValue.get(), &length, sizeof(length));
+    TSL_RETURN_IF_ERROR(
+        bindRegion(session, inputCount, {session.lengthValue.get(), sizeof(length)}, true));
+  }
+  for (size_t o = 0; o < outputCount; ++o) {
+    outputRegions[o] = sampleOf(*outputs[o], module.outputBatched[o], batch, sample);
+    if (module.outputVarying[o] >= 0)
+      TSL_RETURN_IF_ERROR(paddedRegion(session, inputCount + o, module.outputs[o],
+                                       module.outputVarying[o], *outputs[o], false, length,
+                                       outputRegions[o]));
+    TSL_RETURN_IF_ERROR(bindRegion(session, firstOutputSlot + o, outputRegions[o], false));
+  }
 
   TSL_RETURN_IF_ERROR(execute(session));
 
   for (size_t o = 0; o < outputCount; ++o) {
-    HostRegion region = outputRegion(o);
-    void *address = session.addresses[inputCount + o];
+    HostRegion region = outputRegions[o];
+    void *address = session.addresses[firstOutputSlot + o];
     if (address != region.data)
       TSL_RETURN_IF_ERROR(session.device->copy(region.data, address, region.bytes,
                                                CopyDirection::DeviceToHost));
+    if (module.outputVarying[o] >= 0)
+      trimOutput(session, o, *outputs[o], length);
   }
   return nullptr;
 }
@@ -608,9 +723,10 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
 tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
                size_t inputCount, tsl_tensor **outputs, size_t outputCount) {
   const tsl_module &module = *session.module.module;
-  int64_t batch;
+  int64_t batch, length;
   TSL_RETURN_IF_ERROR(
       checkArguments(module, inputs, inputCount, outputs, outputCount, batch));
+  TSL_RETURN_IF_ERROR(checkLength(module, inputs, outputs, length));
 
   std::fill(session.created.begin(), session.created.end(), nullptr);
   // Created outputs belong to the caller only once the run succeeds.
@@ -631,6 +747,8 @@ tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
     std::vector<int64_t> shape(info.shape, info.shape + info.rank);
     if (module.outputBatched[o])
       shape[0] = batch;
+    if (module.outputVarying[o] >= 0)
+      shape[module.outputVarying[o]] = length;
     TSL_RETURN_IF_ERROR(
         allocateTensor(info.dtype, shape.data(), info.rank, session.created[o]));
   }
@@ -645,7 +763,7 @@ tsl_status run(tsl_session &session, tsl_tensor *const *inputs,
                  module.inputBatched.end();
   for (int64_t sample = 0; sample < batch; ++sample) {
     session.sample = batched ? sample : -1;
-    TSL_RETURN_IF_ERROR(runSample(session, inputs, outputTensors, batch, sample));
+    TSL_RETURN_IF_ERROR(runSample(session, inputs, outputTensors, batch, sample, length));
   }
   for (tsl_tensor *output : outputTensors)
     canonicalizeSubByteElements(output->dtype, output->data, output->byteSize);

@@ -169,6 +169,13 @@ private:
         return invalid("artifact %s %" PRIu32 " ('%s') is batched, so its shape gives one "
                        "sample, but its dimension 0 is not 1",
                        role, i, name.c_str());
+      if (signature.varying_axis() != -1 &&
+          (signature.varying_axis() < 0 ||
+           static_cast<size_t>(signature.varying_axis()) >= shape.size() ||
+           shape[signature.varying_axis()] < 1 || signature.batched()))
+        return invalid("artifact %s %" PRIu32 " ('%s'): its varying dimension %" PRId32
+                       " is not one of its dimensions of size 1 or more (or it is batched too)",
+                       role, i, name.c_str(), signature.varying_axis());
       if (const sc::Quantization *quantization = signature.quantization())
         TSL_RETURN_IF_ERROR(checkQuantization(role, i, signature, *quantization));
       bytes.push_back(size);
@@ -184,6 +191,46 @@ private:
     if (std::any_of(outputs.begin(), outputs.end(), batched) &&
         std::none_of(inputs.begin(), inputs.end(), batched))
       return invalid("artifact outputs are batched but no input is: the batch size is unknown");
+    return checkLength();
+  }
+
+  /// The varying length: its hidden input is the last, a [1] long tensor,
+  /// and is there exactly when some input varies; every varying tensor has
+  /// the same bound.
+  tsl_status checkLength() {
+    const auto &inputs = *artifact.inputs();
+    const auto &outputs = *artifact.outputs();
+    int64_t bound = -1;
+    bool holder = false;
+    for (fb::uoffset_t i = 0; i < inputs.size(); ++i) {
+      const sc::TensorSignature &input = *inputs[i];
+      if (input.holds_length()) {
+        const fb::Vector<int64_t> &shape = *input.shape();
+        if (i + 1 != inputs.size() || input.dtype() != sc::DType_i64 || shape.size() != 1 ||
+            shape[0] != 1 || input.varying_axis() != -1 || input.batched())
+          return invalid("artifact input %" PRIu32 " ('%s') holds the varying length but is "
+                         "not the last input, a [1] i64 tensor",
+                         i, input.name()->c_str());
+        holder = true;
+      }
+    }
+    bool inputVaries = false, outputVaries = false;
+    for (const auto *tensors : {&inputs, &outputs})
+      for (const sc::TensorSignature *tensor : *tensors) {
+        if (tensor->varying_axis() < 0)
+          continue;
+        (tensors == &inputs ? inputVaries : outputVaries) = true;
+        int64_t size = (*tensor->shape())[tensor->varying_axis()];
+        if (bound >= 0 && size != bound)
+          return invalid("artifact tensor '%s' varies up to %" PRId64 " but another up to "
+                         "%" PRId64 ": the varying tensors share one bound",
+                         tensor->name()->c_str(), size, bound);
+        bound = size;
+      }
+    if (holder != inputVaries || (outputVaries && !inputVaries))
+      return invalid(holder        ? "artifact holds a varying length but no input varies"
+                     : inputVaries ? "artifact inputs vary but no input holds the length"
+                                   : "artifact outputs vary but no input does");
     return nullptr;
   }
 

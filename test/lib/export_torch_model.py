@@ -121,6 +121,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dynamic-batch", action="store_true",
                         help="leave the batch dimension symbolic ('batch')")
+    parser.add_argument("--dynamic-sequence", action="store_true",
+                        help="leave a recurrent model's sequence dimension symbolic ('seq')")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -139,6 +141,8 @@ def main():
         batch_axis = 1 if args.model in RECURRENT_MODELS else 0
         dynamic_axes = ({"input": {batch_axis: "batch"}, "output": {0: "batch"}}
                         if args.dynamic_batch else None)
+        if args.dynamic_sequence:
+            dynamic_axes = {"input": {0: "seq"}}
         torch.onnx.export(model, example, args.output, opset_version=args.opset,
                           input_names=["input"], output_names=["output"],
                           dynamic_axes=dynamic_axes)

@@ -19,21 +19,26 @@ import onnxruntime
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-def graph_inputs(model, batch):
+def graph_inputs(model, batch, sizes):
     """(name, numpy type, shape) of each graph input that is not an
-    initializer; a symbolic dimension 0 is `batch`, other symbolic
-    dimensions are 1."""
+    initializer; a symbolic dimension named in `sizes` has that size, else
+    dimension 0 is `batch` and others are 1."""
     initializers = {tensor.name for tensor in model.graph.initializer}
+
+    def size(i, dim):
+        if dim.HasField("dim_value"):
+            return dim.dim_value
+        return sizes.get(dim.dim_param, batch if i == 0 else 1)
+
     return [(value.name,
              helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type),
-             [dim.dim_value if dim.HasField("dim_value") else (batch if i == 0 else 1)
-              for i, dim in enumerate(value.type.tensor_type.shape.dim)])
+             [size(i, dim) for i, dim in enumerate(value.type.tensor_type.shape.dim)])
             for value in model.graph.input if value.name not in initializers]
 
 
-def random_feeds(model, rng, full_range, batch):
+def random_feeds(model, rng, full_range, batch, sizes):
     feeds = {}
-    for name, dtype, shape in graph_inputs(model, batch):
+    for name, dtype, shape in graph_inputs(model, batch, sizes):
         if np.issubdtype(dtype, np.floating):
             feeds[name] = rng.standard_normal(shape).astype(dtype)
         elif full_range and dtype != np.bool_:
@@ -57,10 +62,15 @@ def main():
                              "(a shape or axes input, say)")
     parser.add_argument("--batch", type=int, default=1,
                         help="samples in inputs whose dimension 0 is symbolic")
+    parser.add_argument("--dim", action="append", default=[], metavar="SYMBOL=N",
+                        help="size of the symbolic dimensions named SYMBOL (a sequence length)")
     args = parser.parse_args()
 
+    sizes = {symbol: int(size) for symbol, _, size in
+             (given.partition("=") for given in args.dim)}
     model = onnx.load(args.model)
-    feeds = random_feeds(model, np.random.default_rng(args.seed), args.full_range, args.batch)
+    feeds = random_feeds(model, np.random.default_rng(args.seed), args.full_range, args.batch,
+                         sizes)
     for given in args.input:
         name, _, values = given.partition("=")
         if name not in feeds:

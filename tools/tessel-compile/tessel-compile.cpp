@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
   std::string model, output;
   std::string target = "x86", cpu, emit = "artifact";
   int optLevel = 3;
-  std::vector<std::string> shapes, statedShapes, frozen;
+  std::vector<std::string> shapes, maxShapes, statedShapes, frozen;
   bool quiet = false, forceProgress = false, check = false, noBiasCorrection = false;
   bool dynamicBatch = false;
   std::string quantize, calibration, calibrationMethod = "percentile", activations = "u8",
@@ -170,6 +170,12 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember(tessel::emitKindNames()));
   app.add_option("--shape", shapes,
                  "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
+  app.add_option("--max-shape", maxShapes,
+                 "Bound an input's symbolic dimension instead of fixing it: NAME=32x1x64 "
+                 "compiles one artifact for every size up to 32 of that dimension (a sequence "
+                 "length, one symbol for all inputs). Runs pad to the bound; no node may let "
+                 "positions along it meet, except LSTM, GRU and RNN, which read the length as "
+                 "their sequence_lens");
   app.add_flag("--dynamic-batch", dynamicBatch,
                "Compile one artifact for any batch size: dimension 0 of the inputs where it "
                "is symbolic is the batch, and the model must keep its samples apart (no "
@@ -257,6 +263,15 @@ int main(int argc, char **argv) {
       return 2;
     }
     options.import.inputShapes[name.str()] = *parsed;
+  }
+  for (const std::string &bounded : maxShapes) {
+    auto [name, dims] = llvm::StringRef(bounded).rsplit('=');
+    std::optional<std::vector<int64_t>> parsed = parseDims(dims);
+    if (name.empty() || !parsed) {
+      llvm::errs() << "tessel-compile: --max-shape expects NAME=32x1x64, got '" << bounded << "'\n";
+      return 2;
+    }
+    options.import.maxShapes[name.str()] = *parsed;
   }
   for (const std::string &stated : statedShapes) {
     auto [name, dims] = llvm::StringRef(stated).rsplit('=');

@@ -50,16 +50,16 @@ HostTensor toHost(const tsl::Tensor &tensor, const std::string &name) {
 
 /// Deterministic inputs for timing runs without data: standard-normal
 /// floats; integers in [0, 4) (valid indices into any axis of 4 or more,
-/// which the run checks), bools 0 or 1. A dynamic (batch) dimension holds
-/// `batch`.
-HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed, int64_t batch) {
+/// which the run checks), bools 0 or 1. A dynamic dimension (the batch,
+/// or the varying length) holds `dynamicSize`.
+HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed, int64_t dynamicSize) {
   HostTensor tensor;
   tensor.name = info.name;
   tensor.dtype = info.dtype;
   tensor.shape = info.shape;
   for (int64_t &size : tensor.shape)
     if (size < 0)
-      size = batch;
+      size = dynamicSize;
   tensor.bytes.resize(tensor.elementCount() * tsl_dtype_size(info.dtype));
   std::mt19937 generator(seed);
   if (info.dtype == TSL_F32) {
@@ -226,7 +226,7 @@ int main(int argc, char **argv) {
   double rtol = 1e-3, atol = 1e-5;
   int bench = 0, warmup = 10;
   unsigned threads = 0;
-  int64_t batch = 1;
+  int64_t batch = 1, length = -1;
   bool print = false;
   size_t profile = 0;
   app.add_option("artifact", artifact, "Compiled model (.tsl)")->required();
@@ -243,6 +243,10 @@ int main(int argc, char **argv) {
   app.add_option("--batch", batch,
                  "Samples in the generated inputs of a model compiled with --dynamic-batch "
                  "(timing without --input or --test-data)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--length", length,
+                 "The varying length of the generated inputs of a model compiled with "
+                 "--max-shape (default: its bound)")
       ->check(CLI::NonNegativeNumber);
   std::string device;
   app.add_option("--device", device,
@@ -313,7 +317,10 @@ int main(int argc, char **argv) {
     // stand in.
     if (inputs.empty() && (bench > 0 || profile > 0 || readsTables))
       for (size_t i = 0; i < inputInfos.size(); ++i)
-        inputs.push_back(randomInput(inputInfos[i], 1234 + i, batch));
+        inputs.push_back(randomInput(inputInfos[i], 1234 + i,
+                                     module.maxLength() == 0 ? batch
+                                     : length < 0            ? module.maxLength()
+                                                             : length));
     if (inputs.size() != inputInfos.size()) {
       std::fprintf(stderr,
                    "tessel-run: error: the model has %zu inputs but %zu were "

@@ -160,6 +160,11 @@ typedef struct tsl_tensor_info {
 } tsl_tensor_info;
 
 TSL_API size_t tsl_module_input_count(const tsl_module *module);
+/* A model compiled with tessel-compile --max-shape has a varying length:
+ * the dimensions its signature reports as -1 take any size from 0 to this
+ * bound, the same in every such tensor of a run (outputs take the inputs'
+ * size). 0 for other models, whose -1 dimensions are the batch. */
+TSL_API int64_t tsl_module_max_length(const tsl_module *module);
 TSL_API size_t tsl_module_output_count(const tsl_module *module);
 TSL_API tsl_status tsl_module_input_info(const tsl_module *module, size_t index,
                                          tsl_tensor_info *out_info);

@@ -231,6 +231,9 @@ public:
 
   size_t inputCount() const { return tsl_module_input_count(get()); }
   size_t outputCount() const { return tsl_module_output_count(get()); }
+  /// The bound of the varying length (tessel-compile --max-shape); 0 when
+  /// no dimension varies.
+  int64_t maxLength() const { return tsl_module_max_length(get()); }
   TensorInfo input(size_t index) const {
     tsl_tensor_info info;
     detail::check(tsl_module_input_info(get(), index, &info));

@@ -28,7 +28,8 @@ signatures(fb::FlatBufferBuilder &builder,
           builder.CreateVector(tensor.quantization->zeroPoints), tensor.quantization->axis);
     result.push_back(sc::CreateTensorSignature(builder, builder.CreateString(tensor.name),
                                                tensor.dtype, builder.CreateVector(tensor.shape),
-                                               quantization, tensor.batched));
+                                               quantization, tensor.batched, tensor.varyingAxis,
+                                               tensor.holdsLength));
   }
   return builder.CreateVector(result);
 }

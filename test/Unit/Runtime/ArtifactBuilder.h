@@ -32,6 +32,8 @@ struct TensorSpec {
   std::vector<int64_t> shape;
   std::optional<QuantizationSpec> quantization;
   bool batched = false;
+  int32_t varyingAxis = -1;
+  bool holdsLength = false;
 };
 
 struct BufferSpec {

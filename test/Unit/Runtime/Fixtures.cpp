@@ -60,6 +60,16 @@ ArtifactSpec addModel() {
   return spec;
 }
 
+ArtifactSpec varyingAddModel() {
+  ArtifactSpec spec = addModel();
+  spec.inputs[0].varyingAxis = 0;
+  spec.outputs[0].varyingAxis = 0;
+  TensorSpec length{"tessel.length", sc::DType_i64, {1}};
+  length.holdsLength = true;
+  spec.inputs.push_back(length);
+  return spec;
+}
+
 /// The add model with PTX beside its CPU code: one launch of 32 threads
 /// over the entry's three bindings.
 ArtifactSpec cudaBesideCpuModel() {

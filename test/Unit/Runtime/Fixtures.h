@@ -30,6 +30,9 @@ ExecutableSpec kernelExecutable(std::vector<EntrySpec> entries);
 /// z = x + y: one dispatch of add_f32_entry, 4 workgroups, straight from the
 /// inputs into the output.
 ArtifactSpec addModel();
+/// The add model compiled with --max-shape: x and z vary along dimension 0
+/// up to kElements, y does not, and a last input holds the length.
+ArtifactSpec varyingAddModel();
 /// addModel with PTX beside its CPU code (an sm_80 executable that
 /// replaces the CPU's): one launch of 32 threads over the three bindings.
 ArtifactSpec cudaBesideCpuModel();

@@ -338,6 +338,69 @@ TEST(BatchedModelTest, SharedInputMustKeepItsShape) {
   EXPECT_THAT(status.message, HasSubstr("input 1 ('y'): expected rank 1"));
 }
 
+/// Runs varyingAddModel's `session` on x and y; `output` as tsl_session_run
+/// takes it.
+StatusResult runVaryingAdd(tsl_session *session, const TensorPtr &x, const TensorPtr &y,
+                           tsl_tensor **output) {
+  tsl_tensor *inputs[] = {x.get(), y.get()};
+  return take(tsl_session_run(session, inputs, 2, output, 1));
+}
+
+TEST(VaryingModelTest, SignatureHidesTheLengthAndReportsTheBound) {
+  ModulePtr module = loadModule(buildArtifact(varyingAddModel()));
+  ASSERT_TRUE(module);
+  EXPECT_EQ(tsl_module_input_count(module.get()), 2u);
+  EXPECT_EQ(tsl_module_max_length(module.get()), kElements);
+  tsl_tensor_info x, y, z;
+  ASSERT_EQ(take(tsl_module_input_info(module.get(), 0, &x)).code, TSL_OK);
+  ASSERT_EQ(take(tsl_module_input_info(module.get(), 1, &y)).code, TSL_OK);
+  ASSERT_EQ(take(tsl_module_output_info(module.get(), 0, &z)).code, TSL_OK);
+  EXPECT_EQ(x.shape[0], -1);
+  EXPECT_EQ(y.shape[0], kElements);
+  EXPECT_EQ(z.shape[0], -1);
+  EXPECT_EQ(take(tsl_module_input_info(module.get(), 2, &x)).code, TSL_INVALID_ARGUMENT);
+}
+
+TEST(VaryingModelTest, RunsAtEachLengthAndTrimsTheOutput) {
+  ModulePtr module = loadModule(buildArtifact(varyingAddModel()));
+  SessionPtr session = createSession(module.get());
+  for (int64_t length : {16, 5, 1, 0}) {
+    std::vector<float> values = ramp(1, 0.5f);
+    values.resize(static_cast<size_t>(length));
+    tsl_tensor *output = nullptr;
+    StatusResult status =
+        runVaryingAdd(session.get(), floatTensor(values), floatTensor(ramp(100, -2)), &output);
+    ASSERT_EQ(status.code, TSL_OK) << status.message;
+    TensorPtr z(output);
+    ASSERT_EQ(tsl_tensor_shape(output)[0], length);
+    std::vector<float> sums = floats(output);
+    for (int64_t i = 0; i < length; ++i)
+      EXPECT_EQ(sums[i], values[i] + (100.0f - 2.0f * i));
+  }
+}
+
+TEST(VaryingModelTest, LengthBeyondTheBoundIsRefused) {
+  ModulePtr module = loadModule(buildArtifact(varyingAddModel()));
+  SessionPtr session = createSession(module.get());
+  tsl_tensor *output = nullptr;
+  StatusResult status = runVaryingAdd(session.get(), floatTensor(std::vector<float>(17, 1.0f)),
+                                      floatTensor(ramp(100, -2)), &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message, HasSubstr("input 0 ('x'): dimension 0 is 17, beyond the bound 16"));
+}
+
+TEST(VaryingModelTest, OutputOfAnotherLengthIsRefused) {
+  ModulePtr module = loadModule(buildArtifact(varyingAddModel()));
+  SessionPtr session = createSession(module.get());
+  TensorPtr z = floatTensor(std::vector<float>(3, 0.0f));
+  tsl_tensor *output = z.get();
+  StatusResult status = runVaryingAdd(session.get(), floatTensor(std::vector<float>(4, 1.0f)),
+                                      floatTensor(ramp(100, -2)), &output);
+  EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message, HasSubstr("output 0 ('z'): dimension 0 is 3 but input 'x' sets "
+                                        "the varying length to 4"));
+}
+
 TEST(SessionTest, PipelineUsesConstantsArenaScratchAndCopies) {
   ModulePtr module = loadModule(buildArtifact(pipelineModel()));
   ASSERT_TRUE(module);

@@ -45,6 +45,34 @@ TEST(VerifierTest, BatchedOutputWithoutABatchedInputIsRefused) {
   expectRefused(spec, "artifact outputs are batched but no input is");
 }
 
+TEST(VerifierTest, VaryingModelIsAccepted) { EXPECT_EQ(load(varyingAddModel()).code, TSL_OK); }
+
+TEST(VerifierTest, VaryingInputWithoutTheLengthIsRefused) {
+  ArtifactSpec spec = varyingAddModel();
+  spec.inputs.pop_back();
+  expectRefused(spec, "artifact inputs vary but no input holds the length");
+}
+
+TEST(VerifierTest, LengthThatIsNotTheLastInputIsRefused) {
+  ArtifactSpec spec = varyingAddModel();
+  std::swap(spec.inputs[1], spec.inputs[2]);
+  expectRefused(spec, "artifact input 1 ('tessel.length') holds the varying length but is not "
+                      "the last input");
+}
+
+TEST(VerifierTest, VaryingAxisOutsideTheShapeIsRefused) {
+  ArtifactSpec spec = varyingAddModel();
+  spec.outputs[0].varyingAxis = 1;
+  expectRefused(spec, "artifact output 0 ('z'): its varying dimension 1 is not one of its "
+                      "dimensions");
+}
+
+TEST(VerifierTest, VaryingTensorsOfDifferentBoundsAreRefused) {
+  ArtifactSpec spec = varyingAddModel();
+  spec.outputs[0].shape = {8};
+  expectRefused(spec, "artifact tensor 'z' varies up to 8 but another up to 16");
+}
+
 TEST(VerifierTest, EmptyInputNameIsRefused) {
   ArtifactSpec spec = addModel();
   spec.inputs[1].name = "";

@@ -1,0 +1,232 @@
+//===- VaryingLength.cpp - A symbolic dimension bounded by --max-shape ----===//
+//
+// A model whose inputs have a symbolic length (a sequence, say) compiles
+// once for every length up to a bound: it is imported at the bound, and a
+// run pads its inputs to the bound and trims its results back to the
+// length. That computes what the model computes at the length only where no
+// node lets positions along the length meet, which BatchAxes checks as it
+// does for the samples of a batch. A recurrence (LSTM, GRU, RNN) over the
+// length is the exception: it reads the length, a hidden last argument of
+// @main, as its sequence_lens, so its steps past the length hold its states
+// and its final states are those at the length. A Gather of one position
+// along the length (y[-1]) picks it counting from the length, checked to
+// lie within it at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/GraphImporter.h"
+#include "compiler/onnx/ModelValidation.h"
+#include "dialects/tessel/TesselDialect.h"
+
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace tessel::onnx_import {
+
+namespace {
+
+/// ONNX's input index of a recurrence's sequence_lens.
+constexpr int kSequenceLensInput = 4;
+
+llvm::Error inputError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+bool isRecurrence(const onnx::NodeProto &node) {
+  return node.op_type() == "LSTM" || node.op_type() == "GRU" || node.op_type() == "RNN";
+}
+
+/// The recurrence's `layout` attribute: 0 puts the sequence in dimension 0
+/// of X and Y, 1 in dimension 1.
+int64_t recurrenceLayout(const onnx::NodeProto &node) {
+  for (const onnx::AttributeProto &attribute : node.attribute())
+    if (attribute.name() == "layout")
+      return attribute.i();
+  return 0;
+}
+
+} // namespace
+
+llvm::Error GraphImporter::addVaryingInput(const std::string &name, int64_t axis,
+                                           const std::string &symbol) {
+  for (const auto &[input, varying] : varyingInputs)
+    if (input == name)
+      return inputError("graph input '" + name + "' has two symbolic dimensions (" +
+                        std::to_string(varying) + " and " + std::to_string(axis) +
+                        ") bounded by --max-shape; one dimension may vary, give the others "
+                        "with --shape");
+  if (!varyingInputs.empty() && (symbol.empty() || lengthSymbol.empty() || symbol != lengthSymbol))
+    return inputError("--max-shape bounds dimensions of graph inputs '" +
+                      varyingInputs.front().first + "' and '" + name +
+                      "' that are not named as one symbol ('" + lengthSymbol + "' and '" + symbol +
+                      "'); one length may vary, give the others with --shape");
+  lengthSymbol = symbol;
+  varyingInputs.emplace_back(name, axis);
+  return llvm::Error::success();
+}
+
+void GraphImporter::startFollowingLength(func::FuncOp function) {
+  unsigned position = function.getNumArguments();
+  auto lengthType = RankedTensorType::get({1}, builder.getI64Type());
+  Location loc = function.getLoc();
+  (void)function.insertArgument(position, lengthType, {}, loc);
+  function.setArgAttr(position, kValueNameAttr, builder.getStringAttr("tessel.length"));
+  function.setArgAttr(position, kLengthAttr, builder.getUnitAttr());
+  lengthArgument = function.getArgument(position);
+
+  lengthAxes =
+      std::make_unique<BatchAxes>(opset, [&](const std::string &name) { return lookup(name); });
+  for (unsigned i = 0; i < position; ++i) {
+    std::string name = function.getArgAttrOfType<StringAttr>(i, kValueNameAttr).str();
+    for (const auto &[input, axis] : varyingInputs)
+      if (input == name) {
+        function.setArgAttr(i, kVaryingAttr, builder.getI64IntegerAttr(axis));
+        lengthAxes->setLayout(name, BatchLayout{axis, 1, 1});
+      }
+  }
+}
+
+std::optional<int64_t> GraphImporter::positionPicked(const onnx::NodeProto &node) {
+  if (node.op_type() != "Gather" || node.input_size() != 2)
+    return std::nullopt;
+  std::optional<BatchLayout> layout = lengthAxes->layoutOf(node.input(0));
+  Value data = lookup(node.input(0)), indices = lookup(node.input(1));
+  DenseIntElementsAttr constant;
+  if (!layout || layout->outer != 1 || layout->inner != 1 || !data || !indices ||
+      !matchPattern(indices, m_Constant(&constant)) ||
+      cast<RankedTensorType>(indices.getType()).getRank() != 0)
+    return std::nullopt;
+  int64_t axis = 0;
+  for (const onnx::AttributeProto &attribute : node.attribute())
+    if (attribute.name() == "axis")
+      axis = attribute.i();
+  if (axis < 0)
+    axis += cast<RankedTensorType>(data.getType()).getRank();
+  if (axis != layout->axis)
+    return std::nullopt;
+  return (*constant.begin()).getSExtValue();
+}
+
+void GraphImporter::importPositionAtLength(const onnx::NodeProto &node, int index,
+                                           int64_t position) {
+  std::string &picked = positionsAtLength[position];
+  if (picked.empty()) {
+    picked = "tessel.length.position" + std::to_string(position);
+    Location loc = NameLoc::get(builder.getStringAttr(picked));
+    Type i64 = builder.getI64Type();
+    auto vector = RankedTensorType::get({1}, i64), scalar = RankedTensorType::get({}, i64);
+    auto constant = [&](int64_t value) {
+      return ConstantOp::create(builder, loc, DenseElementsAttr::get(vector, value));
+    };
+    // A negative position counts from the length, not from the bound.
+    Value at = position < 0
+                   ? Value(AddOp::create(builder, loc, vector, lengthArgument, constant(position)))
+                   : Value(constant(position));
+    auto flagType = vector.clone(builder.getI1Type());
+    Value outside = OrOp::create(
+        builder, loc, flagType,
+        CompareOp::create(builder, loc, flagType, builder.getStringAttr("lt"), at, constant(0)),
+        CompareOp::create(builder, loc, flagType, builder.getStringAttr("ge"), at, lengthArgument));
+    CheckZeroOp::create(
+        builder, loc,
+        ReshapeOp::create(builder, loc, scalar, CastOp::create(builder, loc, vector, outside)),
+        builder.getStringAttr(node.name()),
+        builder.getStringAttr("Gather picks position " + std::to_string(position) +
+                              " along the varying length, which is outside it"));
+    values[picked] = ReshapeOp::create(builder, loc, scalar, at);
+  }
+  onnx::NodeProto reading = node;
+  reading.set_input(1, picked);
+  importNode(reading, index);
+}
+
+void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index) {
+  std::string label = onnx_import::nodeContext(node, index, opsetOf(node));
+  std::string symbol = lengthSymbol.empty() ? "(unnamed)" : "'" + lengthSymbol + "'";
+  // y[-1] after a recurrence: the last position within the length.
+  if (std::optional<int64_t> position = positionPicked(node))
+    return importPositionAtLength(node, index, *position);
+  if (!isRecurrence(node) || node.input_size() == 0 || !lengthAxes->layoutOf(node.input(0))) {
+    size_t problemsBefore = problems.size();
+    importNode(node, index);
+    if (problems.size() > problemsBefore)
+      return;
+    if (std::optional<std::string> why = lengthAxes->follow(node)) {
+      problems.push_back(label + "--max-shape pads the varying dimension " + symbol +
+                         " to its bound, so positions along it must stay apart; followed as "
+                         "the batch axis, it meets this node, which " +
+                         *why);
+      ++failingOpCounts[node.op_type()];
+    }
+    return;
+  }
+
+  // A recurrence over the length: X's sequence dimension must be it.
+  int64_t layout = recurrenceLayout(node);
+  int64_t sequenceAxis = layout == 0 ? 0 : 1;
+  if (lengthAxes->layoutOf(node.input(0)) != BatchLayout{sequenceAxis, 1, 1})
+    return refuse(node, label,
+                  "--max-shape: X varies with the length " + symbol + " in dimension " +
+                      std::to_string(*lengthAxes->axisOf(node.input(0))) +
+                      " (or merged with others), not in its sequence dimension " +
+                      std::to_string(sequenceAxis));
+  for (int i = 1; i < node.input_size(); ++i) {
+    const std::string &input = node.input(i);
+    if (input.empty())
+      continue;
+    if (i == kSequenceLensInput)
+      return refuse(node, label,
+                    "--max-shape: the node has its own sequence_lens, and the varying length " +
+                        symbol + " would set them too");
+    if (lengthAxes->axisOf(input) || lengthAxes->holdsBatchSize(input))
+      return refuse(node, label,
+                    "--max-shape: input '" + input + "' depends on the varying length " + symbol);
+  }
+  Value x = lookup(node.input(0));
+  if (!x)
+    return importNode(node, index);
+  int64_t batch = cast<RankedTensorType>(x.getType()).getDimSize(layout == 0 ? 1 : 0);
+
+  // The length once per batch entry, as the int32 sequence_lens ONNX takes.
+  std::string &lengths = lengthsPerBatch[batch];
+  if (lengths.empty()) {
+    lengths = "tessel.length.batch" + std::to_string(batch);
+    Location loc = NameLoc::get(builder.getStringAttr(lengths));
+    Value expanded = ExpandOp::create(
+        builder, loc, RankedTensorType::get({batch}, builder.getI64Type()), lengthArgument);
+    values[lengths] = CastOp::create(
+        builder, loc, RankedTensorType::get({batch}, builder.getI32Type()), expanded);
+  }
+  onnx::NodeProto reading = node;
+  while (reading.input_size() <= kSequenceLensInput)
+    reading.add_input("");
+  reading.set_input(kSequenceLensInput, lengths);
+  importNode(reading, index);
+  // Y varies along its sequence dimension; the final states do not.
+  if (node.output_size() > 0 && !node.output(0).empty() && !poisoned.contains(node.output(0)))
+    lengthAxes->setLayout(node.output(0), BatchLayout{sequenceAxis, 1, 1});
+}
+
+void GraphImporter::markVaryingResults(func::FuncOp function) {
+  std::string symbol = lengthSymbol.empty() ? "(unnamed)" : "'" + lengthSymbol + "'";
+  for (auto [i, output] : llvm::enumerate(model.graph().output())) {
+    const std::string &name = output.name();
+    if (lengthAxes->holdsBatchSize(name))
+      problems.push_back("graph output '" + name + "' holds the varying length " + symbol +
+                         " (read from a shape), which a run at the bound would give as the "
+                         "bound");
+    std::optional<BatchLayout> layout = lengthAxes->layoutOf(name);
+    if (!layout)
+      continue;
+    if (layout->outer != 1 || layout->inner != 1) {
+      problems.push_back("graph output '" + name + "' merges the varying length " + symbol +
+                         " with other dimensions in dimension " + std::to_string(layout->axis) +
+                         "; a run could not trim it to the length");
+      continue;
+    }
+    function.setResultAttr(i, kVaryingAttr, builder.getI64IntegerAttr(layout->axis));
+  }
+}
+
+} // namespace tessel::onnx_import
