@@ -4,7 +4,8 @@ of matrix products whose shapes reach every case of the kernel (edges that
 cut a block tile, batches, a second M loop, each operand with k innermost
 or not, packed weights) and of convolutions, which the kernel computes as
 implicit GEMMs (strides, padding, dilation, input channels in whole vectors
-or not), each with a test-data folder per precision.
+or not, f32 or already half precision), each with a test-data folder per
+precision.
 
 The expected outputs are the products computed in float64 from the inputs
 rounded to the precision the kernel reads (fp16 or bf16; fp32 unrounded).
@@ -37,22 +38,28 @@ def round_to(values, precision):
     return values.astype(np.float64)
 
 
-def matmul_case(a_shape, b_shape, b_constant=False):
-    """MatMul of two inputs (or of an input and a weight)."""
+def matmul_case(a_shape, b_shape, b_constant=False, dtype=np.float32):
+    """MatMul of two inputs (or of an input and a weight), f32 or, for a
+    half-precision model, f16: its operands need no rounding at fp16, and at
+    bf16 and fp32 it computes on the FMA units, exactly."""
+    element = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
     def build(random):
-        a = random.uniform(-1, 1, a_shape).astype(np.float32)
-        b = random.uniform(-1, 1, b_shape).astype(np.float32)
+        a = random.uniform(-1, 1, a_shape).astype(dtype)
+        b = random.uniform(-1, 1, b_shape).astype(dtype)
         out_shape = list(np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape)
-        inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, a_shape)]
+        inputs = [helper.make_tensor_value_info("a", element, a_shape)]
         initializers = []
         if b_constant:
             initializers.append(numpy_helper.from_array(b, "b"))
         else:
-            inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape))
+            inputs.append(helper.make_tensor_value_info("b", element, b_shape))
         graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "product",
                                   inputs, [helper.make_tensor_value_info(
-                                      "y", TensorProto.FLOAT, out_shape)], initializers)
+                                      "y", element, out_shape)], initializers)
         feeds = [a] if b_constant else [a, b]
+        if dtype == np.float16:
+            return graph, feeds, lambda p: np.matmul(a.astype(np.float64), b.astype(np.float64))
         return graph, feeds, lambda p: np.matmul(round_to(a, p), round_to(b, p))
     return build
 
@@ -125,6 +132,10 @@ CASES = {
     # B with k innermost (transB), then A with m innermost (transA).
     "gemm_transb_128x384x256": gemm_case(128, 384, 256, 0, 1),
     "gemm_transa_128x192x256": gemm_case(128, 192, 256, 1, 0),
+    # An fp16 model: operands staged as they are, 8 halves per load; M and
+    # N cut the tiles, and a batch with K = 56 cuts the steps.
+    "f16_ragged_200x136x96": matmul_case([200, 96], [96, 136], dtype=np.float16),
+    "f16_batched_2x64x72x56": matmul_case([2, 64, 56], [2, 56, 72], dtype=np.float16),
     # Convolutions: 3 x 3 with padding over a batch (800 rows: ragged),
     # input channels in whole vectors.
     "conv3x3_2x64x20x20_96": conv_case([2, 64, 20, 20], [96, 64, 3, 3], pad=1),
@@ -157,9 +168,11 @@ def main():
             for j, value in enumerate(feeds):
                 with open(os.path.join(data, "input_%d.pb" % j), "wb") as stream:
                     stream.write(numpy_helper.from_array(value).SerializeToString())
+            output_type = helper.tensor_dtype_to_np_dtype(
+                graph.output[0].type.tensor_type.elem_type)
             with open(os.path.join(data, "output_0.pb"), "wb") as stream:
                 stream.write(numpy_helper.from_array(
-                    expected(precision).astype(np.float32)).SerializeToString())
+                    expected(precision).astype(output_type)).SerializeToString())
 
 
 if __name__ == "__main__":

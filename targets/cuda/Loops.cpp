@@ -154,12 +154,12 @@ void parallelLoopsFirst(ModuleOp module) {
 LogicalResult fuseElementwise(ModuleOp kernels, ProductPrecision precision) {
   MLIRContext *context = kernels.getContext();
   bool keepProductsWhole = precision != ProductPrecision::F32;
-  linalg::ControlFusionFn control = [keepProductsWhole](OpOperand *fused) {
+  linalg::ControlFusionFn control = [keepProductsWhole, precision](OpOperand *fused) {
     Operation *producer = fused->get().getDefiningOp();
     if (!producer || !producer->hasOneUse())
       return false;
-    return !keepProductsWhole ||
-           (!takesTensorCores(producer) && !takesTensorCores(fused->getOwner()));
+    return !keepProductsWhole || (!takesTensorCores(producer, precision) &&
+                                  !takesTensorCores(fused->getOwner(), precision));
   };
   RewritePatternSet patterns(context);
   linalg::populateElementwiseOpsFusionPatterns(patterns, control);

@@ -67,8 +67,9 @@ static_assert(kTilesN % 2 == 0, "B tiles come in pairs");
 // ([row][k]) or 272-byte ([k][row]) stride puts the eight rows an ldmatrix
 // reads at once in distinct banks, and keeps every row 16-byte aligned.
 constexpr int64_t kSharedPadding = 8;
-// Staging loads 4 f32 (16 bytes) at a time where the operand allows.
-constexpr int64_t kVectorWidth = 4;
+// Staging loads 16 bytes at a time where the operand allows: 4 f32, or 8
+// halves of an operand already in the precision the mma reads.
+constexpr int64_t kVectorBytes = 16;
 // Products smaller than one warp's mma tiles in M or N waste most of each
 // mma; they stay on the FMA loops.
 constexpr int64_t kMinimumRows = 32, kMinimumColumns = 32, kMinimumDepth = kMmaK;
@@ -95,10 +96,19 @@ struct Product {
   }
 };
 
-/// Whether `op`'s body is out + a * b (in either order).
+/// Whether `value` is block argument `argument`, or it extended to f32 (a
+/// half-precision operand summed in f32).
+bool isOperand(Value value, Value argument) {
+  if (auto extended = value.getDefiningOp<arith::ExtFOp>())
+    value = extended.getIn();
+  return value == argument;
+}
+
+/// Whether `op`'s body is out + a * b (in either order), its operands
+/// perhaps extended to f32 first.
 bool isMultiplyAccumulate(linalg::LinalgOp op) {
   Block &body = op->getRegion(0).front();
-  if (body.getOperations().size() != 3 || body.getNumArguments() != 3)
+  if (body.getOperations().size() > 5 || body.getNumArguments() != 3)
     return false;
   auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
   if (!add)
@@ -106,8 +116,8 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
   Value a = body.getArgument(0), b = body.getArgument(1), out = body.getArgument(2);
   auto isProduct = [&](Value value) {
     auto mul = value.getDefiningOp<arith::MulFOp>();
-    return mul && ((mul.getLhs() == a && mul.getRhs() == b) ||
-                   (mul.getLhs() == b && mul.getRhs() == a));
+    return mul && ((isOperand(mul.getLhs(), a) && isOperand(mul.getRhs(), b)) ||
+                   (isOperand(mul.getLhs(), b) && isOperand(mul.getRhs(), a)));
   };
   return (add.getLhs() == out && isProduct(add.getRhs())) ||
          (add.getRhs() == out && isProduct(add.getLhs()));
@@ -167,15 +177,19 @@ std::optional<Product> matchConvolution(linalg::LinalgOp op) {
   return product;
 }
 
-/// The product `op` is when the tensor cores take it, on tensors or
-/// buffers alike.
-std::optional<Product> matchProduct(linalg::LinalgOp op) {
+/// The product `op` is when the tensor cores take it with `operandType`
+/// (f16 or bf16) operands, on tensors or buffers alike: its operands are
+/// f32, rounded as they are staged, or already of `operandType`; it sums in
+/// f32.
+std::optional<Product> matchProduct(linalg::LinalgOp op, Type operandType) {
   if (op.hasDynamicShape() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !isMultiplyAccumulate(op))
     return std::nullopt;
-  for (OpOperand &operand : op->getOpOperands())
-    if (!getElementTypeOrSelf(operand.get().getType()).isF32())
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type element = getElementTypeOrSelf(operand.get().getType());
+    if (!element.isF32() && (op.isDpsInit(&operand) || element != operandType))
       return std::nullopt;
+  }
   std::optional<Product> product = matchContraction(op);
   if (!product)
     product = matchConvolution(op);
@@ -244,8 +258,10 @@ public:
     b = {op.getDpsInputOperand(1), product.n, kBlockN, blockColumn, tiles[1]};
     a.kFastest = aKFastest;
     b.kFastest = bKFastest;
-    for (Staged *staged : {&a, &b})
+    for (Staged *staged : {&a, &b}) {
+      staged->elementType = getElementTypeOrSelf(staged->operand->get().getType());
       staged->width = vectorWidth(*staged);
+    }
     emitMainLoop(thread);
     op->erase();
   }
@@ -263,9 +279,11 @@ private:
     /// neighbouring rows and the tile is [k][row], so that a warp's loads
     /// and stores are contiguous either way.
     bool kFastest = false;
-    /// Elements per load: kVectorWidth where the innermost dimension's rows
-    /// are whole vectors (16-byte aligned), else 1.
+    /// Elements per load: a 16-byte vector where the innermost dimension's
+    /// rows are whole vectors (16-byte aligned), else 1.
     int64_t width = 1;
+    /// The operand's own element type: f32, or already operandType.
+    Type elementType;
   };
 
   int64_t extent(unsigned loop) const { return product.extents[loop]; }
@@ -291,19 +309,21 @@ private:
            !innermost.isFunctionOfDim(rowLoops.back());
   }
 
-  /// kVectorWidth when `staged`'s operand is a plain row-major buffer whose
-  /// innermost dimension is the innermost loop of k or of the rows, in
-  /// whole vectors, else 1. A vector then never crosses that loop's end,
-  /// since the flattened index it starts at is a multiple of its width.
+  /// The elements of a 16-byte vector when `staged`'s operand is a plain
+  /// row-major buffer whose innermost dimension is the innermost loop of k
+  /// or of the rows, in whole vectors, else 1. A vector then never crosses
+  /// that loop's end, since the flattened index it starts at is a multiple
+  /// of its width.
   int64_t vectorWidth(const Staged &staged) {
     AffineMap map = op.getMatchingIndexingMap(staged.operand);
     auto type = cast<MemRefType>(staged.operand->get().getType());
     auto innermost = dyn_cast<AffineDimExpr>(map.getResults().back());
     unsigned loop = staged.kFastest ? product.k.back() : staged.rowLoops.back();
+    int64_t width = kVectorBytes / (staged.elementType.getIntOrFloatBitWidth() / 8);
     if (!type.getLayout().isIdentity() || !innermost || innermost.getPosition() != loop ||
-        type.getShape().back() % kVectorWidth != 0 || extent(loop) % kVectorWidth != 0)
+        type.getShape().back() % width != 0 || extent(loop) % width != 0)
       return 1;
-    return kVectorWidth;
+    return width;
   }
 
   /// Sets the loops `group` to the values whose flattened index is `flat`.
@@ -350,7 +370,8 @@ private:
   }
 
   /// Loads this thread's share of `staged`'s tile at reduction offset
-  /// `kBase`, vector by vector, rounded to the operand type. Every load is
+  /// `kBase`, vector by vector, rounded to the operand type (unless it has
+  /// that type already). Every load is
   /// inside the operand, without a branch: a row past the operand's edge
   /// reads the last rows instead, which only reach outputs that are never
   /// stored, and a k past the reduction reads the last k and is replaced by
@@ -358,7 +379,7 @@ private:
   /// used.
   void loadTile(const Staged &staged, Value thread, Value kBase, SmallVector<Value> &values) {
     int64_t width = staged.width;
-    auto loaded = VectorType::get({width}, builder.getF32Type());
+    auto loaded = VectorType::get({width}, staged.elementType);
     auto rounded = VectorType::get({width}, operandType);
     Value zeros = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(rounded));
     int64_t perThread = staged.tileRows * kBlockK / (kThreads * width);
@@ -370,10 +391,12 @@ private:
       int64_t rowWidth = staged.kFastest ? 1 : width, kWidth = staged.kFastest ? width : 1;
       assignLoops(staged.rowLoops, rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row);
       assignLoops(product.k, clampBelow(k, depth, kWidth));
-      Value value = vector::LoadOp::create(builder, loc, loaded, staged.operand->get(),
-                                           indicesOf(staged.operand), /*nontemporal=*/false,
-                                           llvm::Align(4 * width));
-      value = arith::TruncFOp::create(builder, loc, rounded, value);
+      Value value = vector::LoadOp::create(
+          builder, loc, loaded, staged.operand->get(), indicesOf(staged.operand),
+          /*nontemporal=*/false,
+          llvm::Align(staged.elementType.getIntOrFloatBitWidth() / 8 * width));
+      if (staged.elementType != operandType)
+        value = arith::TruncFOp::create(builder, loc, rounded, value);
       if (depth % kBlockK)
         value = arith::SelectOp::create(builder, loc, below(k, depth), value, zeros);
       values.push_back(value);
@@ -541,9 +564,16 @@ private:
 
 } // namespace
 
-bool takesTensorCores(Operation *op) {
+/// The operand type `precision` gives the tensor cores.
+Type operandTypeOf(MLIRContext *context, ProductPrecision precision) {
+  return precision == ProductPrecision::F16 ? Type(Float16Type::get(context))
+                                            : Type(BFloat16Type::get(context));
+}
+
+bool takesTensorCores(Operation *op, ProductPrecision precision) {
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
-  return linalgOp && matchProduct(linalgOp).has_value();
+  return linalgOp && precision != ProductPrecision::F32 &&
+         matchProduct(linalgOp, operandTypeOf(op->getContext(), precision)).has_value();
 }
 
 LogicalResult launchProductsOnTensorCores(ModuleOp kernels, ProductPrecision precision) {
@@ -552,13 +582,12 @@ LogicalResult launchProductsOnTensorCores(ModuleOp kernels, ProductPrecision pre
   MLIRContext *context = kernels.getContext();
   context->loadDialect<affine::AffineDialect, gpu::GPUDialect, LLVM::LLVMDialect,
                        NVVM::NVVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect>();
-  Type operandType = precision == ProductPrecision::F16 ? Type(Float16Type::get(context))
-                                                        : Type(BFloat16Type::get(context));
+  Type operandType = operandTypeOf(context, precision);
   std::vector<Product> products;
   kernels.walk([&](linalg::LinalgOp op) {
     if (!op.hasPureBufferSemantics() || !isa<func::FuncOp>(op->getParentOp()))
       return;
-    if (std::optional<Product> product = matchProduct(op))
+    if (std::optional<Product> product = matchProduct(op, operandType))
       products.push_back(std::move(*product));
   });
   for (const Product &product : products)

@@ -17,16 +17,17 @@
 
 namespace tessel::cuda {
 
-/// Whether `op` is a product the tensor cores take: a plain
-/// multiply-accumulate on f32, static, with one reduction loop or a
-/// convolution with input and output channels, at least one warp's mma
-/// tiles in M and N. On tensors or buffers alike.
-bool takesTensorCores(mlir::Operation *op);
+/// Whether `op` is a product the tensor cores take at `precision`: a
+/// plain multiply-accumulate summing in f32, its operands f32 or already of
+/// the precision's type (an fp16 model at fp16), static, with one reduction
+/// loop or a convolution with input and output channels, at least one
+/// warp's mma tiles in M and N. On tensors or buffers alike; never at F32.
+bool takesTensorCores(mlir::Operation *op, ProductPrecision precision);
 
-/// Replaces every f32 matrix product of `kernels` (bufferized, its ops at
-/// the top level of their kernel function) that is large enough to fill a
-/// tensor-core tile by a gpu.launch that computes it on tensor cores, its
-/// operands rounded to `precision` (F16 or BF16) and its sums kept in f32.
+/// Replaces every matrix product of `kernels` (bufferized, its ops at the
+/// top level of their kernel function) that takesTensorCores by a
+/// gpu.launch that computes it on tensor cores, its operands rounded to
+/// `precision` (F16 or BF16) and its sums kept in f32.
 /// What does not qualify stays for the loop lowering.
 mlir::LogicalResult launchProductsOnTensorCores(mlir::ModuleOp kernels,
                                                 ProductPrecision precision);
