@@ -15,12 +15,20 @@ Models are compiled once per --precisions entry (models/NAME.PRECISION).
 --products takes the folder scripts/tensor-core-products.py wrote and
 compiles each product at fp16, bf16 and fp32 with its data. --bench models
 (large ones, whose weights scripts/two-level-weights.py made compressible)
-are compiled without data and packed with xz, for latency only.
+are compiled without data (bench/NAME.PRECISION.tsl), for latency only.
+
+--pack writes the folder as one tar.xz to carry to the GPU machine. The
+copies of one model (each precision, each batch: name them with a common
+prefix, resnet50_b1 and resnet50_b32) hold the same weights, so they are
+packed next to each other with a dictionary that reaches from one to the
+next, and the weights are stored once (the bundle of 2026-11-28: 33 MB so,
+65 MB with each bench artifact xz-packed alone). Unpacking takes 256 MiB.
 
   scripts/cuda-device-bundle.py --build build --out .gpu \\
       --node-list test/EndToEnd/OnnxNode/onnx-1.22/expected-pass.txt \\
       --model squeezenet=path/model.onnx:path/data ... \\
-      --products DIR --bench resnet50_b32=path/model.onnx ...
+      --products DIR --bench resnet50_b32=path/model.onnx ... \\
+      --pack .gpupack/bundle.tar.xz
 """
 
 import argparse
@@ -29,11 +37,18 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "lib"))
 import onnx_node_test  # noqa: E402
 
 PRODUCT_PRECISIONS = ("fp16", "bf16", "fp32")
+# Libraries from outside the build that tessel-run loads and a CUDA machine
+# may lack (it has the C and C++ runtimes).
+SYSTEM_LIBRARIES = ("onnx", "protobuf", "abseil")
+# --pack: BERT-base's artifacts are 120 MB each; xz -9's 64 MiB would not
+# reach from one copy back to the one before it.
+PACK_DICTIONARY = 256 << 20
 
 
 def cuda_flags(args, precision):
@@ -112,27 +127,48 @@ def bundle_bench(args, tools, out):
         for precision in args.precisions.split(","):
             artifact = os.path.join(folder, "%s.%s.tsl" % (name, precision))
             compile_model(tools, model, artifact, cuda_flags(args, precision))
-            with open(artifact, "rb") as source, lzma.open(artifact + ".xz", "wb") as packed:
-                shutil.copyfileobj(source, packed)
-            os.remove(artifact)
             print("bench %s: compiled at %s" % (name, precision), flush=True)
 
 
+def loaded_libraries(tool):
+    """(name, path) of every library ldd lists for tool; path None where
+    the loader finds none."""
+    listing = subprocess.check_output(["ldd", tool], text=True)
+    for line in listing.splitlines():
+        parts = line.split("=>")
+        if len(parts) == 2:
+            path = parts[1].split()[0] if parts[1].strip().startswith("/") else None
+            yield parts[0].strip(), path
+
+
 def copy_runtime(args, out):
-    """tessel-run and every library it loads that a CUDA machine may lack."""
+    """tessel-run and every library it loads that a CUDA machine may lack.
+
+    Those the build made (the runtime) come from its lib folder, not from
+    where ldd finds them: the tool's RUNPATH names the folder it was linked
+    in (a copied build's names the original), and LD_LIBRARY_PATH may name
+    another build. ldd finds the others."""
     os.makedirs(os.path.join(out, "bin"), exist_ok=True)
     os.makedirs(os.path.join(out, "lib"), exist_ok=True)
     tool = os.path.join(args.build, "bin", "tessel-run")
     shutil.copy(tool, os.path.join(out, "bin"))
-    listing = subprocess.check_output(["ldd", tool], text=True)
-    for line in listing.splitlines():
-        parts = line.split("=>")
-        if len(parts) != 2 or not parts[1].strip().startswith("/"):
+    built = os.path.join(args.build, "lib")
+    for name, path in loaded_libraries(tool):
+        if os.path.exists(os.path.join(built, name)):
+            path = os.path.join(built, name)
+        elif path is None or not any(key in path for key in SYSTEM_LIBRARIES):
             continue
-        library = parts[1].split()[0]
-        if any(key in library for key in ("tessel_runtime", "onnx", "protobuf", "abseil")):
-            shutil.copy(os.path.realpath(library),
-                        os.path.join(out, "lib", os.path.basename(parts[0].strip())))
+        shutil.copy(os.path.realpath(path), os.path.join(out, "lib", name))
+
+
+def pack(folder, path):
+    """folder as one tar.xz, its entries in the order of their names (tarfile
+    sorts them), so that the copies of one model lie next to each other."""
+    filters = [{"id": lzma.FILTER_LZMA2, "preset": 9, "dict_size": PACK_DICTIONARY}]
+    with lzma.open(path, "wb", filters=filters) as stream, \
+            tarfile.open(fileobj=stream, mode="w") as archive:
+        archive.add(folder, arcname=".")
+    print("packed %s into %s: %.1f MB" % (folder, path, os.path.getsize(path) / 1e6))
 
 
 def main():
@@ -157,6 +193,8 @@ def main():
                         help="the node tests' --precision (their tolerance is fp32's)")
     parser.add_argument("--products", help="the folder scripts/tensor-core-products.py wrote")
     parser.add_argument("--bench", action="append", default=[], help="NAME=MODEL.onnx")
+    parser.add_argument("--pack", metavar="PATH.tar.xz",
+                        help="write the folder as one tar.xz at PATH (outside the folder)")
     args = parser.parse_args()
     tools = os.path.join(args.build, "bin")
     os.makedirs(args.out, exist_ok=True)
@@ -171,6 +209,8 @@ def main():
         bundle_bench(args, tools, args.out)
     if args.node_list:
         bundle_node_tests(args, tools, args.out)
+    if args.pack:
+        pack(args.out, args.pack)
 
 
 if __name__ == "__main__":
