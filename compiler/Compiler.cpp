@@ -575,6 +575,11 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   if (!imported)
     return imported.takeError();
   ModuleOp module = imported->get();
+  // Calibration samples shorter than the bound would be observed with
+  // their padding, which the ranges must not include.
+  if (options.quantize && !options.import.maxShapes.empty())
+    return compileError("--quantize int8 with --max-shape is not supported yet: calibration "
+                        "would observe the padding of samples shorter than the bound");
   ModuleCompiler compiler(targetList, options, modelPath, diagnostics);
   if (options.quantize || emit == EmitKind::QdqOnnx)
     if (llvm::Error error = prepareGraph(module, diagnostics))

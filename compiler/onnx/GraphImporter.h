@@ -154,6 +154,9 @@ private:
   /// The constant position a Gather picks along the varying length
   /// (y[-1]), if it is such a Gather.
   std::optional<int64_t> positionPicked(const onnx::NodeProto &node);
+  /// Whether `position` lies within the bound for Gather `node`; records
+  /// why not.
+  bool positionWithinBound(const onnx::NodeProto &node, int index, int64_t position);
   /// Imports such a Gather as picking `position` counted from the length
   /// when negative, checked at run time to lie within the length.
   void importPositionAtLength(const onnx::NodeProto &node, int index, int64_t position);
@@ -214,8 +217,6 @@ private:
   mlir::Value lengthArgument;
   std::unique_ptr<BatchAxes> lengthAxes;
   std::map<int64_t, std::string> lengthsPerBatch;
-  /// The index each picked position (y[-1]) reads, by position.
-  std::map<int64_t, std::string> positionsAtLength;
 };
 
 } // namespace tessel::onnx_import

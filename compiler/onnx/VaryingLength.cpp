@@ -54,13 +54,13 @@ llvm::Error GraphImporter::addVaryingInput(const std::string &name, int64_t axis
     if (input == name)
       return inputError("graph input '" + name + "' has two symbolic dimensions (" +
                         std::to_string(varying) + " and " + std::to_string(axis) +
-                        ") bounded by --max-shape; one dimension may vary, give the others "
-                        "with --shape");
+                        ") bounded by --max-shape; one dimension of an input may vary, and "
+                        "--max-shape cannot fix the others yet (export them static)");
   if (!varyingInputs.empty() && (symbol.empty() || lengthSymbol.empty() || symbol != lengthSymbol))
     return inputError("--max-shape bounds dimensions of graph inputs '" +
                       varyingInputs.front().first + "' and '" + name +
                       "' that are not named as one symbol ('" + lengthSymbol + "' and '" + symbol +
-                      "'); one length may vary, give the others with --shape");
+                      "'); one length may vary");
   lengthSymbol = symbol;
   varyingInputs.emplace_back(name, axis);
   return llvm::Error::success();
@@ -108,11 +108,26 @@ std::optional<int64_t> GraphImporter::positionPicked(const onnx::NodeProto &node
   return (*constant.begin()).getSExtValue();
 }
 
+bool GraphImporter::positionWithinBound(const onnx::NodeProto &node, int index, int64_t position) {
+  int64_t bound = cast<RankedTensorType>(lookup(node.input(0)).getType())
+                      .getDimSize(lengthAxes->layoutOf(node.input(0))->axis);
+  if (position >= -bound && position < bound)
+    return true;
+  refuse(node, onnx_import::nodeContext(node, index, opsetOf(node)),
+         "--max-shape: Gather picks position " + std::to_string(position) +
+             " along the varying length, which no length up to the bound " + std::to_string(bound) +
+             " has");
+  return false;
+}
+
 void GraphImporter::importPositionAtLength(const onnx::NodeProto &node, int index,
                                            int64_t position) {
-  std::string &picked = positionsAtLength[position];
-  if (picked.empty()) {
-    picked = "tessel.length.position" + std::to_string(position);
+  if (!positionWithinBound(node, index, position))
+    return;
+  // Each such node gets an index and a check of its own, which names it.
+  std::string label = onnx_import::nodeLabel(node, index);
+  std::string picked = "tessel.length.position." + label;
+  {
     Location loc = NameLoc::get(builder.getStringAttr(picked));
     Type i64 = builder.getI64Type();
     auto vector = RankedTensorType::get({1}, i64), scalar = RankedTensorType::get({}, i64);
@@ -131,7 +146,7 @@ void GraphImporter::importPositionAtLength(const onnx::NodeProto &node, int inde
     CheckZeroOp::create(
         builder, loc,
         ReshapeOp::create(builder, loc, scalar, CastOp::create(builder, loc, vector, outside)),
-        builder.getStringAttr(node.name()),
+        builder.getStringAttr(label),
         builder.getStringAttr("Gather picks position " + std::to_string(position) +
                               " along the varying length, which is outside it"));
     values[picked] = ReshapeOp::create(builder, loc, scalar, at);
@@ -147,6 +162,14 @@ void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index
   // y[-1] after a recurrence: the last position within the length.
   if (std::optional<int64_t> position = positionPicked(node))
     return importPositionAtLength(node, index, *position);
+  if ((node.op_type() == "Div" || node.op_type() == "Mod") && node.input_size() == 2 &&
+      lengthAxes->layoutOf(node.input(1))) {
+    Value divisor = lookup(node.input(1));
+    if (divisor && getElementTypeOrSelf(divisor.getType()).isInteger())
+      return refuse(node, label,
+                    "--max-shape: the integer divisor varies with the length " + symbol +
+                        ", and its padding past the length holds zeros");
+  }
   if (!isRecurrence(node) || node.input_size() == 0 || !lengthAxes->layoutOf(node.input(0))) {
     size_t problemsBefore = problems.size();
     importNode(node, index);

@@ -30,6 +30,7 @@ void describeSignature(const flatbuffers::Vector<flatbuffers::Offset<sc::TensorS
                        std::vector<std::vector<int64_t>> &reportedShapes) {
   to.reserve(from.size());
   for (const sc::TensorSignature *signature : from) {
+    // The verifier allows it on the last input alone.
     if (signature->holds_length())
       continue;
     const int64_t *shape = signature->shape()->data();

@@ -522,16 +522,8 @@ tsl_status paddedRegion(tsl_session &session, size_t slot, const tsl_tensor_info
                         int32_t axis, const tsl_tensor &tensor, bool isInput, int64_t length,
                         HostRegion &region) {
   const tsl_module &module = *session.module.module;
-  std::vector<int64_t> boundShape(info.shape, info.shape + info.rank);
-  boundShape[axis] = module.lengthBound;
-  VaryingRows rows;
-  size_t bytes;
-  if (!varyingRows(info.dtype, boundShape.data(), info.rank, axis, rows) ||
-      !tensorByteSize(info.dtype, boundShape.data(), info.rank, bytes))
-    return makeError(TSL_INVALID_ARGUMENT,
-                     "tensor '%s' varies along dimension %d, but its rows there are not whole "
-                     "bytes",
-                     info.name, axis);
+  VaryingRows rows = varyingRows(info.dtype, info.shape, info.rank, axis);
+  size_t bytes = rows.outer * static_cast<size_t>(module.lengthBound) * rows.rowBytes;
   AlignedBytes &buffer = session.padded[slot];
   if (!buffer) {
     buffer = allocateAligned(bytes, kBufferAlignment, /*zero=*/true);
@@ -552,11 +544,7 @@ tsl_status paddedRegion(tsl_session &session, size_t slot, const tsl_tensor_info
 void trimOutput(tsl_session &session, size_t o, tsl_tensor &tensor, int64_t length) {
   const tsl_module &module = *session.module.module;
   const tsl_tensor_info &info = module.outputs[o];
-  int32_t axis = module.outputVarying[o];
-  std::vector<int64_t> boundShape(info.shape, info.shape + info.rank);
-  boundShape[axis] = module.lengthBound;
-  VaryingRows rows;
-  varyingRows(info.dtype, boundShape.data(), info.rank, axis, rows);
+  VaryingRows rows = varyingRows(info.dtype, info.shape, info.rank, module.outputVarying[o]);
   trimToLength(rows, session.padded[module.inputs.size() + o].get(), module.lengthBound,
                tensor.data, length);
 }

@@ -2,32 +2,20 @@
 
 #include "VaryingLength.h"
 
-#include "TensorType.h"
-
 #include <cstring>
-#include <vector>
 
 namespace tessel::runtime {
 
-bool varyingRows(tsl_dtype dtype, const int64_t *shape, size_t rank, size_t axis,
-                 VaryingRows &rows) {
-  rows.outer = 1;
-  for (size_t d = 0; d < axis; ++d)
-    if (__builtin_mul_overflow(rows.outer, static_cast<size_t>(shape[d]), &rows.outer))
-      return false;
-  // One row of the tensor is its dimensions after `axis`; rows of sub-byte
-  // elements must fill whole bytes to be copied apart.
-  std::vector<int64_t> row(shape + axis + 1, shape + rank);
-  row.insert(row.begin(), 2);
-  size_t twoRows, total;
-  if (!tensorByteSize(dtype, row.data(), row.size(), twoRows) ||
-      !tensorByteSize(dtype, shape, rank, total) || twoRows % 2 != 0)
-    return false;
-  rows.rowBytes = twoRows / 2;
-  size_t expected;
-  return !__builtin_mul_overflow(rows.outer * rows.rowBytes, static_cast<size_t>(shape[axis]),
-                                 &expected) &&
-         expected == total;
+VaryingRows varyingRows(tsl_dtype dtype, const int64_t *shape, size_t rank, size_t axis) {
+  VaryingRows rows;
+  rows.rowBytes = tsl_dtype_size(dtype);
+  for (size_t d = 0; d < rank; ++d) {
+    if (d < axis)
+      rows.outer *= static_cast<size_t>(shape[d]);
+    else if (d > axis)
+      rows.rowBytes *= static_cast<size_t>(shape[d]);
+  }
+  return rows;
 }
 
 void padToBound(const VaryingRows &rows, const void *from, int64_t length, void *to,

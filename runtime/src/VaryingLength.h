@@ -25,11 +25,11 @@ struct VaryingRows {
   size_t rowBytes = 0;
 };
 
-/// The split of a tensor of `dtype` and `shape` around dimension `axis`;
-/// false when its rows are not whole bytes (sub-byte elements) or their
-/// sizes overflow.
-bool varyingRows(tsl_dtype dtype, const int64_t *shape, size_t rank, size_t axis,
-                 VaryingRows &rows);
+/// The split of a signature tensor of `dtype` and `shape` around its
+/// varying dimension `axis` (whatever `shape` holds there). Elements take
+/// whole bytes (sub-byte ones one each), and the verifier checked that the
+/// tensor fits in memory at the bound, so nothing overflows.
+VaryingRows varyingRows(tsl_dtype dtype, const int64_t *shape, size_t rank, size_t axis);
 
 /// Copies `length` positions of each block of `from` into `to`, whose
 /// blocks hold `bound` positions, and zeroes the rest of `to`'s.

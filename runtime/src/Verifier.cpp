@@ -214,6 +214,11 @@ private:
         holder = true;
       }
     }
+    for (fb::uoffset_t o = 0; o < outputs.size(); ++o)
+      if (outputs[o]->holds_length())
+        return invalid("artifact output %" PRIu32 " ('%s') holds the varying length, which only "
+                       "the last input may",
+                       o, outputs[o]->name()->c_str());
     bool inputVaries = false, outputVaries = false;
     for (const auto *tensors : {&inputs, &outputs})
       for (const sc::TensorSignature *tensor : *tensors) {

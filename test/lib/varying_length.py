@@ -5,11 +5,14 @@ Each model has inputs whose sequence dimension is the symbol 'seq'. It is
 compiled once with --max-shape at a bound, then run by tessel-run at
 several lengths up to the bound, each compared with onnxruntime on the
 same inputs at that length (rtol 1e-3, atol 1e-4): the recurrences read
-the length as their sequence_lens, and what follows them computes per
-position. Then what must be refused is: nodes that let positions along
-the length meet (a Softmax or a mean over it, the last step picked with a
-Gather), at compile time; a length past the bound and two inputs of
-different lengths, at run time.
+the length as their sequence_lens, what follows them computes per
+position, and y[-1] picks the last step within the length. An empty
+sequence gives an empty Y and zero final states. Then what must be
+refused: at compile time, nodes that let positions along the length meet
+(a Softmax or a mean over it, positions picked by a list), a position no
+length up to the bound has, an integer division by the (zero) padding; at
+run time, a length past the bound, a position past the length (y[3] at
+length 3) and two inputs of different lengths.
 """
 
 import argparse
@@ -119,17 +122,25 @@ def two_input_rnn(seed):
     return b.model("two_input_rnn", [out, h]), ["a", "b"], 7, [7, 3]
 
 
-def positions_meet(seed, op):
-    """An LSTM whose outputs meet along the length after it."""
+def refused(seed, case):
+    """An LSTM followed by a node that --max-shape must refuse: one that
+    lets positions along the length meet, one that picks a position no
+    length up to the bound has, or an integer division by the padding."""
     b = Builder(seed)
     y, _, _ = b.recurrence("LSTM", b.input("x", ["seq", 1, 4]), "lstm", 4, 6)
-    if op == "Softmax":
+    if case == "Softmax along the length":
         out = b.node("Softmax", [y], ["out"], axis=0)
-    elif op == "ReduceMean":
+    elif case == "ReduceMean along the length":
         out = b.node("ReduceMean", [y], ["out"], axes=[0])
-    else:  # positions picked by a list
+    elif case == "Gather of a list of positions":
         out = b.node("Gather", [y, b.ints("first_and_last", [0, -1])], ["out"], axis=0)
-    return b.model("positions_meet_" + op, [out]), ["x"], 8, []
+    elif case == "Gather of position 9 below bound 8":
+        out = b.node("Gather", [y, b.ints("ninth", 9)], ["out"], axis=0)
+    else:  # an integer division by a varying input
+        b.inputs.append(helper.make_tensor_value_info("n", TensorProto.INT64, ["seq", 2]))
+        out = b.node("Div", [b.ints("numerators", [[7, 9]]), "n"], ["out"])
+        return b.model("refused", [out, y]), ["x", "n"], 8, []
+    return b.model("refused", [out]), ["x"], 8, []
 
 
 def compile_bounded(model, names, bound, work):
@@ -194,18 +205,29 @@ def main():
             verdict(not errors, f"{name} (bound {bound}) at length {length}: {shapes}: "
                     f"{'; '.join(errors) if errors else 'match onnxruntime'}")
 
-    for seed, op in enumerate(["Softmax", "ReduceMean", "Gather"]):
-        model, names, bound, _ = positions_meet(seed, op)
-        work = os.path.join(args.work, model.graph.name)
+    cases = ["Softmax along the length", "ReduceMean along the length",
+             "Gather of a list of positions", "Gather of position 9 below bound 8",
+             "integer Div by a varying input"]
+    for seed, case in enumerate(cases):
+        model, names, bound, _ = refused(seed, case)
+        work = os.path.join(args.work, f"refused{seed}")
         artifact, status, message = compile_bounded(model, names, bound, work)
         written = "written" if os.path.exists(artifact) else "not written"
         verdict(status != 0 and written == "not written",
-                f"{op} along the length: exit {status}, artifact {written}: {message}")
+                f"{case}: exit {status}, artifact {written}: {message}")
 
     model, artifact, bound = artifacts["two_layer_lstm"]
     feeds = feeds_at(model, bound + 1, 0)
     actual, status, message = run_tessel(artifact, feeds, args.work, 4)
     verdict(actual is None, f"length {bound + 1}: exit {status}: {message}")
+    # An empty sequence: no steps, and the final states are the initial
+    # ones (zeros), as onnxruntime gives for a sequence_lens of 0.
+    model, artifact, bound = artifacts["batch_first_gru"]
+    actual, _, message = run_tessel(artifact, feeds_at(model, 0, 0), args.work, 2)
+    empty = actual is not None and actual[0].shape == (3, 0, 2, 10) and not actual[1].any()
+    verdict(empty, "batch_first_gru at length 0: " + (
+        f"{list(actual[0].shape)}, final states all zero: {not actual[1].any()}"
+        if actual is not None else message))
     model, artifact, bound = artifacts["fourth_step"]
     actual, status, message = run_tessel(artifact, feeds_at(model, 3, 0), args.work, 1)
     verdict(actual is None, f"y[3] at length 3: exit {status}: {message}")

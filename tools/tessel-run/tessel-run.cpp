@@ -315,6 +315,18 @@ int main(int argc, char **argv) {
       inputs.push_back(tessel::data::readTensorFile(file));
     // Timing, profiling and NPU counts need no data: deterministic inputs
     // stand in.
+    // Each model has one kind of dynamic dimension: the batch, or the
+    // varying length.
+    if (module.maxLength() > 0 && app.count("--batch")) {
+      std::fprintf(stderr, "tessel-run: error: --batch: the model's dynamic dimension is a "
+                           "varying length (tessel-compile --max-shape); give --length\n");
+      return 2;
+    }
+    if (module.maxLength() == 0 && length >= 0) {
+      std::fprintf(stderr, "tessel-run: error: --length: the model has no varying length "
+                           "(tessel-compile --max-shape)\n");
+      return 2;
+    }
     if (inputs.empty() && (bench > 0 || profile > 0 || readsTables))
       for (size_t i = 0; i < inputInfos.size(); ++i)
         inputs.push_back(randomInput(inputInfos[i], 1234 + i,

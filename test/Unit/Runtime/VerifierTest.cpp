@@ -60,6 +60,13 @@ TEST(VerifierTest, LengthThatIsNotTheLastInputIsRefused) {
                       "the last input");
 }
 
+TEST(VerifierTest, LengthHeldByAnOutputIsRefused) {
+  ArtifactSpec spec = varyingAddModel();
+  spec.outputs[0].holdsLength = true;
+  expectRefused(spec, "artifact output 0 ('z') holds the varying length, which only the last "
+                      "input may");
+}
+
 TEST(VerifierTest, VaryingAxisOutsideTheShapeIsRefused) {
   ArtifactSpec spec = varyingAddModel();
   spec.outputs[0].varyingAxis = 1;
