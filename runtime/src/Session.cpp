@@ -669,9 +669,11 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
   size_t inputCount = module.inputs.size(), outputCount = outputs.size();
   size_t firstOutputSlot = module.artifactInputCount;
   std::vector<HostRegion> outputRegions(outputCount);
+  // At the bound, varying tensors are used as they are.
+  bool pads = length < module.lengthBound;
   for (size_t i = 0; i < inputCount; ++i) {
     HostRegion region = sampleOf(*inputs[i], module.inputBatched[i], batch, sample);
-    if (module.inputVarying[i] >= 0)
+    if (pads && module.inputVarying[i] >= 0)
       TSL_RETURN_IF_ERROR(paddedRegion(session, i, module.inputs[i], module.inputVarying[i],
                                        *inputs[i], true, length, region));
     TSL_RETURN_IF_ERROR(bindRegion(session, i, region, true));
@@ -687,7 +689,7 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
   }
   for (size_t o = 0; o < outputCount; ++o) {
     outputRegions[o] = sampleOf(*outputs[o], module.outputBatched[o], batch, sample);
-    if (module.outputVarying[o] >= 0)
+    if (pads && module.outputVarying[o] >= 0)
       TSL_RETURN_IF_ERROR(paddedRegion(session, inputCount + o, module.outputs[o],
                                        module.outputVarying[o], *outputs[o], false, length,
                                        outputRegions[o]));
@@ -702,7 +704,7 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
     if (address != region.data)
       TSL_RETURN_IF_ERROR(session.device->copy(region.data, address, region.bytes,
                                                CopyDirection::DeviceToHost));
-    if (module.outputVarying[o] >= 0)
+    if (pads && module.outputVarying[o] >= 0)
       trimOutput(session, o, *outputs[o], length);
   }
   return nullptr;
