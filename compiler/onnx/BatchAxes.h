@@ -64,13 +64,15 @@ public:
   /// shape) in some of its elements.
   bool holdsBatchSize(const std::string &name) const { return sizeEntries.count(name); }
 
-private:
-  static const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
-                                                   llvm::StringRef name);
+  /// `node`'s integer attribute `name`, or `otherwise` when it has none.
   static int64_t intAttribute(const onnx::NodeProto &node, llvm::StringRef name,
                               int64_t otherwise);
   /// `axis` counted from the front of a rank-`rank` tensor.
   static int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+private:
+  static const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
+                                                   llvm::StringRef name);
 
   mlir::RankedTensorType typeOf(const std::string &name) const;
   /// The integers of constant input `name`; none when it is not constant.

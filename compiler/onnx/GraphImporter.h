@@ -37,6 +37,9 @@ class ScanOp;
 
 namespace tessel::onnx_import {
 
+/// An error the import stops at (a graph input it cannot type, say).
+llvm::Error importError(const llvm::Twine &message);
+
 /// Imports one model's graph: run() walks its nodes in order, recording
 /// every problem and going on past nodes it cannot import.
 class GraphImporter {

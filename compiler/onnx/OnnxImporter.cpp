@@ -37,6 +37,11 @@
 using namespace mlir;
 
 namespace tessel::onnx_import {
+
+llvm::Error importError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 namespace {
 
 /// The largest value the importer folds from constant inputs.
@@ -55,11 +60,6 @@ std::optional<uint64_t> tensorTypeBytes(Type type) {
   return onnx_import::tensorBytes(tensor.getShape(),
                                   llvm::divideCeil(tensor.getElementTypeBitWidth(), 8));
 }
-
-llvm::Error importError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
 
 /// An elementwise op without a folder (Ceil, Exp, ...) on f32 constants of
 /// its result's shape (or splats), evaluated element by element as ONNX's

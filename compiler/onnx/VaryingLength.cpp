@@ -29,21 +29,13 @@ namespace {
 /// ONNX's input index of a recurrence's sequence_lens.
 constexpr int kSequenceLensInput = 4;
 
-llvm::Error inputError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+/// The varying length's symbol as messages name it.
+std::string describedSymbol(const std::string &symbol) {
+  return symbol.empty() ? "(unnamed)" : "'" + symbol + "'";
 }
 
 bool isRecurrence(const onnx::NodeProto &node) {
   return node.op_type() == "LSTM" || node.op_type() == "GRU" || node.op_type() == "RNN";
-}
-
-/// The recurrence's `layout` attribute: 0 puts the sequence in dimension 0
-/// of X and Y, 1 in dimension 1.
-int64_t recurrenceLayout(const onnx::NodeProto &node) {
-  for (const onnx::AttributeProto &attribute : node.attribute())
-    if (attribute.name() == "layout")
-      return attribute.i();
-  return 0;
 }
 
 } // namespace
@@ -52,15 +44,15 @@ llvm::Error GraphImporter::addVaryingInput(const std::string &name, int64_t axis
                                            const std::string &symbol) {
   for (const auto &[input, varying] : varyingInputs)
     if (input == name)
-      return inputError("graph input '" + name + "' has two symbolic dimensions (" +
-                        std::to_string(varying) + " and " + std::to_string(axis) +
-                        ") bounded by --max-shape; one dimension of an input may vary, and "
-                        "--max-shape cannot fix the others yet (export them static)");
+      return importError("graph input '" + name + "' has two symbolic dimensions (" +
+                         std::to_string(varying) + " and " + std::to_string(axis) +
+                         ") bounded by --max-shape; one dimension of an input may vary, and "
+                         "--max-shape cannot fix the others yet (export them static)");
   if (!varyingInputs.empty() && (symbol.empty() || lengthSymbol.empty() || symbol != lengthSymbol))
-    return inputError("--max-shape bounds dimensions of graph inputs '" +
-                      varyingInputs.front().first + "' and '" + name +
-                      "' that are not named as one symbol ('" + lengthSymbol + "' and '" + symbol +
-                      "'); one length may vary");
+    return importError("--max-shape bounds dimensions of graph inputs '" +
+                       varyingInputs.front().first + "' and '" + name +
+                       "' that are not named as one symbol ('" + lengthSymbol + "' and '" + symbol +
+                       "'); one length may vary");
   lengthSymbol = symbol;
   varyingInputs.emplace_back(name, axis);
   return llvm::Error::success();
@@ -97,12 +89,8 @@ std::optional<int64_t> GraphImporter::positionPicked(const onnx::NodeProto &node
       !matchPattern(indices, m_Constant(&constant)) ||
       cast<RankedTensorType>(indices.getType()).getRank() != 0)
     return std::nullopt;
-  int64_t axis = 0;
-  for (const onnx::AttributeProto &attribute : node.attribute())
-    if (attribute.name() == "axis")
-      axis = attribute.i();
-  if (axis < 0)
-    axis += cast<RankedTensorType>(data.getType()).getRank();
+  int64_t axis = BatchAxes::normalized(BatchAxes::intAttribute(node, "axis", 0),
+                                       cast<RankedTensorType>(data.getType()).getRank());
   if (axis != layout->axis)
     return std::nullopt;
   return (*constant.begin()).getSExtValue();
@@ -158,7 +146,7 @@ void GraphImporter::importPositionAtLength(const onnx::NodeProto &node, int inde
 
 void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index) {
   std::string label = onnx_import::nodeContext(node, index, opsetOf(node));
-  std::string symbol = lengthSymbol.empty() ? "(unnamed)" : "'" + lengthSymbol + "'";
+  std::string symbol = describedSymbol(lengthSymbol);
   // y[-1] after a recurrence: the last position within the length.
   if (std::optional<int64_t> position = positionPicked(node))
     return importPositionAtLength(node, index, *position);
@@ -186,7 +174,8 @@ void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index
   }
 
   // A recurrence over the length: X's sequence dimension must be it.
-  int64_t layout = recurrenceLayout(node);
+  // ONNX's layout 0 puts the sequence in dimension 0 of X and Y, 1 in 1.
+  int64_t layout = BatchAxes::intAttribute(node, "layout", 0);
   int64_t sequenceAxis = layout == 0 ? 0 : 1;
   if (lengthAxes->layoutOf(node.input(0)) != BatchLayout{sequenceAxis, 1, 1})
     return refuse(node, label,
@@ -232,7 +221,7 @@ void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index
 }
 
 void GraphImporter::markVaryingResults(func::FuncOp function) {
-  std::string symbol = lengthSymbol.empty() ? "(unnamed)" : "'" + lengthSymbol + "'";
+  std::string symbol = describedSymbol(lengthSymbol);
   for (auto [i, output] : llvm::enumerate(model.graph().output())) {
     const std::string &name = output.name();
     if (lengthAxes->holdsBatchSize(name))

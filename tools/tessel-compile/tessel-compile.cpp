@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <map>
 
 namespace {
 
@@ -27,6 +28,24 @@ std::optional<std::vector<int64_t>> parseDims(llvm::StringRef text) {
     dims.push_back(dim);
   }
   return dims;
+}
+
+/// Parses each NAME=DIMS of option `flag` into `shapes`; false, after
+/// saying so, for one that is not of the form `example`.
+bool parseNamedShapes(const std::vector<std::string> &entries, llvm::StringRef flag,
+                      llvm::StringRef example,
+                      std::map<std::string, std::vector<int64_t>> &shapes) {
+  for (const std::string &entry : entries) {
+    auto [name, dims] = llvm::StringRef(entry).rsplit('=');
+    std::optional<std::vector<int64_t>> parsed = parseDims(dims);
+    if (name.empty() || !parsed) {
+      llvm::errs() << "tessel-compile: " << flag << " expects " << example << ", got '" << entry
+                   << "'\n";
+      return false;
+    }
+    shapes[name.str()] = *parsed;
+  }
+  return true;
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same
@@ -254,35 +273,10 @@ int main(int argc, char **argv) {
     llvm::errs() << "tessel-compile: error: --cuda-arch names no architecture\n";
     return 1;
   }
-  for (const std::string &shape : shapes) {
-    auto [name, dims] = llvm::StringRef(shape).rsplit('=');
-    std::optional<std::vector<int64_t>> parsed = parseDims(dims);
-    if (name.empty() || !parsed) {
-      llvm::errs() << "tessel-compile: --shape expects NAME=1x3x224x224, got '"
-                   << shape << "'\n";
-      return 2;
-    }
-    options.import.inputShapes[name.str()] = *parsed;
-  }
-  for (const std::string &bounded : maxShapes) {
-    auto [name, dims] = llvm::StringRef(bounded).rsplit('=');
-    std::optional<std::vector<int64_t>> parsed = parseDims(dims);
-    if (name.empty() || !parsed) {
-      llvm::errs() << "tessel-compile: --max-shape expects NAME=32x1x64, got '" << bounded << "'\n";
-      return 2;
-    }
-    options.import.maxShapes[name.str()] = *parsed;
-  }
-  for (const std::string &stated : statedShapes) {
-    auto [name, dims] = llvm::StringRef(stated).rsplit('=');
-    std::optional<std::vector<int64_t>> parsed = parseDims(dims);
-    if (name.empty() || !parsed) {
-      llvm::errs() << "tessel-compile: --value-shape expects NAME=2x3x4, got '" << stated
-                   << "'\n";
-      return 2;
-    }
-    options.import.statedShapes[name.str()] = *parsed;
-  }
+  if (!parseNamedShapes(shapes, "--shape", "NAME=1x3x224x224", options.import.inputShapes) ||
+      !parseNamedShapes(maxShapes, "--max-shape", "NAME=32x1x64", options.import.maxShapes) ||
+      !parseNamedShapes(statedShapes, "--value-shape", "NAME=2x3x4", options.import.statedShapes))
+    return 2;
   for (const std::string &entry : frozen) {
     auto [name, file] = llvm::StringRef(entry).split('=');
     if (name.empty() || file.empty()) {

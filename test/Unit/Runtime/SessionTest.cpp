@@ -265,10 +265,10 @@ TensorPtr samples(int64_t batch, float start) {
   return TensorPtr(tensor);
 }
 
-/// Runs batchedAddModel's `session` on x and y; `output` as tsl_session_run
-/// takes it.
-StatusResult runBatchedAdd(tsl_session *session, const TensorPtr &x, const TensorPtr &y,
-                           tsl_tensor **output) {
+/// Runs a session of one of the add models (batched or varying) on x and
+/// y; `output` as tsl_session_run takes it.
+StatusResult runAdd(tsl_session *session, const TensorPtr &x, const TensorPtr &y,
+                    tsl_tensor **output) {
   tsl_tensor *inputs[] = {x.get(), y.get()};
   return take(tsl_session_run(session, inputs, 2, output, 1));
 }
@@ -294,7 +294,7 @@ TEST(BatchedModelTest, EachSampleIsComputedWithTheSharedInput) {
   for (int64_t batch : {1, 3, 5}) {
     tsl_tensor *output = nullptr;
     StatusResult status =
-        runBatchedAdd(session.get(), samples(batch, 0), floatTensor(ramp(100, -2)), &output);
+        runAdd(session.get(), samples(batch, 0), floatTensor(ramp(100, -2)), &output);
     ASSERT_EQ(status.code, TSL_OK) << status.message;
     TensorPtr z(output);
     ASSERT_EQ(tsl_tensor_rank(output), 2u);
@@ -311,8 +311,7 @@ TEST(BatchedModelTest, NoSamplesGiveAnEmptyOutput) {
   ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
   SessionPtr session = createSession(module.get());
   tsl_tensor *output = nullptr;
-  StatusResult status =
-      runBatchedAdd(session.get(), samples(0, 0), floatTensor(ramp(100, -2)), &output);
+  StatusResult status = runAdd(session.get(), samples(0, 0), floatTensor(ramp(100, -2)), &output);
   ASSERT_EQ(status.code, TSL_OK) << status.message;
   TensorPtr z(output);
   EXPECT_EQ(tsl_tensor_shape(output)[0], 0);
@@ -323,8 +322,7 @@ TEST(BatchedModelTest, OutputHoldingAnotherBatchIsRefused) {
   SessionPtr session = createSession(module.get());
   TensorPtr z = samples(2, 0);
   tsl_tensor *output = z.get();
-  StatusResult status =
-      runBatchedAdd(session.get(), samples(3, 0), floatTensor(ramp(100, -2)), &output);
+  StatusResult status = runAdd(session.get(), samples(3, 0), floatTensor(ramp(100, -2)), &output);
   EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
   EXPECT_THAT(status.message, HasSubstr("output 0 ('z') holds 2 samples but input 'x' holds 3"));
 }
@@ -333,17 +331,9 @@ TEST(BatchedModelTest, SharedInputMustKeepItsShape) {
   ModulePtr module = loadModule(buildArtifact(batchedAddModel()));
   SessionPtr session = createSession(module.get());
   tsl_tensor *output = nullptr;
-  StatusResult status = runBatchedAdd(session.get(), samples(3, 0), samples(3, 0), &output);
+  StatusResult status = runAdd(session.get(), samples(3, 0), samples(3, 0), &output);
   EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
   EXPECT_THAT(status.message, HasSubstr("input 1 ('y'): expected rank 1"));
-}
-
-/// Runs varyingAddModel's `session` on x and y; `output` as tsl_session_run
-/// takes it.
-StatusResult runVaryingAdd(tsl_session *session, const TensorPtr &x, const TensorPtr &y,
-                           tsl_tensor **output) {
-  tsl_tensor *inputs[] = {x.get(), y.get()};
-  return take(tsl_session_run(session, inputs, 2, output, 1));
 }
 
 TEST(VaryingModelTest, SignatureHidesTheLengthAndReportsTheBound) {
@@ -369,7 +359,7 @@ TEST(VaryingModelTest, RunsAtEachLengthAndTrimsTheOutput) {
     values.resize(static_cast<size_t>(length));
     tsl_tensor *output = nullptr;
     StatusResult status =
-        runVaryingAdd(session.get(), floatTensor(values), floatTensor(ramp(100, -2)), &output);
+        runAdd(session.get(), floatTensor(values), floatTensor(ramp(100, -2)), &output);
     ASSERT_EQ(status.code, TSL_OK) << status.message;
     TensorPtr z(output);
     ASSERT_EQ(tsl_tensor_shape(output)[0], length);
@@ -383,8 +373,8 @@ TEST(VaryingModelTest, LengthBeyondTheBoundIsRefused) {
   ModulePtr module = loadModule(buildArtifact(varyingAddModel()));
   SessionPtr session = createSession(module.get());
   tsl_tensor *output = nullptr;
-  StatusResult status = runVaryingAdd(session.get(), floatTensor(std::vector<float>(17, 1.0f)),
-                                      floatTensor(ramp(100, -2)), &output);
+  StatusResult status = runAdd(session.get(), floatTensor(std::vector<float>(17, 1.0f)),
+                               floatTensor(ramp(100, -2)), &output);
   EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
   EXPECT_THAT(status.message, HasSubstr("input 0 ('x'): dimension 0 is 17, beyond the bound 16"));
 }
@@ -394,8 +384,8 @@ TEST(VaryingModelTest, OutputOfAnotherLengthIsRefused) {
   SessionPtr session = createSession(module.get());
   TensorPtr z = floatTensor(std::vector<float>(3, 0.0f));
   tsl_tensor *output = z.get();
-  StatusResult status = runVaryingAdd(session.get(), floatTensor(std::vector<float>(4, 1.0f)),
-                                      floatTensor(ramp(100, -2)), &output);
+  StatusResult status = runAdd(session.get(), floatTensor(std::vector<float>(4, 1.0f)),
+                               floatTensor(ramp(100, -2)), &output);
   EXPECT_EQ(status.code, TSL_INVALID_ARGUMENT);
   EXPECT_THAT(status.message, HasSubstr("output 0 ('z'): dimension 0 is 3 but input 'x' sets "
                                         "the varying length to 4"));
