@@ -383,6 +383,11 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
     return llvm::Error::success();
   }
 
+  // A scan's length only lets a target skip steps that change nothing, so
+  // where some target must run them all (it compiles the same kernels),
+  // every target does.
+  if (llvm::any_of(targets, [](Target *target) { return !target->loopsToRunTimeCounts(); }))
+    module.walk([](ScanOp scan) { scan.getLengthMutable().clear(); });
   PassManager lowering(&context);
   buildLinalgPipeline(lowering);
   if (failed(lowering.run(module)))

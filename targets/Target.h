@@ -152,6 +152,11 @@ public:
   /// the runtime picks a device when the session starts.
   virtual bool replacesFallback() const { return false; }
 
+  /// Whether the target's kernels may loop a number of times known only
+  /// when they run: a recurrence that stops at its run-time length. The
+  /// CUDA target unrolls the steps of recurrences into launches.
+  virtual bool loopsToRunTimeCounts() const { return true; }
+
   /// Whether the target applies --precision to the matrix products of the
   /// kernels it compiles itself (the CUDA target rounds their operands for
   /// the tensor cores): the graph then leaves them f32, rather than making

@@ -516,8 +516,8 @@ GraphImporter::ScanImport GraphImporter::buildScanLoop(Location loc, ArrayRef<Va
   int64_t steps = cast<RankedTensorType>(scanned.front().getType()).getDimSize(0);
   SmallVector<int64_t> stacked = {steps, static_cast<int64_t>(states.size())};
   llvm::append_range(stacked, stateType.getShape());
-  auto scan = ScanOp::create(builder, loc, stateType.clone(stacked), ValueRange{}, states,
-                             scanned, reverse);
+  auto scan = ScanOp::create(builder, loc, stateType.clone(stacked), ValueRange{}, states, scanned,
+                             /*length=*/Value(), reverse);
   {
     OpBuilder::InsertionGuard guard(builder);
     Block *body = builder.createBlock(&scan.getBody());

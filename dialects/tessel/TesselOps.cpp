@@ -962,6 +962,12 @@ LogicalResult ScanOp::verify() {
                        "expected ")
            << stateType.clone(stacked) << ", got " << resultType;
 
+  if (Value length = getLength()) {
+    auto type = cast<RankedTensorType>(length.getType());
+    if (type.getRank() != 0 || !type.getElementType().isInteger(64))
+      return emitOpError("length must be a 0-d i64 tensor, got ") << type;
+  }
+
   SmallVector<Type> arguments(getInvariants().getTypes());
   llvm::append_range(arguments, getStates().getTypes());
   for (Value scanned : getScanned()) {

@@ -1178,6 +1178,13 @@ def Tessel_ScanOp : Tessel_Op<"scan", [IsolatedFromAbove, AttrSizedOperandSegmen
     It stays one op, and one kernel, so that a target runs the steps as a
     loop with the states in cache instead of a kernel per step.
 
+    An optional `length` (a 0-d i64 tensor) says that the steps from
+    t = length on leave the states as they are: the body sees to it, as a
+    recurrence's mask of its sequence lengths does. A target may then stop
+    there (in reverse, start at t = length - 1), the result's rows for the
+    steps skipped repeating the states as they stand; one that runs every
+    step computes the same result.
+
     ```mlir
     %y = tessel.scan invariants(%r) states(%h0) scanned(%x)
         : (tensor<8x8xf32>, tensor<1x8xf32>, tensor<5x1x8xf32>) -> tensor<5x1x1x8xf32> {
@@ -1192,12 +1199,14 @@ def Tessel_ScanOp : Tessel_Op<"scan", [IsolatedFromAbove, AttrSizedOperandSegmen
   let arguments = (ins Variadic<Tessel_Tensor>:$invariants,
                        Variadic<Tessel_Tensor>:$states,
                        Variadic<Tessel_Tensor>:$scanned,
+                       Optional<Tessel_Tensor>:$length,
                        UnitAttr:$reverse);
   let results = (outs Tessel_Tensor:$result);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     (`reverse` $reverse^)? `invariants` `(` $invariants `)` `states` `(` $states `)`
-    `scanned` `(` $scanned `)` attr-dict `:` functional-type(operands, results) $body
+    `scanned` `(` $scanned `)` (`length` `(` $length^ `)`)? attr-dict `:`
+    functional-type(operands, results) $body
   }];
   let extraClassDeclaration = [{
     /// The number of steps: the scanned tensors' leading extent.

@@ -66,6 +66,7 @@ public:
   llvm::StringRef name() const override { return "cuda"; }
   DeviceKind device() const override { return DeviceKind::Cuda; }
   bool replacesFallback() const override { return true; }
+  bool loopsToRunTimeCounts() const override { return false; }
   bool roundsProductsItself() const override { return true; }
 
   FailureOr<Executable> compile(ModuleOp kernels, const TargetOptions &options) override {

@@ -11,8 +11,9 @@ rtol 1e-3, atol 1e-4. onnxruntime's CPU kernels refuse layout 1
 (batch first): such a case's reference is the same node in layout 0 run by
 onnxruntime on the transposed inputs, its outputs transposed back. The compiled graph is also read back (--emit
 tessel): a recurrence must be one tessel.scan per direction, its steps a
-loop rather than ops per step. Last, a run whose sequence_lens exceed the
-sequence must fail, naming the node.
+loop rather than ops per step, and with sequence_lens each scan must be
+given the longest length, at which it may stop. Last, a run whose
+sequence_lens exceed the sequence must fail, naming the node.
 """
 
 import argparse
@@ -61,6 +62,12 @@ CASES = [
          lengths=[3, 5], lengths_input=False),
     case("rnn_lengths_layout1", "RNN", batch=3, layout=1, initial_inputs=True,
          lengths=[1, 4, 5]),
+    # Every sequence shorter than the steps: the scans stop at the longest.
+    case("lstm_lengths_short_bidirectional", "LSTM", sequence=7, batch=3,
+         direction="bidirectional", initial_inputs=True, lengths=[3, 1, 4]),
+    case("gru_lengths_short_constant_reverse", "GRU", sequence=6, direction="reverse",
+         initial_inputs=True, lengths=[2, 3], lengths_input=False),
+    case("rnn_lengths_all_empty", "RNN", initial_inputs=True, lengths=[0, 0]),
 ]
 
 
@@ -155,6 +162,7 @@ def main():
         onnx.save(model, model_path)
         graph = compile_model(model_path, artifact)
         scans = len(re.findall(r"= tessel\.scan ", graph))
+        stopping = len(re.findall(r"= tessel\.scan .* length\(", graph))
         products = len(re.findall(r"= tessel\.matmul ", graph))
 
         expected = reference_outputs(spec, seed, outputs, work)
@@ -163,9 +171,11 @@ def main():
             raise RuntimeError(message)
         errors = differences(outputs, expected, actual, rtol=1e-3, atol=1e-4)
         verdict = "; ".join(errors) if errors else "match onnxruntime"
-        failed += bool(errors) or scans != directions
-        print(f"{spec['name']}: {scans} scans for {directions} directions, {products} matrix "
-              f"products; {', '.join(outputs)} {verdict}")
+        stopping_expected = directions if spec["lengths"] is not None else 0
+        failed += bool(errors) or scans != directions or stopping != stopping_expected
+        stops = f" ({stopping} stop at the longest length)" if stopping else ""
+        print(f"{spec['name']}: {scans} scans for {directions} directions{stops}, {products} "
+              f"matrix products; {', '.join(outputs)} {verdict}")
 
     # Lengths beyond the sequence are refused when the model runs.
     spec = next(spec for spec in CASES if spec["name"] == "lstm_lengths_bidirectional")

@@ -106,6 +106,34 @@ def build(spec):
     return model, feeds, [output.name for output in graph_outputs]
 
 
+def build_states_passed_on():
+    """A Scan whose body passes states on as they are: a and b swap (b's
+    next value reads a), c stays the same, and the scan output is the
+    previous a. A state's buffer must not be stored over before the states
+    it moves into have read it."""
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [WIDTH])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["b"], ["a_next"]),
+         helper.make_node("Add", ["a", "x"], ["a_plus_x"]),
+         helper.make_node("Mul", ["a_plus_x", "c"], ["b_next"]),
+         helper.make_node("Identity", ["c"], ["c_next"]),
+         helper.make_node("Identity", ["a"], ["y"])],
+        "body", [value(name) for name in ["a", "b", "c", "x"]],
+        [value(name) for name in ["a_next", "b_next", "c_next", "y"]])
+    scan = helper.make_node("Scan", ["a0", "b0", "c0", "xs"], ["a", "b", "c", "ys"],
+                            name="states_passed_on", body=body, num_scan_inputs=1)
+    steps = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [STEPS, WIDTH])
+    graph = helper.make_graph([scan], "states_passed_on",
+                              [value("a0"), value("b0"), value("c0"), steps("xs")],
+                              [value("a"), value("b"), value("c"), steps("ys")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(4)
+    feeds = {name: rng.standard_normal([WIDTH]).astype(np.float32) for name in ["a0", "b0", "c0"]}
+    feeds["xs"] = rng.standard_normal([STEPS, WIDTH]).astype(np.float32)
+    return model, feeds, ["a", "b", "c", "ys"]
+
+
 LOOP_CASES = ["loop_constant_trip_count", "loop_carried_values_of_two_types"]
 
 
@@ -159,6 +187,7 @@ def main():
     onnxruntime.set_default_logger_severity(3)
     failed = 0
     cases = [(spec["name"], lambda spec=spec: build(spec)) for spec in CASES] + \
+        [("states_passed_on", build_states_passed_on)] + \
         [(name, lambda name=name: build_loop(name)) for name in LOOP_CASES]
     for name, make in cases:
         model, feeds, outputs = make()

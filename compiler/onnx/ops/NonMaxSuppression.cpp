@@ -263,8 +263,9 @@ LogicalResult importNonMaxSuppression(NodeImporter &node) {
                                    boxes.yMax, boxes.area, boxes.table, threshold};
   SmallVector<int64_t> stacked = {steps, 2};
   llvm::append_range(stacked, scoresType.getShape());
-  auto scan = ScanOp::create(b, loc, RankedTensorType::get(stacked, f32), invariants,
-                             ValueRange{alive, picks}, ValueRange{slots}, false);
+  auto scan =
+      ScanOp::create(b, loc, RankedTensorType::get(stacked, f32), invariants,
+                     ValueRange{alive, picks}, ValueRange{slots}, /*length=*/Value(), false);
   {
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&scan.getBody());

@@ -4,7 +4,8 @@
 // the steps are one tessel.scan per direction, whose body adds the hidden
 // state's projection to the step's and applies the gates, so that a target
 // runs them as one loop. The sequence length is static; sequence_lens (a
-// constant or a run-time input) may end each batch entry's sequence sooner.
+// constant or a run-time input) may end each batch entry's sequence sooner,
+// and the scans stop at the longest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,6 +100,9 @@ private:
   /// has the full length. Floats rather than booleans: the x86 vectorizer
   /// leaves a generic that reads an i1 tensor as scalar loops.
   Value withinLength;
+  /// The longest of the lengths as a 0-d i64 tensor, when withinLength is
+  /// set: no state changes after it, so the scans may stop there.
+  Value longestLength;
   std::vector<std::string> activations;
   std::vector<float> alphas, betas;
 };
@@ -299,7 +303,8 @@ Recurrence::Run Recurrence::runDirection(int64_t direction, bool reverse) {
   SmallVector<Value> scanned = {projected};
   if (withinLength)
     scanned.push_back(withinLength);
-  auto scan = ScanOp::create(b, loc, resultType, invariants, states, scanned, reverse);
+  auto scan =
+      ScanOp::create(b, loc, resultType, invariants, states, scanned, longestLength, reverse);
   {
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&scan.getBody());
@@ -386,11 +391,15 @@ LogicalResult Recurrence::import() {
         allFull &= length.getSExtValue() == sequence;
       }
       // Lengths known to be full need no masking.
-      if (!allFull)
-        withinLength = stepsWithinLengths(lengths);
+      if (allFull)
+        lengths = Value();
     } else {
       checkLengths(lengths, range);
+    }
+    if (lengths) {
       withinLength = stepsWithinLengths(lengths);
+      longestLength = node.createInferred<ReduceOp>(b.getStringAttr("max"), lengths,
+                                                    b.getDenseI64ArrayAttr({0}));
     }
   }
   std::string direction = node.stringAttr("direction").value_or("forward");

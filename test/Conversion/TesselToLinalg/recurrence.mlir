@@ -5,12 +5,12 @@
 // and into result[t]. In reverse, t counts down from the last step.
 // CHECK-LABEL: @scan
 // CHECK: %[[EMPTY:.+]] = tensor.empty() : tensor<5x1x1x8xf32>
+// CHECK-DAG: %[[C5:.+]] = arith.constant 5 : index
 // CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
-// CHECK-DAG: %[[C5:.+]] = arith.constant 5 : index
+// CHECK: %[[LAST:.+]] = arith.subi %[[C5]], %[[C1]] : index
 // CHECK: %[[LOOP:.+]]:2 = scf.for %[[I:.+]] = %[[C0]] to %[[C5]] step %[[C1]] iter_args(%[[H:.+]] = %arg1, %[[ALL:.+]] = %[[EMPTY]])
-// CHECK:   %[[C4:.+]] = arith.constant 4 : index
-// CHECK:   %[[T:.+]] = arith.subi %[[C4]], %[[I]] : index
+// CHECK:   %[[T:.+]] = arith.subi %[[LAST]], %[[I]] : index
 // CHECK:   %[[X:.+]] = tensor.extract_slice %arg2[%[[T]], 0, 0] [1, 1, 8] [1, 1, 1] : tensor<5x1x8xf32> to tensor<1x8xf32>
 // CHECK:   linalg.generic {{.*}} ins(%[[H]], %arg0 : tensor<1x8xf32>, tensor<8x8xf32>)
 // CHECK:     arith.addf
@@ -33,4 +33,57 @@ func.func @scan(%r: tensor<8x8xf32>, %h0: tensor<1x8xf32>, %x: tensor<5x1x8xf32>
     tessel.yield %n : tensor<1x8xf32>
   }
   return %0 : tensor<5x1x1x8xf32>
+}
+
+// With a length, the loop stops at it (clamped to the steps), and a second
+// loop writes the final states into the rows of the steps it skipped.
+// CHECK-LABEL: @scan_to_length
+// CHECK: %[[EMPTY:.+]] = tensor.empty() : tensor<5x1x1x8xf32>
+// CHECK: %[[C5:.+]] = arith.constant 5 : index
+// CHECK: %[[GIVEN:.+]] = tensor.extract %arg3[] : tensor<i64>
+// CHECK: %[[INDEX:.+]] = arith.index_cast %[[GIVEN]] : i64 to index
+// CHECK: %[[C0:.+]] = arith.constant 0 : index
+// CHECK: %[[ABOVE:.+]] = arith.maxsi %[[INDEX]], %[[C0]] : index
+// CHECK: %[[STEPS:.+]] = arith.minsi %[[ABOVE]], %[[C5]] : index
+// CHECK: %[[LOOP:.+]]:2 = scf.for %[[I:.+]] = %{{.+}} to %[[STEPS]] step %{{.+}} iter_args(%[[H:.+]] = %arg1, %[[ALL:.+]] = %[[EMPTY]])
+// CHECK:   tensor.extract_slice %arg2[%[[I]], 0, 0] [1, 1, 8]
+// CHECK:   math.tanh
+// CHECK: %[[REST:.+]] = scf.for %[[J:.+]] = %[[STEPS]] to %[[C5]] step %{{.+}} iter_args(%[[ROWS:.+]] = %[[LOOP]]#1)
+// CHECK:   %[[ROW:.+]] = tensor.insert_slice %[[LOOP]]#0 into %[[ROWS]][%[[J]], 0, 0, 0] [1, 1, 1, 8]
+// CHECK:   scf.yield %[[ROW]]
+// CHECK: return %[[REST]]
+func.func @scan_to_length(%r: tensor<8x8xf32>, %h0: tensor<1x8xf32>, %x: tensor<5x1x8xf32>,
+                          %n: tensor<i64>) -> tensor<5x1x1x8xf32> {
+  %0 = tessel.scan invariants(%r) states(%h0) scanned(%x) length(%n)
+      : (tensor<8x8xf32>, tensor<1x8xf32>, tensor<5x1x8xf32>, tensor<i64>) -> tensor<5x1x1x8xf32> {
+  ^bb0(%rt: tensor<8x8xf32>, %h: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    %n2 = tessel.tanh %xt : tensor<1x8xf32>
+    tessel.yield %n2 : tensor<1x8xf32>
+  }
+  return %0 : tensor<5x1x1x8xf32>
+}
+
+// In reverse, the rows of the steps skipped come first and hold the initial
+// states; the steps then run from length - 1 down to 0.
+// CHECK-LABEL: @reverse_scan_to_length
+// CHECK: %[[STEPS:.+]] = arith.minsi
+// CHECK: %[[INITIAL:.+]] = scf.for %[[J:.+]] = %[[STEPS]] to %{{.+}} step %{{.+}} iter_args(%[[ROWS:.+]] = %{{.+}})
+// CHECK:   %[[H:.+]] = tensor.insert_slice %arg0 into %[[ROWS]][%[[J]], 0, 0, 0]
+// CHECK:   %[[C:.+]] = tensor.insert_slice %arg1 into %[[H]][%[[J]], 1, 0, 0]
+// CHECK:   scf.yield %[[C]]
+// CHECK: %[[LAST:.+]] = arith.subi %[[STEPS]], %{{.+}} : index
+// CHECK: %[[LOOP:.+]]:3 = scf.for %[[I:.+]] = %{{.+}} to %[[STEPS]] step %{{.+}} iter_args(%{{.+}} = %arg0, %{{.+}} = %arg1, %{{.+}} = %[[INITIAL]])
+// CHECK:   %[[T:.+]] = arith.subi %[[LAST]], %[[I]] : index
+// CHECK:   tensor.extract_slice %arg2[%[[T]], 0, 0]
+// CHECK: return %[[LOOP]]#2
+func.func @reverse_scan_to_length(%h0: tensor<1x8xf32>, %c0: tensor<1x8xf32>, %x: tensor<5x1x8xf32>,
+                                  %n: tensor<i64>) -> tensor<5x2x1x8xf32> {
+  %0 = tessel.scan reverse invariants() states(%h0, %c0) scanned(%x) length(%n)
+      : (tensor<1x8xf32>, tensor<1x8xf32>, tensor<5x1x8xf32>, tensor<i64>) -> tensor<5x2x1x8xf32> {
+  ^bb0(%h: tensor<1x8xf32>, %c: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    %t = tessel.tanh %xt : tensor<1x8xf32>
+    %s = tessel.add %h, %c : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+    tessel.yield %t, %s : tensor<1x8xf32>, tensor<1x8xf32>
+  }
+  return %0 : tensor<5x2x1x8xf32>
 }

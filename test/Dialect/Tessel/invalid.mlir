@@ -373,3 +373,15 @@ func.func @scan_yield(%h: tensor<1x8xf32>, %x: tensor<3x1x8xf32>) -> tensor<3x1x
   }
   return %0 : tensor<3x1x1x8xf32>
 }
+
+// -----
+
+func.func @scan_length(%h: tensor<1x8xf32>, %x: tensor<3x1x8xf32>, %n: tensor<1xi64>) -> tensor<3x1x1x8xf32> {
+  // expected-error @+1 {{length must be a 0-d i64 tensor, got 'tensor<1xi64>'}}
+  %0 = tessel.scan invariants() states(%h) scanned(%x) length(%n)
+      : (tensor<1x8xf32>, tensor<3x1x8xf32>, tensor<1xi64>) -> tensor<3x1x1x8xf32> {
+  ^bb0(%a: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    tessel.yield %xt : tensor<1x8xf32>
+  }
+  return %0 : tensor<3x1x1x8xf32>
+}

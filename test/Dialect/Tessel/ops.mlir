@@ -158,3 +158,15 @@ func.func @scan(%r: tensor<8x8xf32>, %h0: tensor<1x8xf32>, %x: tensor<5x1x8xf32>
   }
   return %0 : tensor<5x1x1x8xf32>
 }
+
+// CHECK-LABEL: @scan_to_length
+// CHECK: tessel.scan invariants() states(%arg0) scanned(%arg1) length(%arg2) : (tensor<1x8xf32>, tensor<5x1x8xf32>, tensor<i64>) -> tensor<5x1x1x8xf32> {
+func.func @scan_to_length(%h0: tensor<1x8xf32>, %x: tensor<5x1x8xf32>, %n: tensor<i64>) -> tensor<5x1x1x8xf32> {
+  %0 = tessel.scan invariants() states(%h0) scanned(%x) length(%n)
+      : (tensor<1x8xf32>, tensor<5x1x8xf32>, tensor<i64>) -> tensor<5x1x1x8xf32> {
+  ^bb0(%h: tensor<1x8xf32>, %xt: tensor<1x8xf32>):
+    %s = tessel.add %xt, %h : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+    tessel.yield %s : tensor<1x8xf32>
+  }
+  return %0 : tensor<5x1x1x8xf32>
+}
