@@ -2,6 +2,7 @@
 """Latency of a compiled Tessel artifact next to onnxruntime, in one run.
 
     scripts/compare-latency.py model.onnx model.tsl --threads 1 2 --rounds 5
+    scripts/compare-latency.py lstm.onnx lstm.tsl --dim seq=8   # a symbolic dimension
 
 For each thread count the two run in this process on the same random inputs
 (Tessel through its Python bindings, build/python), timed in alternating
@@ -104,9 +105,25 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=10,
                         help="samples of each per round (rounds * runs in all)")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                        help="the size of a symbolic input dimension (a varying length "
+                             "of a --max-shape artifact); repeatable")
     parser.add_argument("--tessel-run", default=str(
         pathlib.Path(__file__).resolve().parent.parent / "build/bin/tessel-run"))
     args = parser.parse_args()
+    dims = {}
+    for given in args.dim:
+        name, _, size = given.partition("=")
+        if not size.isdigit():
+            parser.error(f"--dim {given}: expected NAME=N")
+        dims[name] = int(size)
+
+    def concrete(shape):
+        unknown = [d for d in shape if not isinstance(d, int) and d not in dims]
+        if unknown:
+            sys.exit(f"compare-latency: give the size of symbolic dimension(s) "
+                     f"{', '.join(map(str, unknown))} with --dim NAME=N")
+        return [d if isinstance(d, int) else dims[d] for d in shape]
 
     print(f"{'threads':>7}  {'tessel ms':>10}  {'onnxruntime ms':>14}  {'ratio':>6}")
     for threads in args.threads:
@@ -117,7 +134,7 @@ def main():
                                        providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(0)
         feeds = {
-            i.name: rng.standard_normal(i.shape).astype(onnx_dtype(i.type))
+            i.name: rng.standard_normal(concrete(i.shape)).astype(onnx_dtype(i.type))
             for i in session.get_inputs()
         }
         t, r = alternate(args.tessel_run, args.artifact, session, feeds, threads,

@@ -91,7 +91,7 @@ def two_layer_lstm(seed):
     head = b.node("Relu", [biased], ["head"])
     # y[-1]: the last step within the length.
     last = b.node("Gather", [steps, b.ints("last_step", -1)], ["last"], axis=0)
-    return b.model("two_layer_lstm", [head, h2, c1, last]), ["x"], 12, [12, 5, 1]
+    return b.model("two_layer_lstm", [head, h2, c1, last]), ["x"], 12, [12, 8, 5, 1]
 
 
 def batch_first_gru(seed):
@@ -119,7 +119,8 @@ def two_input_rnn(seed):
     added = b.node("Add", [b.input("a", ["seq", 2, 4]), b.input("b", ["seq", 2, 4])], ["sum"])
     y, h = b.recurrence("RNN", added, "rnn", 4, 5, direction="reverse")
     out = b.node("Tanh", [y], ["out"])
-    return b.model("two_input_rnn", [out, h]), ["a", "b"], 7, [7, 3]
+    # A prime bound above the chunk size: chunks of one step.
+    return b.model("two_input_rnn", [out, h]), ["a", "b"], 11, [11, 3]
 
 
 def refused(seed, case):
