@@ -397,8 +397,14 @@ Value Recurrence::scanChunks(const StepInputs &in, ArrayRef<Value> states, Value
     for (Value *invariant : {&inside.recurrentWeight, &inside.candidateWeight,
                              &inside.recurrentBias, &inside.peephole})
       *invariant = inBody.lookupOrNull(*invariant);
-    Value stepsLeft = sub(inBody.lookup(longestLength), slices[2]);
-    YieldOp::create(b, loc, scanSteps(inside, carried, projected, slices[1], stepsLeft, reverse));
+    Value length = inBody.lookup(longestLength), firstStep = slices[2];
+    Value chunkSteps =
+        scanSteps(inside, carried, projected, slices[1], sub(length, firstStep), reverse);
+    // A chunk past the length leaves the carried steps as they were, as
+    // the scan's length requires of the steps it may skip.
+    Value reached = node.createInferred<CompareOp>(b.getStringAttr("lt"), firstStep, length);
+    YieldOp::create(b, loc,
+                    ValueRange{node.createInferred<WhereOp>(reached, chunkSteps, previous)});
   }
   return reshape(scan.getResult(), {sequence, stateCount, batch, hiddenSize});
 }
