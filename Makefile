@@ -49,13 +49,15 @@ conformance: build
 # Tessel next to onnxruntime on the benchmark models -> docs/performance.md,
 # their INT8 quantizations -> docs/performance-int8.md, and the cost of
 # run-time index checks -> docs/performance-index-checks.md, one dynamic-batch
-# artifact against fixed-batch ones -> docs/performance-dynamic-batch.md, and the Python
-# package's call overhead -> docs/performance-python.md.
+# artifact against fixed-batch ones -> docs/performance-dynamic-batch.md, one
+# varying-length LSTM and GRU at several lengths -> docs/performance-varying-length.md,
+# and the Python package's call overhead -> docs/performance-python.md.
 bench: build
 	@.venv/bin/python scripts/bench.py
 	@.venv/bin/python scripts/bench-int8.py
 	@.venv/bin/python scripts/bench-index-checks.py
 	@.venv/bin/python scripts/bench-dynamic-batch.py
+	@.venv/bin/python scripts/bench-varying-length.py
 	@.venv/bin/python scripts/bench-python.py --build $(BUILD_DIR)
 
 # The NPU simulator's SCALE-Sim timing mode against SCALE-Sim 3.0.0 itself,

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""One varying-length artifact (--max-shape) of the benchmark's LSTM and GRU
+against onnxruntime at several lengths, written to
+docs/performance-varying-length.md.
+
+    .venv/bin/python scripts/bench-varying-length.py            # part of make bench
+    .venv/bin/python scripts/bench-varying-length.py --rounds 3
+
+Each model (two layers, input 64, hidden 128, a linear read-out of y[-1])
+is exported from PyTorch twice: with a symbolic sequence length, compiled
+once with `--max-shape input=32x1x64`, and at 32 steps, compiled as it is.
+At each length the varying artifact runs on the same random inputs as
+onnxruntime runs the symbolic model, their outputs are compared, and their
+latencies are measured in alternating samples (scripts/compare-latency.py)
+at 1 and 2 threads. At the bound, the fixed artifact is measured against
+onnxruntime in the same way, so that the two artifacts compare through
+onnxruntime's time.
+"""
+
+import argparse
+import datetime
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench  # noqa: E402  (scripts/bench.py: latency and CPU helpers)
+
+MODELS = ("lstm_seq32", "gru_seq32")
+BOUND, LENGTHS = 32, (32, 16, 8, 1)
+THREADS = (1, 2)
+
+
+def export(name, path, dynamic):
+    command = [bench.TORCH_PYTHON, str(ROOT / "test" / "lib" / "export_torch_model.py"), name,
+               "-o", str(path)]
+    subprocess.run(command + (["--dynamic-sequence"] if dynamic else []), check=True,
+                   stderr=subprocess.DEVNULL)
+
+
+def session_for(model, threads):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=10,
+                        help="samples of each per round (rounds * runs in all)")
+    parser.add_argument("--build", default=str(ROOT / "build"))
+    parser.add_argument("--output",
+                        default=str(ROOT / "docs" / "performance-varying-length.md"))
+    args = parser.parse_args()
+    tools = pathlib.Path(args.build) / "bin"
+    tessel_run = str(tools / "tessel-run")
+    work = pathlib.Path(args.build) / "bench"
+    work.mkdir(parents=True, exist_ok=True)
+    latency = bench.load_compare_latency()
+    tessel = latency.load_tessel(tessel_run)
+    rng = np.random.default_rng(0)
+
+    rows = []
+    for name in MODELS:
+        varying_model, fixed_model = work / f"{name}_varying.onnx", work / f"{name}.onnx"
+        export(name, varying_model, dynamic=True)
+        export(name, fixed_model, dynamic=False)
+        varying, fixed = work / f"{name}_varying.tsl", work / f"{name}.tsl"
+        subprocess.run([str(tools / "tessel-compile"), str(varying_model), "--max-shape",
+                        f"input={BOUND}x1x64", "-q", "-o", str(varying)], check=True)
+        subprocess.run([str(tools / "tessel-compile"), str(fixed_model), "-q", "-o",
+                        str(fixed)], check=True)
+        module = tessel.load(str(varying))
+        for length in LENGTHS:
+            feeds = {"input": rng.standard_normal((length, 1, 64)).astype(np.float32)}
+            expected = session_for(varying_model, 1).run(None, feeds)[0]
+            actual = module.session(threads=1).run(None, feeds)[0]
+            row = {"model": name, "length": length,
+                   "difference": float(np.abs(actual - expected).max() /
+                                       np.abs(expected).max())}
+            for threads in THREADS:
+                row[threads] = latency.alternate(tessel_run, str(varying),
+                                                 session_for(varying_model, threads), feeds,
+                                                 threads, args.rounds, args.runs)
+            if length == BOUND:
+                row["fixed"] = latency.alternate(tessel_run, str(fixed),
+                                                 session_for(fixed_model, 1), feeds, 1,
+                                                 args.rounds, args.runs)
+            rows.append(row)
+            print(f"{name} at {length} steps: difference {row['difference']:.1e}; " + "; ".join(
+                f"{threads}t tessel {row[threads][0]:.3f} ms onnxruntime "
+                f"{row[threads][1]:.3f} ms ratio {row[threads][0] / row[threads][1]:.2f}"
+                for threads in THREADS), flush=True)
+            if "fixed" in row:
+                print(f"{name} fixed at {BOUND} steps: 1t tessel {row['fixed'][0]:.3f} ms "
+                      f"onnxruntime {row['fixed'][1]:.3f} ms", flush=True)
+    write_report(args, rows)
+
+
+def write_report(args, rows):
+    lines = [
+        "# One artifact for every sequence length",
+        "",
+        f"Measured {datetime.date.today()} on {bench.cpu_description()}, by "
+        "`scripts/bench-varying-length.py` (part of `make bench`). The benchmark's LSTM and "
+        "GRU (two layers, input 64, hidden 128, a linear read-out of y[-1]) exported from "
+        "PyTorch with a symbolic sequence length and compiled once with "
+        f"`--max-shape input={BOUND}x1x64`; onnxruntime runs the same ONNX file. The "
+        "recurrences run their steps in chunks of 8, each chunk's input projection one "
+        "matrix product, and stop at the length. Differences are the largest absolute "
+        "difference over the largest output magnitude. Latencies are medians of "
+        f"{args.rounds * args.runs} alternating samples (scripts/compare-latency.py); ratio = "
+        "Tessel / onnxruntime.",
+        "",
+        "| model | steps | difference | 1 thread ms | onnxruntime | ratio | 2 threads ms "
+        "| onnxruntime | ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        cells = [row["model"], str(row["length"]), f"{row['difference']:.1e}"]
+        for threads in THREADS:
+            t, r = row[threads]
+            cells += [f"{t:.3f}", f"{r:.3f}", f"{t / r:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"At the bound, against the artifact compiled for {BOUND} steps (1 thread, "
+              "each against onnxruntime in its own alternating samples):", "",
+              "| model | varying ratio | fixed ratio | varying / fixed |", "|---|---:|---:|---:|"]
+    for row in rows:
+        if "fixed" in row:
+            varying = row[1][0] / row[1][1]
+            fixed = row["fixed"][0] / row["fixed"][1]
+            lines.append(f"| {row['model']} | {varying:.2f} | {fixed:.2f} | "
+                         f"{varying / fixed:.2f} |")
+    pathlib.Path(args.output).write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
