@@ -753,7 +753,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     if (!llvm::is_contained(argumentNames, name))
       return importError(path + ": --shape names '" + name +
                          "', which is not a graph input");
-  for (const auto &[name, shape] : options.maxShapes) {
+  for (const auto &bounded : options.maxShapes) {
+    const std::string &name = bounded.first;
     if (!llvm::is_contained(argumentNames, name))
       return importError(path + ": --max-shape names '" + name + "', which is not a graph input");
     if (llvm::none_of(varyingInputs, [&](const auto &input) { return input.first == name; }))

@@ -254,14 +254,21 @@ public:
     }
 
     ArrayRef<BlockArgument> tiles = launch.getWorkgroupAttributions();
-    a = {op.getDpsInputOperand(0), product.m, kBlockM, blockRow, tiles[0]};
-    b = {op.getDpsInputOperand(1), product.n, kBlockN, blockColumn, tiles[1]};
-    a.kFastest = aKFastest;
-    b.kFastest = bKFastest;
-    for (Staged *staged : {&a, &b}) {
-      staged->elementType = getElementTypeOrSelf(staged->operand->get().getType());
-      staged->width = vectorWidth(*staged);
-    }
+    auto staged = [&](OpOperand *operand, ArrayRef<unsigned> rowLoops, int64_t tileRows,
+                      Value blockBase, Value tile, bool kFastest) {
+      Staged staged;
+      staged.operand = operand;
+      staged.rowLoops = rowLoops;
+      staged.tileRows = tileRows;
+      staged.blockBase = blockBase;
+      staged.tile = tile;
+      staged.kFastest = kFastest;
+      staged.elementType = getElementTypeOrSelf(operand->get().getType());
+      staged.width = vectorWidth(staged);
+      return staged;
+    };
+    a = staged(op.getDpsInputOperand(0), product.m, kBlockM, blockRow, tiles[0], aKFastest);
+    b = staged(op.getDpsInputOperand(1), product.n, kBlockN, blockColumn, tiles[1], bKFastest);
     emitMainLoop(thread);
     op->erase();
   }
