@@ -1,14 +1,19 @@
 //===- ControlFlow.cpp - If, Scan and Loop in place of their nodes --------===//
 //
-// Shapes are static, so control flow is resolved at import:
+// Shapes are static, so control flow is mostly resolved at import:
 //  - an If whose condition folds is the branch it takes; one whose
 //    condition is a run-time value computes both branches and selects;
-//  - a Scan is its body unrolled over the scanned axis (whose length is
-//    static), the states threaded from one step to the next;
+//  - a Scan is one tessel.scan when its states share one type and its
+//    inputs one direction, else its body unrolled over the scanned axis
+//    (whose length is static), the states threaded from one step to the
+//    next;
 //  - a Loop whose trip count and conditions fold is its body unrolled as
-//    many times as it runs; one whose trip count or condition is known
-//    only at run time, as many times as its scan outputs' stated shape
-//    says, checked when the model runs.
+//    many times as it runs (one tessel.scan when its values share one
+//    type); one whose trip count or initial condition is known only at run
+//    time is a tessel.loop, which reads its trip count when the model
+//    runs, if it has no scan outputs, and else its body unrolled as many
+//    times as its scan outputs' stated shape says, checked when the model
+//    runs.
 // A subgraph's nodes are imported like the graph's own (importBody), its
 // names bound while it is imported and forgotten after: a loop body's next
 // step binds them anew, and no name outside a subgraph may refer to one
@@ -508,6 +513,28 @@ static Value finalState(OpBuilder &builder, Location loc, ScanOp scan, int64_t i
                  scan.getReverse() ? 0 : scan.getSteps() - 1);
 }
 
+/// Values that `body`, an op's region isolated from above, takes from the
+/// graph: constants are copied in, others become the op's `invariants`,
+/// whose block arguments start at `firstInvariant`.
+static void captureInvariants(OpBuilder &builder, Location loc, Region &body,
+                              MutableOperandRange invariants, unsigned firstInvariant) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(body, captured);
+  Block &block = body.front();
+  for (Value value : captured) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&block);
+    Value inside;
+    if (auto constant = value.getDefiningOp<ConstantOp>()) {
+      inside = builder.clone(*constant)->getResult(0);
+    } else {
+      inside = block.insertArgument(firstInvariant + invariants.size(), value.getType(), loc);
+      invariants.append(value);
+    }
+    replaceAllUsesInRegionWith(value, inside, body);
+  }
+}
+
 GraphImporter::ScanImport GraphImporter::buildScanLoop(Location loc, ArrayRef<Value> states,
                                                        ArrayRef<Value> scanned, bool reverse,
                                                        const LoopBodyBuilder &buildBody,
@@ -539,23 +566,8 @@ GraphImporter::ScanImport GraphImporter::buildScanLoop(Location loc, ArrayRef<Va
     }
     YieldOp::create(builder, loc, next);
   }
-  // Values the body takes from the graph: constants are copied in, others
-  // become invariants, as the op is isolated from above.
-  llvm::SetVector<Value> captured;
-  getUsedValuesDefinedAbove(scan.getBody(), captured);
-  Block &body = scan.getBody().front();
-  for (Value value : captured) {
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPointToStart(&body);
-    Value inside;
-    if (auto constant = value.getDefiningOp<ConstantOp>()) {
-      inside = builder.clone(*constant)->getResult(0);
-    } else {
-      inside = body.insertArgument(scan.getInvariants().size(), value.getType(), loc);
-      scan.getInvariantsMutable().append(value);
-    }
-    replaceAllUsesInRegionWith(value, inside, scan.getBody());
-  }
+  captureInvariants(builder, loc, scan.getBody(), scan.getInvariantsMutable(),
+                    /*firstInvariant=*/0);
   built = scan;
   return ScanImport::Done;
 }
@@ -698,12 +710,73 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
   return true;
 }
 
+bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
+                                        const std::string &label, ArrayRef<Value> inputs) {
+  ArrayRef<Value> initial = inputs.drop_front(2);
+  if (!inputs[0] || initial.empty())
+    return false;
+  auto stateType = cast<RankedTensorType>(initial.front().getType());
+  if (!stateType.hasStaticShape() ||
+      llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }))
+    return false;
+  Location loc = nodeLocation(node, index);
+  auto scalarType = [&](Type element) { return RankedTensorType::get({}, element); };
+  auto scalarOf = [&](Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    return ReshapeOp::create(builder, loc, type.clone(ArrayRef<int64_t>{}), value);
+  };
+  // No iteration runs when the initial condition is false.
+  Value count = scalarOf(inputs[0]);
+  auto countType = cast<RankedTensorType>(count.getType());
+  Value none = ConstantOp::create(builder, loc, countType,
+                                  DenseElementsAttr::get(countType, builder.getI64IntegerAttr(0)));
+  if (inputs[1] && !constantScalar(inputs[1]))
+    count = WhereOp::create(builder, loc, countType, scalarOf(inputs[1]), count, none);
+  else if (inputs[1] && *constantScalar(inputs[1]) == 0)
+    count = none;
+  SmallVector<int64_t> stacked = {static_cast<int64_t>(initial.size())};
+  llvm::append_range(stacked, stateType.getShape());
+  auto loop = LoopOp::create(builder, loc, stateType.clone(stacked), count, ValueRange{}, initial);
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    Block *body = builder.createBlock(&loop.getBody());
+    SmallVector<Value> arguments = {
+        body->addArgument(scalarType(builder.getI64Type()), loc),
+        ConstantOp::create(builder, loc,
+                           DenseElementsAttr::get(scalarType(builder.getI1Type()), true))};
+    for (Value value : initial)
+      arguments.push_back(body->addArgument(value.getType(), loc));
+    std::optional<SmallVector<Value>> outputs =
+        importBody(*graphAttribute(node, "body"), arguments, index, label);
+    if (!outputs) {
+      loop.erase();
+      poisonOutputs(node);
+      return true;
+    }
+    ArrayRef<Value> next = ArrayRef(*outputs).drop_front();
+    // A condition the body computes would stop the loop at run time: that
+    // takes a loop that tests it, which tessel.loop is not.
+    if (constantScalar(foldConstantInputs(outputs->front())).value_or(0) == 0 ||
+        llvm::any_of(next, [&](Value value) { return value.getType() != stateType; })) {
+      loop.erase();
+      return false;
+    }
+    YieldOp::create(builder, loc, next);
+  }
+  captureInvariants(builder, loc, loop.getBody(), loop.getInvariantsMutable(),
+                    /*firstInvariant=*/1);
+  SmallVector<Value> results;
+  for (int64_t i = 0; i < static_cast<int64_t>(initial.size()); ++i)
+    results.push_back(sliceAt(builder, loc, loop.getResult(), 0, i));
+  bindOutputs(node, results);
+  return true;
+}
+
 /// Loop: the body runs while the trip count (input M) lasts and its
 /// condition holds, taking the iteration number, the condition and the
 /// loop-carried values; it gives the next condition and values and one
-/// slice of each scan output, stacked along a new first axis. The trip
-/// count and every condition must fold at compile time, so the body is
-/// unrolled as many times as it runs.
+/// slice of each scan output, stacked along a new first axis. See the
+/// top of the file for the forms it takes.
 void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
                                const std::string &label) {
   auto refuse = [&](const std::string &why) { this->refuse(node, label, why); };
@@ -729,6 +802,8 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
       if (RankedTensorType stated = declaredTypes.lookup(node.output(carriedCount + k));
           stated && stated.getRank() > 0)
         statedIterations = stated.getDimSize(0);
+    if (!statedIterations && scanCount == 0 && importLoopAtRunTime(node, index, label, inputs))
+      return;
     if (!statedIterations)
       return refuse((inputs[0] && !tripCount ? "the trip count M must be a constant, or a scan "
                                                "output's shape stated (in the model, or with "

@@ -987,6 +987,35 @@ LogicalResult ScanOp::verify() {
   return success();
 }
 
+LogicalResult LoopOp::verify() {
+  auto countType = cast<RankedTensorType>(getTripCount().getType());
+  if (countType.getRank() != 0 || !countType.getElementType().isInteger(64))
+    return emitOpError("trip count must be a 0-d i64 tensor, got ") << countType;
+  if (getStates().empty())
+    return emitOpError("needs at least one state");
+  auto stateType = cast<RankedTensorType>(getStates().front().getType());
+  for (Value state : getStates())
+    if (state.getType() != stateType)
+      return emitOpError("states must share one type, got ")
+             << state.getType() << " and " << stateType;
+  SmallVector<int64_t> stacked = {static_cast<int64_t>(getStates().size())};
+  llvm::append_range(stacked, stateType.getShape());
+  if (getType() != stateType.clone(stacked))
+    return emitOpError("result must stack the final states as [states, ...], expected ")
+           << stateType.clone(stacked) << ", got " << getType();
+  SmallVector<Type> arguments = {countType};
+  llvm::append_range(arguments, getInvariants().getTypes());
+  llvm::append_range(arguments, getStates().getTypes());
+  Block &body = getBody().front();
+  if (TypeRange(body.getArgumentTypes()) != TypeRange(arguments))
+    return emitOpError("body arguments must be the iteration number, the invariants and the "
+                       "states");
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || TypeRange(yield.getStates().getTypes()) != TypeRange(getStates().getTypes()))
+    return emitOpError("body must yield the next value of every state");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Quantization
 //===----------------------------------------------------------------------===//

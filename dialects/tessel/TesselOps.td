@@ -1215,9 +1215,41 @@ def Tessel_ScanOp : Tessel_Op<"scan", [IsolatedFromAbove, AttrSizedOperandSegmen
   let hasVerifier = 1;
 }
 
+def Tessel_LoopOp : Tessel_Op<"loop", [IsolatedFromAbove, AttrSizedOperandSegments,
+    SingleBlock]> {
+  let summary = "A body run a number of times known when the model runs (ONNX Loop)";
+  let description = [{
+    The body runs `trip_count` times (none when it is not positive), from
+    the iteration number i (a 0-d i64 tensor: 0, 1, ...), the `invariants`
+    and the current `states`, and yields the next states. The result stacks
+    the final states: result[s] is state s after the last iteration (the
+    initial one when none runs), so all states share one type. A target
+    runs it as a loop whose trip count it reads at run time.
+
+    ```mlir
+    %final = tessel.loop trip_count(%m) invariants(%step) states(%acc0)
+        : (tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3xf32> {
+    ^bb0(%i: tensor<i64>, %d: tensor<3xf32>, %acc: tensor<3xf32>):
+      %next = tessel.add %acc, %d : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+      tessel.yield %next : tensor<3xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Tessel_Tensor:$trip_count,
+                       Variadic<Tessel_Tensor>:$invariants,
+                       Variadic<Tessel_Tensor>:$states);
+  let results = (outs Tessel_Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `trip_count` `(` $trip_count `)` `invariants` `(` $invariants `)` `states` `(` $states `)`
+    attr-dict `:` functional-type(operands, results) $body
+  }];
+  let hasVerifier = 1;
+}
+
 def Tessel_YieldOp : Op<Tessel_Dialect, "yield", [Pure, Terminator,
-    HasParent<"::tessel::ScanOp">]> {
-  let summary = "The next states of a scan's step";
+    ParentOneOf<["::tessel::ScanOp", "::tessel::LoopOp"]>]> {
+  let summary = "The next states of a scan's step or a loop's iteration";
   let arguments = (ins Variadic<Tessel_Tensor>:$states);
   let assemblyFormat = "$states attr-dict `:` type($states)";
 }

@@ -1,4 +1,4 @@
-//===- Recurrence.cpp - tessel.scan as a loop over its steps --------------===//
+//===- Recurrence.cpp - tessel.scan and tessel.loop as loops -------------===//
 //
 // A scan becomes one scf.for whose iteration arguments are the states and
 // the stacked result: each iteration reads step t's slice of the scanned
@@ -6,6 +6,8 @@
 // writes the next states into result[t] and over the previous ones. A scan
 // with a length stops there (a reverse one starts there), and a second loop
 // writes the states as they stand into the rows of the steps it skipped.
+// A tessel.loop is one scf.for up to its run-time trip count, its final
+// states stacked after it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,14 +74,45 @@ Value repeatStates(OpBuilder &b, Location loc, ValueRange states, Value stacked,
   return rows.getResult(0);
 }
 
-/// The steps a scan runs: its length clamped to [0, all], or all of them.
-Value stepsRun(OpBuilder &b, Location loc, Value length, Value all) {
-  if (!length)
-    return all;
+/// Which of a body's yielded next states are other previous states passed
+/// on as they are (a Scan body that swaps its states, or scans one out).
+SmallVector<bool> passedOnStates(YieldOp yield, ValueRange previousStates) {
+  SmallVector<bool> passedOn;
+  for (auto [index, state] : llvm::enumerate(yield.getStates())) {
+    auto found = llvm::find(previousStates, state);
+    passedOn.push_back(found != previousStates.end() &&
+                       std::distance(previousStates.begin(), found) != int64_t(index));
+  }
+  return passedOn;
+}
+
+/// The yielded next states ready to be stored over the previous ones: one
+/// passed on from another state is copied first, since that state's
+/// buffer may be stored over before it is read.
+SmallVector<Value> nextStatesOf(OpBuilder &b, Location loc, YieldOp yield,
+                                ArrayRef<bool> passedOn) {
+  SmallVector<Value> nextStates(yield.getStates());
+  for (auto [state, copied] : llvm::zip(nextStates, passedOn))
+    if (copied)
+      state = bufferization::AllocTensorOp::create(b, loc, cast<RankedTensorType>(state.getType()),
+                                                   ValueRange(), state);
+  return nextStates;
+}
+
+/// `next` stored over `previous`, once the iteration has read it: each
+/// state is then one buffer for all iterations.
+Value storeOver(OpBuilder &b, Location loc, Value next, Value previous) {
+  return bufferization::MaterializeInDestinationOp::create(b, loc, next, previous).getResult();
+}
+
+/// The loop's trip count from a 0-d i64 tensor, at least 0 and at most
+/// `bound` when given.
+Value tripCountOf(OpBuilder &b, Location loc, Value count, Value bound = {}) {
   Value given = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                           tensor::ExtractOp::create(b, loc, length));
+                                           tensor::ExtractOp::create(b, loc, count));
   Value none = arith::ConstantIndexOp::create(b, loc, 0);
-  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, given, none), all);
+  Value counted = arith::MaxSIOp::create(b, loc, given, none);
+  return bound ? arith::MinSIOp::create(b, loc, counted, bound) : counted;
 }
 
 struct ScanLowering : OpConversionPattern<ScanOp> {
@@ -96,7 +129,7 @@ struct ScanLowering : OpConversionPattern<ScanOp> {
     RankedTensorType resultType = op.getType();
     Value stacked = emptyTensor(rewriter, loc, resultType);
     Value all = arith::ConstantIndexOp::create(rewriter, loc, op.getSteps());
-    Value run = stepsRun(rewriter, loc, adaptor.getLength(), all);
+    Value run = adaptor.getLength() ? tripCountOf(rewriter, loc, adaptor.getLength(), all) : all;
     // In reverse, the steps skipped come first: their rows hold the
     // initial states.
     if (adaptor.getLength() && op.getReverse())
@@ -122,35 +155,17 @@ struct ScanLowering : OpConversionPattern<ScanOp> {
 
     Block &body = op.getBody().front();
     auto yield = cast<YieldOp>(body.getTerminator());
-    // Which next states are other previous states passed on as they are
-    // (a Scan body that swaps its states, or scans one out).
-    ValueRange previousStates =
-        body.getArguments().slice(adaptor.getInvariants().size(), adaptor.getStates().size());
-    SmallVector<bool> passedOn;
-    for (auto [index, state] : llvm::enumerate(yield.getStates())) {
-      auto found = llvm::find(previousStates, state);
-      passedOn.push_back(found != previousStates.end() &&
-                         std::distance(previousStates.begin(), found) != int64_t(index));
-    }
+    SmallVector<bool> passedOn =
+        passedOnStates(yield, body.getArguments().slice(adaptor.getInvariants().size(),
+                                                        adaptor.getStates().size()));
     rewriter.inlineBlockBefore(&body, loopBody, loopBody->end(), arguments);
 
     rewriter.setInsertionPoint(yield);
-    // Each next state is stored over its previous one once the step has
-    // read it: each state is then one buffer for all steps. One passed on
-    // from another state is copied first, since that state's buffer may be
-    // stored over before it is read.
-    SmallVector<Value> nextStates(yield.getStates());
-    for (auto [state, copied] : llvm::zip(nextStates, passedOn))
-      if (copied)
-        state = bufferization::AllocTensorOp::create(
-            rewriter, loc, cast<RankedTensorType>(state.getType()), ValueRange(), state);
     SmallVector<Value> next;
     Value written = states.back();
-    for (auto [index, state] : llvm::enumerate(nextStates)) {
+    for (auto [index, state] : llvm::enumerate(nextStatesOf(rewriter, loc, yield, passedOn))) {
       written = insertLeading(rewriter, loc, state, written, {t, rewriter.getIndexAttr(index)});
-      next.push_back(bufferization::MaterializeInDestinationOp::create(rewriter, loc, state,
-                                                                       states[index])
-                         .getResult());
+      next.push_back(storeOver(rewriter, loc, state, states[index]));
     }
     next.push_back(written);
     scf::YieldOp::create(rewriter, loc, next);
@@ -167,11 +182,60 @@ struct ScanLowering : OpConversionPattern<ScanOp> {
   }
 };
 
+/// A tessel.loop: one scf.for up to its trip count, read when the kernel
+/// runs, whose iteration arguments are the states; the final states are
+/// then stacked.
+struct LoopLowering : OpConversionPattern<LoopOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(LoopOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    for (auto [original, converted] : llvm::zip(op->getOperands(), adaptor.getOperands()))
+      if (original.getType() != converted.getType())
+        return rewriter.notifyMatchFailure(op, "operands change type when lowered");
+    Location loc = op.getLoc();
+    Value lower = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value count = tripCountOf(rewriter, loc, adaptor.getTripCount());
+    auto loop = scf::ForOp::create(rewriter, loc, lower, count, one, adaptor.getStates());
+
+    OpBuilder::InsertionGuard guard(rewriter);
+    Block *loopBody = loop.getBody();
+    rewriter.setInsertionPointToStart(loopBody);
+    Value iteration =
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), loop.getInductionVar());
+    SmallVector<Value> arguments = {tensor::FromElementsOp::create(
+        rewriter, loc, RankedTensorType::get({}, rewriter.getI64Type()), iteration)};
+    llvm::append_range(arguments, adaptor.getInvariants());
+    ValueRange states = loop.getRegionIterArgs();
+    llvm::append_range(arguments, states);
+
+    Block &body = op.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    SmallVector<bool> passedOn =
+        passedOnStates(yield, body.getArguments().take_back(adaptor.getStates().size()));
+    rewriter.inlineBlockBefore(&body, loopBody, loopBody->end(), arguments);
+    rewriter.setInsertionPoint(yield);
+    SmallVector<Value> next;
+    for (auto [index, state] : llvm::enumerate(nextStatesOf(rewriter, loc, yield, passedOn)))
+      next.push_back(storeOver(rewriter, loc, state, states[index]));
+    scf::YieldOp::create(rewriter, loc, next);
+    rewriter.eraseOp(yield);
+
+    rewriter.setInsertionPointAfter(loop);
+    Value stacked = emptyTensor(rewriter, loc, op.getType());
+    for (auto [index, state] : llvm::enumerate(loop.getResults()))
+      stacked = insertLeading(rewriter, loc, state, stacked, {rewriter.getIndexAttr(index)});
+    rewriter.replaceOp(op, stacked);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateRecurrenceToLinalgPatterns(const TypeConverter &converter,
                                         RewritePatternSet &patterns) {
-  patterns.add<ScanLowering>(converter, patterns.getContext());
+  patterns.add<ScanLowering, LoopLowering>(converter, patterns.getContext());
 }
 
 } // namespace tessel

@@ -184,7 +184,11 @@ LogicalResult unrollSteps(ModuleOp kernels) {
   kernels.walk([&](scf::ForOp loop) { loops.push_back(loop); });
   for (scf::ForOp loop : loops)
     if (failed(loopUnrollFull(loop)))
-      return loop.emitError("the steps of this loop could not be unrolled for the GPU");
+      // The location names the node; the loop itself says nothing more.
+      return emitError(loop.getLoc(),
+                       "a loop whose trip count is known only when the model runs (a Loop with "
+                       "a run-time trip count or condition) cannot run on the GPU, whose "
+                       "launches are the iterations unrolled; compile it for x86 alone");
   kernels.walk([](bufferization::MaterializeInDestinationOp store) {
     if (store.getResult()) {
       store.getResult().replaceAllUsesWith(store.getSource());

@@ -137,6 +137,54 @@ def build_states_passed_on():
 LOOP_CASES = ["loop_constant_trip_count", "loop_carried_values_of_two_types"]
 
 
+def build_run_time_loop(name, trip_count, condition):
+    """A Loop whose trip count (and in the second case its initial
+    condition) is a graph input, without scan outputs: acc += float(i) *
+    step and scaled = scaled * 0.5 + acc, from initial values given as
+    inputs. It runs as one tessel.loop whose trip count is read at run
+    time."""
+    value = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(
+        name, kind, shape)
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["i_float"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["i_float", "step"], ["increment"]),
+         helper.make_node("Add", ["acc_in", "increment"], ["acc_out"]),
+         helper.make_node("Mul", ["scaled_in", "half"], ["halved"]),
+         helper.make_node("Add", ["halved", "acc_out"], ["scaled_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [value("i", [], TensorProto.INT64), value("cond_in", [], TensorProto.BOOL),
+         value("acc_in", [3]), value("scaled_in", [3])],
+        [value("cond_out", [], TensorProto.BOOL), value("acc_out", [3]),
+         value("scaled_out", [3])])
+    loop = helper.make_node("Loop", ["trip_count", "keep_going", "acc0", "scaled0"],
+                            ["acc", "scaled"], name=name, body=body)
+    initializers = [helper.make_tensor("half", TensorProto.FLOAT, [], [0.5])]
+    graph_inputs = [value("trip_count", [], TensorProto.INT64), value("acc0", [3]),
+                    value("scaled0", [3]), value("step", [3])]
+    if condition is None:
+        initializers.append(helper.make_tensor("keep_going", TensorProto.BOOL, [], [True]))
+    else:
+        graph_inputs.append(value("keep_going", [], TensorProto.BOOL))
+    graph = helper.make_graph([loop], name, graph_inputs, [value("acc", [3]), value("scaled", [3])],
+                              initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(6)
+    feeds = {"trip_count": np.array(trip_count, np.int64)}
+    feeds.update({name: rng.standard_normal(3).astype(np.float32)
+                  for name in ["acc0", "scaled0", "step"]})
+    if condition is not None:
+        feeds["keep_going"] = np.array(condition)
+    return model, feeds, ["acc", "scaled"]
+
+
+RUN_TIME_LOOP_CASES = [("loop_run_time_trip_count_7", 7, None),
+                       ("loop_run_time_trip_count_0", 0, None),
+                       ("loop_run_time_condition_true", 4, True),
+                       ("loop_run_time_condition_false", 4, False)]
+
+
 def build_loop(name):
     """A Loop of 5 iterations: acc += float(i) * step; the scan output is the
     new acc. In the second case a count of type int64 is carried too."""
@@ -188,7 +236,9 @@ def main():
     failed = 0
     cases = [(spec["name"], lambda spec=spec: build(spec)) for spec in CASES] + \
         [("states_passed_on", build_states_passed_on)] + \
-        [(name, lambda name=name: build_loop(name)) for name in LOOP_CASES]
+        [(name, lambda name=name: build_loop(name)) for name in LOOP_CASES] + \
+        [(name, lambda case=case: build_run_time_loop(*case))
+         for case in RUN_TIME_LOOP_CASES for name in [case[0]]]
     for name, make in cases:
         model, feeds, outputs = make()
         work = os.path.join(args.work, name)
@@ -197,6 +247,7 @@ def main():
         onnx.save(model, model_path)
         graph = compile_model(model_path, artifact)
         form = "one tessel.scan" if len(re.findall(r"= tessel\.scan ", graph)) == 1 else \
+            "one tessel.loop" if len(re.findall(r"= tessel\.loop ", graph)) == 1 else \
             "unrolled" if "tessel.scan" not in graph else "several tessel.scan"
         session = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
         expected = session.run(outputs, feeds)

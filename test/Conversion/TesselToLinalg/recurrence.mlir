@@ -87,3 +87,37 @@ func.func @reverse_scan_to_length(%h0: tensor<1x8xf32>, %c0: tensor<1x8xf32>, %x
   }
   return %0 : tensor<5x2x1x8xf32>
 }
+
+// A loop is one scf.for up to its trip count, read from the tensor and
+// kept at least 0, the iteration number a 0-d tensor; its final states
+// are stacked after it.
+// CHECK-LABEL: @loop
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
+// CHECK: %[[GIVEN:.+]] = tensor.extract %arg0[] : tensor<i64>
+// CHECK: %[[INDEX:.+]] = arith.index_cast %[[GIVEN]] : i64 to index
+// CHECK: %[[COUNT:.+]] = arith.maxsi %[[INDEX]], %{{.+}} : index
+// CHECK: %[[LOOP:.+]] = scf.for %[[I:.+]] = %[[C0]] to %[[COUNT]] step %[[C1]] iter_args(%[[ACC:.+]] = %arg2)
+// CHECK:   %[[NUMBER:.+]] = arith.index_cast %[[I]] : index to i64
+// CHECK:   tensor.from_elements %[[NUMBER]] : tensor<i64>
+// CHECK:     arith.sitofp
+// CHECK:     arith.mulf
+// CHECK:   %[[NEXT:.+]] = linalg.generic
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT:   arith.addf
+// CHECK:   %[[STORED:.+]] = bufferization.materialize_in_destination %[[NEXT]] in %[[ACC]]
+// CHECK:   scf.yield %[[STORED]]
+// CHECK: %[[EMPTY:.+]] = tensor.empty() : tensor<1x3xf32>
+// CHECK: %[[STACKED:.+]] = tensor.insert_slice %[[LOOP]] into %[[EMPTY]][0, 0] [1, 3] [1, 1]
+// CHECK: return %[[STACKED]]
+func.func @loop(%m: tensor<i64>, %step: tensor<3xf32>, %acc0: tensor<3xf32>) -> tensor<1x3xf32> {
+  %0 = tessel.loop trip_count(%m) invariants(%step) states(%acc0)
+      : (tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3xf32> {
+  ^bb0(%i: tensor<i64>, %d: tensor<3xf32>, %acc: tensor<3xf32>):
+    %f = tessel.cast %i : tensor<i64> -> tensor<f32>
+    %s = tessel.mul %d, %f : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    %next = tessel.add %acc, %s : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    tessel.yield %next : tensor<3xf32>
+  }
+  return %0 : tensor<1x3xf32>
+}

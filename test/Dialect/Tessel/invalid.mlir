@@ -385,3 +385,39 @@ func.func @scan_length(%h: tensor<1x8xf32>, %x: tensor<3x1x8xf32>, %n: tensor<1x
   }
   return %0 : tensor<3x1x1x8xf32>
 }
+
+// -----
+
+func.func @loop_trip_count(%m: tensor<1xi64>, %acc0: tensor<3xf32>) -> tensor<1x3xf32> {
+  // expected-error @+1 {{trip count must be a 0-d i64 tensor, got 'tensor<1xi64>'}}
+  %0 = tessel.loop trip_count(%m) invariants() states(%acc0)
+      : (tensor<1xi64>, tensor<3xf32>) -> tensor<1x3xf32> {
+  ^bb0(%i: tensor<i64>, %acc: tensor<3xf32>):
+    tessel.yield %acc : tensor<3xf32>
+  }
+  return %0 : tensor<1x3xf32>
+}
+
+// -----
+
+func.func @loop_result(%m: tensor<i64>, %acc0: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{result must stack the final states as [states, ...], expected 'tensor<1x3xf32>', got 'tensor<3xf32>'}}
+  %0 = tessel.loop trip_count(%m) invariants() states(%acc0)
+      : (tensor<i64>, tensor<3xf32>) -> tensor<3xf32> {
+  ^bb0(%i: tensor<i64>, %acc: tensor<3xf32>):
+    tessel.yield %acc : tensor<3xf32>
+  }
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @loop_arguments(%m: tensor<i64>, %acc0: tensor<3xf32>) -> tensor<1x3xf32> {
+  // expected-error @+1 {{body arguments must be the iteration number, the invariants and the states}}
+  %0 = tessel.loop trip_count(%m) invariants() states(%acc0)
+      : (tensor<i64>, tensor<3xf32>) -> tensor<1x3xf32> {
+  ^bb0(%acc: tensor<3xf32>):
+    tessel.yield %acc : tensor<3xf32>
+  }
+  return %0 : tensor<1x3xf32>
+}

@@ -170,3 +170,16 @@ func.func @scan_to_length(%h0: tensor<1x8xf32>, %x: tensor<5x1x8xf32>, %n: tenso
   }
   return %0 : tensor<5x1x1x8xf32>
 }
+
+// CHECK-LABEL: @loop
+// CHECK: tessel.loop trip_count(%arg0) invariants(%arg1) states(%arg2) : (tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3xf32> {
+// CHECK: ^bb0(%{{.+}}: tensor<i64>, %{{.+}}: tensor<3xf32>, %{{.+}}: tensor<3xf32>):
+func.func @loop(%m: tensor<i64>, %step: tensor<3xf32>, %acc0: tensor<3xf32>) -> tensor<1x3xf32> {
+  %0 = tessel.loop trip_count(%m) invariants(%step) states(%acc0)
+      : (tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3xf32> {
+  ^bb0(%i: tensor<i64>, %d: tensor<3xf32>, %acc: tensor<3xf32>):
+    %next = tessel.add %acc, %d : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    tessel.yield %next : tensor<3xf32>
+  }
+  return %0 : tensor<1x3xf32>
+}
