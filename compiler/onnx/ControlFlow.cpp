@@ -9,11 +9,11 @@
 //    next;
 //  - a Loop whose trip count and conditions fold is its body unrolled as
 //    many times as it runs (one tessel.scan when its values share one
-//    type); one whose trip count or initial condition is known only at run
-//    time is a tessel.loop, which reads its trip count when the model
-//    runs, if it has no scan outputs, and else its body unrolled as many
-//    times as its scan outputs' stated shape says, checked when the model
-//    runs.
+//    type); one whose trip count, initial condition or body condition is
+//    known only at run time is a tessel.loop, which reads its trip count
+//    and tests the condition when the model runs, if it has no scan
+//    outputs, and else its body unrolled as many times as its scan
+//    outputs' stated shape says, checked when the model runs.
 // A subgraph's nodes are imported like the graph's own (importBody), its
 // names bound while it is imported and forgotten after: a loop body's next
 // step binds them anew, and no name outside a subgraph may refer to one
@@ -31,6 +31,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -713,7 +714,7 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
 bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
                                         const std::string &label, ArrayRef<Value> inputs) {
   ArrayRef<Value> initial = inputs.drop_front(2);
-  if (!inputs[0] || initial.empty())
+  if (initial.empty())
     return false;
   auto stateType = cast<RankedTensorType>(initial.front().getType());
   if (!stateType.hasStaticShape() ||
@@ -721,22 +722,28 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
     return false;
   Location loc = nodeLocation(node, index);
   auto scalarType = [&](Type element) { return RankedTensorType::get({}, element); };
-  auto scalarOf = [&](Value value) {
+  auto scalarOf = [&](Value value) -> Value {
     auto type = cast<RankedTensorType>(value.getType());
     return ReshapeOp::create(builder, loc, type.clone(ArrayRef<int64_t>{}), value);
   };
-  // No iteration runs when the initial condition is false.
-  Value count = scalarOf(inputs[0]);
-  auto countType = cast<RankedTensorType>(count.getType());
-  Value none = ConstantOp::create(builder, loc, countType,
-                                  DenseElementsAttr::get(countType, builder.getI64IntegerAttr(0)));
-  if (inputs[1] && !constantScalar(inputs[1]))
-    count = WhereOp::create(builder, loc, countType, scalarOf(inputs[1]), count, none);
-  else if (inputs[1] && *constantScalar(inputs[1]) == 0)
-    count = none;
+  auto countOf = [&](int64_t value) -> Value {
+    auto type = scalarType(builder.getI64Type());
+    return ConstantOp::create(builder, loc,
+                              DenseElementsAttr::get(type, builder.getI64IntegerAttr(value)));
+  };
+
+  // The body first, with a trip count to be replaced: whether its
+  // condition is known decides the loop's form.
   SmallVector<int64_t> stacked = {static_cast<int64_t>(initial.size())};
   llvm::append_range(stacked, stateType.getShape());
-  auto loop = LoopOp::create(builder, loc, stateType.clone(stacked), count, ValueRange{}, initial);
+  Value placeholder = countOf(0);
+  auto loop =
+      LoopOp::create(builder, loc, stateType.clone(stacked), placeholder, ValueRange{}, initial);
+  auto discard = [&] {
+    loop.erase();
+    placeholder.getDefiningOp()->erase();
+  };
+  std::optional<int64_t> bodyCondition;
   {
     OpBuilder::InsertionGuard guard(builder);
     Block *body = builder.createBlock(&loop.getBody());
@@ -749,20 +756,52 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
     std::optional<SmallVector<Value>> outputs =
         importBody(*graphAttribute(node, "body"), arguments, index, label);
     if (!outputs) {
-      loop.erase();
+      discard();
       poisonOutputs(node);
       return true;
     }
     ArrayRef<Value> next = ArrayRef(*outputs).drop_front();
-    // A condition the body computes would stop the loop at run time: that
-    // takes a loop that tests it, which tessel.loop is not.
-    if (constantScalar(foldConstantInputs(outputs->front())).value_or(0) == 0 ||
-        llvm::any_of(next, [&](Value value) { return value.getType() != stateType; })) {
-      loop.erase();
+    if (llvm::any_of(next, [&](Value value) { return value.getType() != stateType; })) {
+      discard();
       return false;
     }
-    YieldOp::create(builder, loc, next);
+    Value condition = foldConstantInputs(outputs->front());
+    bodyCondition = constantScalar(condition);
+    bool neverRuns = inputs[1] && constantScalar(inputs[1]) == 0;
+    if (!inputs[0] && bodyCondition.value_or(0) != 0 && !neverRuns) {
+      discard();
+      refuse(node, label,
+             "the Loop has no trip count and its body's condition is always true: it would "
+             "never end");
+      return true;
+    }
+    // Known counts and conditions unroll, or make a tessel.scan.
+    if (bodyCondition && (!inputs[0] || constantScalar(inputs[0])) &&
+        (!inputs[1] || constantScalar(inputs[1]))) {
+      discard();
+      return false;
+    }
+    SmallVector<Value> yielded;
+    if (!bodyCondition || *bodyCondition == 0) {
+      loop.setConditional(true);
+      yielded.push_back(scalarOf(condition));
+    }
+    llvm::append_range(yielded, next);
+    YieldOp::create(builder, loc, yielded);
   }
+
+  // The trip count, or without one as many iterations as the condition
+  // allows; none when the initial condition is false.
+  builder.setInsertionPoint(loop);
+  Value count = inputs[0] ? scalarOf(inputs[0]) : countOf(std::numeric_limits<int64_t>::max());
+  if (inputs[1] && !constantScalar(inputs[1]))
+    count = WhereOp::create(builder, loc, count.getType(), scalarOf(inputs[1]), count, countOf(0));
+  else if (inputs[1] && *constantScalar(inputs[1]) == 0)
+    count = countOf(0);
+  loop.getTripCountMutable().assign(count);
+  placeholder.getDefiningOp()->erase();
+  builder.setInsertionPointAfter(loop);
+
   captureInvariants(builder, loc, loop.getBody(), loop.getInvariantsMutable(),
                     /*firstInvariant=*/1);
   SmallVector<Value> results;
@@ -794,6 +833,10 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
   ArrayRef<Value> inputs = *given;
   std::optional<int64_t> tripCount = inputs[0] ? constantScalar(inputs[0]) : std::nullopt;
   std::optional<int64_t> initialCondition = inputs[1] ? constantScalar(inputs[1]) : 1;
+  // Without scan outputs, a trip count or condition known only at run time
+  // makes a tessel.loop.
+  if (scanCount == 0 && importLoopAtRunTime(node, index, label, inputs))
+    return;
   // A trip count or condition known only at run time: the loop runs as
   // many times as a scan output's stated length says, checked at run time.
   std::optional<int64_t> statedIterations;
@@ -802,8 +845,6 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
       if (RankedTensorType stated = declaredTypes.lookup(node.output(carriedCount + k));
           stated && stated.getRank() > 0)
         statedIterations = stated.getDimSize(0);
-    if (!statedIterations && scanCount == 0 && importLoopAtRunTime(node, index, label, inputs))
-      return;
     if (!statedIterations)
       return refuse((inputs[0] && !tripCount ? "the trip count M must be a constant, or a scan "
                                                "output's shape stated (in the model, or with "

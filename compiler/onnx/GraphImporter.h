@@ -107,11 +107,11 @@ private:
   bool importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
                         llvm::ArrayRef<mlir::Value> inputs, int64_t tripCount,
                         int64_t scanCount);
-  /// Loop whose trip count or initial condition is known only at run time,
-  /// without scan outputs, as one tessel.loop: when its carried values
-  /// share one type and its body's condition folds to true. Returns false
-  /// (nothing built) otherwise; true once it has bound the outputs or
-  /// recorded why its body cannot be imported.
+  /// Loop without scan outputs whose trip count, initial condition or body
+  /// condition is known only at run time, as one tessel.loop (conditional
+  /// when the body's condition is not always true): when its carried values
+  /// share one type. Returns false (nothing built) otherwise; true once it
+  /// has bound the outputs or recorded why it cannot be compiled.
   bool importLoopAtRunTime(const onnx::NodeProto &node, int index, const std::string &label,
                            llvm::ArrayRef<mlir::Value> inputs);
   /// Builds a step's body from the block arguments (the states, then one

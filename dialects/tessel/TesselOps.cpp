@@ -1010,9 +1010,15 @@ LogicalResult LoopOp::verify() {
   if (TypeRange(body.getArgumentTypes()) != TypeRange(arguments))
     return emitOpError("body arguments must be the iteration number, the invariants and the "
                        "states");
+  SmallVector<Type> yielded;
+  if (getConditional())
+    yielded.push_back(RankedTensorType::get({}, IntegerType::get(getContext(), 1)));
+  llvm::append_range(yielded, getStates().getTypes());
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
-  if (!yield || TypeRange(yield.getStates().getTypes()) != TypeRange(getStates().getTypes()))
-    return emitOpError("body must yield the next value of every state");
+  if (!yield || TypeRange(yield.getStates().getTypes()) != TypeRange(yielded))
+    return emitOpError(getConditional() ? "body must yield the condition (a 0-d i1 tensor) and "
+                                          "the next value of every state"
+                                        : "body must yield the next value of every state");
   return success();
 }
 

@@ -1221,7 +1221,9 @@ def Tessel_LoopOp : Tessel_Op<"loop", [IsolatedFromAbove, AttrSizedOperandSegmen
   let description = [{
     The body runs `trip_count` times (none when it is not positive), from
     the iteration number i (a 0-d i64 tensor: 0, 1, ...), the `invariants`
-    and the current `states`, and yields the next states. The result stacks
+    and the current `states`, and yields the next states. A `conditional`
+    body yields first a 0-d i1 tensor, and the loop stops early after an
+    iteration that yields false (ONNX Loop's condition). The result stacks
     the final states: result[s] is state s after the last iteration (the
     initial one when none runs), so all states share one type. A target
     runs it as a loop whose trip count it reads at run time.
@@ -1237,11 +1239,12 @@ def Tessel_LoopOp : Tessel_Op<"loop", [IsolatedFromAbove, AttrSizedOperandSegmen
   }];
   let arguments = (ins Tessel_Tensor:$trip_count,
                        Variadic<Tessel_Tensor>:$invariants,
-                       Variadic<Tessel_Tensor>:$states);
+                       Variadic<Tessel_Tensor>:$states,
+                       UnitAttr:$conditional);
   let results = (outs Tessel_Tensor:$result);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `trip_count` `(` $trip_count `)` `invariants` `(` $invariants `)` `states` `(` $states `)`
+    (`conditional` $conditional^)? `trip_count` `(` $trip_count `)` `invariants` `(` $invariants `)` `states` `(` $states `)`
     attr-dict `:` functional-type(operands, results) $body
   }];
   let hasVerifier = 1;

@@ -76,9 +76,9 @@ Value repeatStates(OpBuilder &b, Location loc, ValueRange states, Value stacked,
 
 /// Which of a body's yielded next states are other previous states passed
 /// on as they are (a Scan body that swaps its states, or scans one out).
-SmallVector<bool> passedOnStates(YieldOp yield, ValueRange previousStates) {
+SmallVector<bool> passedOnStates(ValueRange nextStates, ValueRange previousStates) {
   SmallVector<bool> passedOn;
-  for (auto [index, state] : llvm::enumerate(yield.getStates())) {
+  for (auto [index, state] : llvm::enumerate(nextStates)) {
     auto found = llvm::find(previousStates, state);
     passedOn.push_back(found != previousStates.end() &&
                        std::distance(previousStates.begin(), found) != int64_t(index));
@@ -89,9 +89,9 @@ SmallVector<bool> passedOnStates(YieldOp yield, ValueRange previousStates) {
 /// The yielded next states ready to be stored over the previous ones: one
 /// passed on from another state is copied first, since that state's
 /// buffer may be stored over before it is read.
-SmallVector<Value> nextStatesOf(OpBuilder &b, Location loc, YieldOp yield,
+SmallVector<Value> nextStatesOf(OpBuilder &b, Location loc, ValueRange yielded,
                                 ArrayRef<bool> passedOn) {
-  SmallVector<Value> nextStates(yield.getStates());
+  SmallVector<Value> nextStates(yielded);
   for (auto [state, copied] : llvm::zip(nextStates, passedOn))
     if (copied)
       state = bufferization::AllocTensorOp::create(b, loc, cast<RankedTensorType>(state.getType()),
@@ -156,14 +156,15 @@ struct ScanLowering : OpConversionPattern<ScanOp> {
     Block &body = op.getBody().front();
     auto yield = cast<YieldOp>(body.getTerminator());
     SmallVector<bool> passedOn =
-        passedOnStates(yield, body.getArguments().slice(adaptor.getInvariants().size(),
-                                                        adaptor.getStates().size()));
+        passedOnStates(yield.getStates(), body.getArguments().slice(adaptor.getInvariants().size(),
+                                                                    adaptor.getStates().size()));
     rewriter.inlineBlockBefore(&body, loopBody, loopBody->end(), arguments);
 
     rewriter.setInsertionPoint(yield);
     SmallVector<Value> next;
     Value written = states.back();
-    for (auto [index, state] : llvm::enumerate(nextStatesOf(rewriter, loc, yield, passedOn))) {
+    for (auto [index, state] :
+         llvm::enumerate(nextStatesOf(rewriter, loc, yield.getStates(), passedOn))) {
       written = insertLeading(rewriter, loc, state, written, {t, rewriter.getIndexAttr(index)});
       next.push_back(storeOver(rewriter, loc, state, states[index]));
     }
@@ -183,8 +184,9 @@ struct ScanLowering : OpConversionPattern<ScanOp> {
 };
 
 /// A tessel.loop: one scf.for up to its trip count, read when the kernel
-/// runs, whose iteration arguments are the states; the final states are
-/// then stacked.
+/// runs, whose iteration arguments are the states, or for a conditional
+/// one an scf.while that also carries the iteration number and the
+/// condition; the final states are then stacked.
 struct LoopLowering : OpConversionPattern<LoopOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -197,37 +199,93 @@ struct LoopLowering : OpConversionPattern<LoopOp> {
     Value lower = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     Value count = tripCountOf(rewriter, loc, adaptor.getTripCount());
-    auto loop = scf::ForOp::create(rewriter, loc, lower, count, one, adaptor.getStates());
+    ValueRange finalStates = op.getConditional()
+                                 ? whileLoop(rewriter, op, adaptor, count, lower, one)
+                                 : forLoop(rewriter, op, adaptor, count, lower, one);
+    Value stacked = emptyTensor(rewriter, loc, op.getType());
+    for (auto [index, state] : llvm::enumerate(finalStates))
+      stacked = insertLeading(rewriter, loc, state, stacked, {rewriter.getIndexAttr(index)});
+    rewriter.replaceOp(op, stacked);
+    return success();
+  }
 
+private:
+  /// The body inlined at the end of `block`, from iteration number
+  /// `iteration` (an index) and `states`, its yield erased: what it yields,
+  /// the next states stored over `states`.
+  SmallVector<Value> inlineBody(ConversionPatternRewriter &rewriter, LoopOp op, OpAdaptor adaptor,
+                                Block *block, Value iteration, ValueRange states) const {
+    Location loc = op.getLoc();
     OpBuilder::InsertionGuard guard(rewriter);
-    Block *loopBody = loop.getBody();
-    rewriter.setInsertionPointToStart(loopBody);
-    Value iteration =
-        arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), loop.getInductionVar());
+    rewriter.setInsertionPointToEnd(block);
+    Value number = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), iteration);
     SmallVector<Value> arguments = {tensor::FromElementsOp::create(
-        rewriter, loc, RankedTensorType::get({}, rewriter.getI64Type()), iteration)};
+        rewriter, loc, RankedTensorType::get({}, rewriter.getI64Type()), number)};
     llvm::append_range(arguments, adaptor.getInvariants());
-    ValueRange states = loop.getRegionIterArgs();
     llvm::append_range(arguments, states);
 
     Block &body = op.getBody().front();
     auto yield = cast<YieldOp>(body.getTerminator());
+    ValueRange yielded = yield.getStates();
+    ValueRange nextStates = yielded.take_back(states.size());
     SmallVector<bool> passedOn =
-        passedOnStates(yield, body.getArguments().take_back(adaptor.getStates().size()));
-    rewriter.inlineBlockBefore(&body, loopBody, loopBody->end(), arguments);
+        passedOnStates(nextStates, body.getArguments().take_back(states.size()));
+    rewriter.inlineBlockBefore(&body, block, block->end(), arguments);
     rewriter.setInsertionPoint(yield);
-    SmallVector<Value> next;
-    for (auto [index, state] : llvm::enumerate(nextStatesOf(rewriter, loc, yield, passedOn)))
-      next.push_back(storeOver(rewriter, loc, state, states[index]));
-    scf::YieldOp::create(rewriter, loc, next);
+    SmallVector<Value> results(yielded.drop_back(states.size()));
+    for (auto [index, state] : llvm::enumerate(nextStatesOf(rewriter, loc, nextStates, passedOn)))
+      results.push_back(storeOver(rewriter, loc, state, states[index]));
     rewriter.eraseOp(yield);
+    return results;
+  }
 
+  ValueRange forLoop(ConversionPatternRewriter &rewriter, LoopOp op, OpAdaptor adaptor, Value count,
+                     Value lower, Value one) const {
+    Location loc = op.getLoc();
+    auto loop = scf::ForOp::create(rewriter, loc, lower, count, one, adaptor.getStates());
+    Block *block = loop.getBody();
+    SmallVector<Value> next =
+        inlineBody(rewriter, op, adaptor, block, loop.getInductionVar(), loop.getRegionIterArgs());
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(block);
+    scf::YieldOp::create(rewriter, loc, next);
+    return loop.getResults();
+  }
+
+  /// Carries (states..., iteration, condition): it goes on while the
+  /// iteration is below the trip count and the last iteration's condition
+  /// held. The states come first so that they keep their positions when
+  /// canonicalization drops the condition from what the before region
+  /// passes on (bufferization pairs the two regions' arguments by position).
+  ValueRange whileLoop(ConversionPatternRewriter &rewriter, LoopOp op, OpAdaptor adaptor,
+                       Value count, Value lower, Value one) const {
+    Location loc = op.getLoc();
+    size_t stateCount = adaptor.getStates().size();
+    SmallVector<Value> initial(adaptor.getStates());
+    initial.push_back(lower);
+    initial.push_back(arith::ConstantIntOp::create(rewriter, loc, rewriter.getI1Type(), 1));
+    SmallVector<Type> types(ValueRange(initial).getTypes());
+    SmallVector<Location> locations(initial.size(), loc);
+    auto loop = scf::WhileOp::create(rewriter, loc, types, initial);
+    OpBuilder::InsertionGuard guard(rewriter);
+
+    Block *before = rewriter.createBlock(&loop.getBefore(), {}, types, locations);
+    Value within = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                         before->getArgument(stateCount), count);
+    Value going = arith::AndIOp::create(rewriter, loc, within, before->getArgument(stateCount + 1));
+    scf::ConditionOp::create(rewriter, loc, going, before->getArguments());
+
+    Block *after = rewriter.createBlock(&loop.getAfter(), {}, types, locations);
+    Value iteration = after->getArgument(stateCount);
+    SmallVector<Value> yielded = inlineBody(rewriter, op, adaptor, after, iteration,
+                                            after->getArguments().take_front(stateCount));
+    rewriter.setInsertionPointToEnd(after);
+    SmallVector<Value> next(ArrayRef(yielded).drop_front());
+    next.push_back(arith::AddIOp::create(rewriter, loc, iteration, one));
+    next.push_back(tensor::ExtractOp::create(rewriter, loc, yielded.front()));
+    scf::YieldOp::create(rewriter, loc, next);
     rewriter.setInsertionPointAfter(loop);
-    Value stacked = emptyTensor(rewriter, loc, op.getType());
-    for (auto [index, state] : llvm::enumerate(loop.getResults()))
-      stacked = insertLeading(rewriter, loc, state, stacked, {rewriter.getIndexAttr(index)});
-    rewriter.replaceOp(op, stacked);
-    return success();
+    return loop.getResults().take_front(stateCount);
   }
 };
 

@@ -179,6 +179,60 @@ def build_run_time_loop(name, trip_count, condition):
     return model, feeds, ["acc", "scaled"]
 
 
+def build_conditional_loop(name, with_trip_count):
+    """A Loop whose body computes its condition from the carried values:
+    acc = acc * 1.5 + step while sum(acc) < limit (a graph input), up to a
+    trip count given as a graph input, or without one. It runs as one
+    tessel.loop that tests the condition after each iteration."""
+    value = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(
+        name, kind, shape)
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc_in", "growth"], ["grown"]),
+         helper.make_node("Add", ["grown", "step"], ["acc_out"]),
+         helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["cond_out"])],
+        "body",
+        [value("i", [], TensorProto.INT64), value("cond_in", [], TensorProto.BOOL),
+         value("acc_in", [3])],
+        [value("cond_out", [], TensorProto.BOOL), value("acc_out", [3])])
+    loop = helper.make_node("Loop", ["trip_count" if with_trip_count else "", "", "acc0"],
+                            ["acc"], name=name, body=body)
+    graph_inputs = [value("acc0", [3]), value("step", [3]), value("limit", [])]
+    if with_trip_count:
+        graph_inputs.insert(0, value("trip_count", [], TensorProto.INT64))
+    graph = helper.make_graph(
+        [loop], name, graph_inputs, [value("acc", [3])],
+        [helper.make_tensor("growth", TensorProto.FLOAT, [], [1.5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {}
+    if with_trip_count:
+        feeds["trip_count"] = np.array(20, np.int64)
+    feeds["acc0"] = np.array([0.5, 1.0, 0.25], np.float32)
+    feeds["step"] = np.array([0.1, 0.2, 0.3], np.float32)
+    feeds["limit"] = np.array(40.0, np.float32)
+    return model, feeds, ["acc"]
+
+
+def build_never_ending():
+    """A Loop without a trip count whose body passes its condition on: it
+    would never end, and the compiler must say so."""
+    value = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(
+        name, kind, shape)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Neg", ["acc_in"], ["acc_out"])],
+        "body",
+        [value("i", [], TensorProto.INT64), value("cond_in", [], TensorProto.BOOL),
+         value("acc_in", [3])],
+        [value("cond_out", [], TensorProto.BOOL), value("acc_out", [3])])
+    loop = helper.make_node("Loop", ["", "", "acc0"], ["acc"], name="loop_never_ending",
+                            body=body)
+    graph = helper.make_graph([loop], "loop_never_ending", [value("acc0", [3])],
+                              [value("acc", [3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
 RUN_TIME_LOOP_CASES = [("loop_run_time_trip_count_7", 7, None),
                        ("loop_run_time_trip_count_0", 0, None),
                        ("loop_run_time_condition_true", 4, True),
@@ -238,7 +292,11 @@ def main():
         [("states_passed_on", build_states_passed_on)] + \
         [(name, lambda name=name: build_loop(name)) for name in LOOP_CASES] + \
         [(name, lambda case=case: build_run_time_loop(*case))
-         for case in RUN_TIME_LOOP_CASES for name in [case[0]]]
+         for case in RUN_TIME_LOOP_CASES for name in [case[0]]] + \
+        [("loop_body_condition_and_trip_count", lambda: build_conditional_loop(
+            "loop_body_condition_and_trip_count", True)),
+         ("loop_body_condition_only", lambda: build_conditional_loop(
+             "loop_body_condition_only", False))]
     for name, make in cases:
         model, feeds, outputs = make()
         work = os.path.join(args.work, name)
@@ -259,6 +317,9 @@ def main():
         verdict = "; ".join(errors) if errors else "match onnxruntime"
         print(f"{name}: {form}; {', '.join(outputs)} {verdict}")
     print(f"{len(cases) - failed} passed, {failed} failed")
+    # Compiled by the lit test, which expects a refusal.
+    os.makedirs(os.path.join(args.work, "loop_never_ending"), exist_ok=True)
+    onnx.save(build_never_ending(), os.path.join(args.work, "loop_never_ending", "model.onnx"))
 
 
 if __name__ == "__main__":

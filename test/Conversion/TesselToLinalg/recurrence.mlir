@@ -121,3 +121,36 @@ func.func @loop(%m: tensor<i64>, %step: tensor<3xf32>, %acc0: tensor<3xf32>) -> 
   }
   return %0 : tensor<1x3xf32>
 }
+
+// A conditional loop is an scf.while carrying the states, the iteration
+// number and the condition: it goes on while the number is below the trip
+// count and the last iteration's condition held.
+// CHECK-LABEL: @conditional_loop
+// CHECK: %[[COUNT:.+]] = arith.maxsi
+// CHECK: %[[TRUE:.+]] = arith.constant true
+// CHECK: %[[LOOP:.+]]:3 = scf.while (%[[ACC:.+]] = %arg1, %[[I:.+]] = %{{.+}}, %[[GOING:.+]] = %[[TRUE]]) : (tensor<3xf32>, index, i1) -> (tensor<3xf32>, index, i1) {
+// CHECK:   %[[WITHIN:.+]] = arith.cmpi slt, %[[I]], %[[COUNT]] : index
+// CHECK:   %[[GO:.+]] = arith.andi %[[WITHIN]], %[[GOING]] : i1
+// CHECK:   scf.condition(%[[GO]]) %[[ACC]], %[[I]], %[[GOING]]
+// CHECK: } do {
+// CHECK: ^bb0(%[[ACC2:.+]]: tensor<3xf32>, %[[I2:.+]]: index, %{{.+}}: i1):
+// CHECK:   %[[NEXT:.+]] = linalg.generic
+// CHECK:     arith.cmpf olt
+// CHECK:   %[[COND:.+]] = tensor.collapse_shape
+// CHECK:   %[[STORED:.+]] = bufferization.materialize_in_destination %[[NEXT]] in %[[ACC2]]
+// CHECK:   %[[I3:.+]] = arith.addi %[[I2]], %{{.+}} : index
+// CHECK:   %[[FLAG:.+]] = tensor.extract %[[COND]][] : tensor<i1>
+// CHECK:   scf.yield %[[STORED]], %[[I3]], %[[FLAG]]
+// CHECK: tensor.insert_slice %[[LOOP]]#0
+func.func @conditional_loop(%m: tensor<i64>, %acc0: tensor<3xf32>, %limit: tensor<3xf32>) -> tensor<1x3xf32> {
+  %0 = tessel.loop conditional trip_count(%m) invariants(%limit) states(%acc0)
+      : (tensor<i64>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3xf32> {
+  ^bb0(%i: tensor<i64>, %l: tensor<3xf32>, %acc: tensor<3xf32>):
+    %next = tessel.add %acc, %acc : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %less = tessel.compare "lt", %next, %l : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+    %first = tessel.slice %less {starts = array<i64: 0>, steps = array<i64: 1>} : tensor<3xi1> -> tensor<1xi1>
+    %c = tessel.reshape %first : tensor<1xi1> -> tensor<i1>
+    tessel.yield %c, %next : tensor<i1>, tensor<3xf32>
+  }
+  return %0 : tensor<1x3xf32>
+}

@@ -421,3 +421,15 @@ func.func @loop_arguments(%m: tensor<i64>, %acc0: tensor<3xf32>) -> tensor<1x3xf
   }
   return %0 : tensor<1x3xf32>
 }
+
+// -----
+
+func.func @loop_condition(%m: tensor<i64>, %acc0: tensor<3xf32>) -> tensor<1x3xf32> {
+  // expected-error @+1 {{body must yield the condition (a 0-d i1 tensor) and the next value of every state}}
+  %0 = tessel.loop conditional trip_count(%m) invariants() states(%acc0)
+      : (tensor<i64>, tensor<3xf32>) -> tensor<1x3xf32> {
+  ^bb0(%i: tensor<i64>, %acc: tensor<3xf32>):
+    tessel.yield %acc : tensor<3xf32>
+  }
+  return %0 : tensor<1x3xf32>
+}
