@@ -40,6 +40,20 @@ namespace tessel::onnx_import {
 
 namespace {
 
+/// `value`, a tensor of one element, as a 0-d tensor; null for null.
+Value scalarOf(OpBuilder &b, Location loc, Value value) {
+  if (!value)
+    return {};
+  auto type = cast<RankedTensorType>(value.getType());
+  return ReshapeOp::create(b, loc, type.clone(ArrayRef<int64_t>{}), value);
+}
+
+/// A 0-d tensor of the integer type `element` holding `value`.
+Value scalarConstant(OpBuilder &b, Location loc, Type element, int64_t value) {
+  auto type = RankedTensorType::get({}, element);
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(element, value)));
+}
+
 /// The run-time check of a Loop unrolled as many times as its stated scan
 /// outputs say, when its trip count M or condition is known only at run
 /// time: each iteration must be entered (i < M, the condition true), and
@@ -48,7 +62,8 @@ class RunTimeLoopCheck {
 public:
   /// `tripCount` and `condition` are the Loop's inputs (null when absent).
   RunTimeLoopCheck(OpBuilder &builder, Location loc, Value tripCount, Value condition)
-      : b(builder), loc(loc), tripCount(scalarOf(tripCount)), condition(scalarOf(condition)) {}
+      : b(builder), loc(loc), tripCount(scalarOf(builder, loc, tripCount)),
+        condition(scalarOf(builder, loc, condition)) {}
 
   void entering(int64_t iteration) {
     if (!tripCount && !condition)
@@ -60,7 +75,7 @@ public:
     wrong = wrong ? OrOp::create(b, loc, flagType(), wrong, skipped) : skipped;
   }
   /// The body's condition output for the next iteration.
-  void continuing(Value bodyCondition) { condition = scalarOf(bodyCondition); }
+  void continuing(Value bodyCondition) { condition = scalarOf(b, loc, bodyCondition); }
   void finish(int64_t iterations, StringRef node) {
     Value more = within(iterations);
     if (more && condition)
@@ -81,19 +96,11 @@ public:
 
 private:
   RankedTensorType flagType() { return RankedTensorType::get({}, b.getI1Type()); }
-  Value scalarOf(Value value) {
-    if (!value)
-      return {};
-    auto type = cast<RankedTensorType>(value.getType());
-    return ReshapeOp::create(b, loc, type.clone(ArrayRef<int64_t>{}), value);
-  }
   /// iteration < M, or null without a trip count.
   Value within(int64_t iteration) {
     if (!tripCount)
       return {};
-    auto type = RankedTensorType::get({}, b.getI64Type());
-    Value index = ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(b.getI64Type(), iteration)));
+    Value index = scalarConstant(b, loc, b.getI64Type(), iteration);
     return CompareOp::create(b, loc, flagType(), b.getStringAttr("lt"), index, tripCount);
   }
 
@@ -681,10 +688,8 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
   ScanImport outcome = buildScanLoop(
       loc, states, iterations, /*reverse=*/false,
       [&](ArrayRef<Value> arguments, ScanImport &outcome) -> SmallVector<Value> {
-        auto flag = RankedTensorType::get({}, builder.getI1Type());
-        SmallVector<Value> bodyArguments = {
-            arguments.back(),
-            ConstantOp::create(builder, loc, DenseElementsAttr::get(flag, true))};
+        SmallVector<Value> bodyArguments = {arguments.back(),
+                                            scalarConstant(builder, loc, builder.getI1Type(), 1)};
         llvm::append_range(bodyArguments, arguments.take_front(initial.size()));
         std::optional<SmallVector<Value>> outputs =
             importBody(body, bodyArguments, index, label);
@@ -721,15 +726,8 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
       llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }))
     return false;
   Location loc = nodeLocation(node, index);
-  auto scalarType = [&](Type element) { return RankedTensorType::get({}, element); };
-  auto scalarOf = [&](Value value) -> Value {
-    auto type = cast<RankedTensorType>(value.getType());
-    return ReshapeOp::create(builder, loc, type.clone(ArrayRef<int64_t>{}), value);
-  };
-  auto countOf = [&](int64_t value) -> Value {
-    auto type = scalarType(builder.getI64Type());
-    return ConstantOp::create(builder, loc,
-                              DenseElementsAttr::get(type, builder.getI64IntegerAttr(value)));
+  auto countOf = [&](int64_t value) {
+    return scalarConstant(builder, loc, builder.getI64Type(), value);
   };
 
   // The body first, with a trip count to be replaced: whether its
@@ -748,9 +746,8 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
     OpBuilder::InsertionGuard guard(builder);
     Block *body = builder.createBlock(&loop.getBody());
     SmallVector<Value> arguments = {
-        body->addArgument(scalarType(builder.getI64Type()), loc),
-        ConstantOp::create(builder, loc,
-                           DenseElementsAttr::get(scalarType(builder.getI1Type()), true))};
+        body->addArgument(RankedTensorType::get({}, builder.getI64Type()), loc),
+        scalarConstant(builder, loc, builder.getI1Type(), 1)};
     for (Value value : initial)
       arguments.push_back(body->addArgument(value.getType(), loc));
     std::optional<SmallVector<Value>> outputs =
@@ -784,7 +781,7 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
     SmallVector<Value> yielded;
     if (!bodyCondition || *bodyCondition == 0) {
       loop.setConditional(true);
-      yielded.push_back(scalarOf(condition));
+      yielded.push_back(scalarOf(builder, loc, condition));
     }
     llvm::append_range(yielded, next);
     YieldOp::create(builder, loc, yielded);
@@ -793,9 +790,11 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
   // The trip count, or without one as many iterations as the condition
   // allows; none when the initial condition is false.
   builder.setInsertionPoint(loop);
-  Value count = inputs[0] ? scalarOf(inputs[0]) : countOf(std::numeric_limits<int64_t>::max());
+  Value count =
+      inputs[0] ? scalarOf(builder, loc, inputs[0]) : countOf(std::numeric_limits<int64_t>::max());
   if (inputs[1] && !constantScalar(inputs[1]))
-    count = WhereOp::create(builder, loc, count.getType(), scalarOf(inputs[1]), count, countOf(0));
+    count = WhereOp::create(builder, loc, count.getType(), scalarOf(builder, loc, inputs[1]), count,
+                            countOf(0));
   else if (inputs[1] && *constantScalar(inputs[1]) == 0)
     count = countOf(0);
   loop.getTripCountMutable().assign(count);
@@ -861,11 +860,6 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
     return;
 
   Location loc = nodeLocation(node, index);
-  auto scalar = [&](Type element, int64_t value) -> Value {
-    auto type = RankedTensorType::get({}, element);
-    return ConstantOp::create(builder, loc,
-                              DenseElementsAttr::get(type, builder.getIntegerAttr(element, value)));
-  };
   std::optional<RunTimeLoopCheck> check;
   if (statedIterations)
     check.emplace(builder, loc, inputs[0], inputs[1]);
@@ -880,8 +874,8 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
                     " iterations is longer than it unrolls");
     if (check)
       check->entering(iteration);
-    SmallVector<Value> arguments{scalar(builder.getI64Type(), iteration),
-                                 scalar(builder.getI1Type(), 1)};
+    SmallVector<Value> arguments{scalarConstant(builder, loc, builder.getI64Type(), iteration),
+                                 scalarConstant(builder, loc, builder.getI1Type(), 1)};
     llvm::append_range(arguments, carried);
     std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
     if (!outputs)

@@ -945,28 +945,42 @@ LogicalResult ConcatOp::verify() {
 // Recurrence
 //===----------------------------------------------------------------------===//
 
-LogicalResult ScanOp::verify() {
-  if (getStates().empty())
-    return emitOpError("needs at least one state");
-  auto stateType = cast<RankedTensorType>(getStates().front().getType());
-  for (Value state : getStates())
+/// The one type of a scan's or loop's `states`, which its result stacks;
+/// failure (after an error) when there is none or they differ.
+static FailureOr<RankedTensorType> sharedStateType(Operation *op, ValueRange states) {
+  if (states.empty())
+    return op->emitOpError("needs at least one state");
+  auto stateType = cast<RankedTensorType>(states.front().getType());
+  for (Value state : states)
     if (state.getType() != stateType)
-      return emitOpError("states must share one type, got ") << state.getType() << " and "
-                                                             << stateType;
+      return op->emitOpError("states must share one type, got ")
+             << state.getType() << " and " << stateType;
+  return stateType;
+}
+
+/// Checks that `count` (a step count: a scan's length, a loop's trip
+/// count) is a 0-d i64 tensor.
+static LogicalResult verifyCount(Operation *op, Value count, StringRef what) {
+  auto type = cast<RankedTensorType>(count.getType());
+  if (type.getRank() != 0 || !type.getElementType().isInteger(64))
+    return op->emitOpError(what) << " must be a 0-d i64 tensor, got " << type;
+  return success();
+}
+
+LogicalResult ScanOp::verify() {
+  FailureOr<RankedTensorType> stateType = sharedStateType(*this, getStates());
+  if (failed(stateType))
+    return failure();
   RankedTensorType resultType = getType();
   SmallVector<int64_t> stacked = {resultType.getDimSize(0),
                                   static_cast<int64_t>(getStates().size())};
-  llvm::append_range(stacked, stateType.getShape());
-  if (resultType != stateType.clone(stacked))
+  llvm::append_range(stacked, stateType->getShape());
+  if (resultType != stateType->clone(stacked))
     return emitOpError("result must stack the states of every step as [steps, states, ...], "
                        "expected ")
-           << stateType.clone(stacked) << ", got " << resultType;
-
-  if (Value length = getLength()) {
-    auto type = cast<RankedTensorType>(length.getType());
-    if (type.getRank() != 0 || !type.getElementType().isInteger(64))
-      return emitOpError("length must be a 0-d i64 tensor, got ") << type;
-  }
+           << stateType->clone(stacked) << ", got " << resultType;
+  if (getLength() && failed(verifyCount(*this, getLength(), "length")))
+    return failure();
 
   SmallVector<Type> arguments(getInvariants().getTypes());
   llvm::append_range(arguments, getStates().getTypes());
@@ -988,22 +1002,17 @@ LogicalResult ScanOp::verify() {
 }
 
 LogicalResult LoopOp::verify() {
-  auto countType = cast<RankedTensorType>(getTripCount().getType());
-  if (countType.getRank() != 0 || !countType.getElementType().isInteger(64))
-    return emitOpError("trip count must be a 0-d i64 tensor, got ") << countType;
-  if (getStates().empty())
-    return emitOpError("needs at least one state");
-  auto stateType = cast<RankedTensorType>(getStates().front().getType());
-  for (Value state : getStates())
-    if (state.getType() != stateType)
-      return emitOpError("states must share one type, got ")
-             << state.getType() << " and " << stateType;
+  if (failed(verifyCount(*this, getTripCount(), "trip count")))
+    return failure();
+  FailureOr<RankedTensorType> stateType = sharedStateType(*this, getStates());
+  if (failed(stateType))
+    return failure();
   SmallVector<int64_t> stacked = {static_cast<int64_t>(getStates().size())};
-  llvm::append_range(stacked, stateType.getShape());
-  if (getType() != stateType.clone(stacked))
+  llvm::append_range(stacked, stateType->getShape());
+  if (getType() != stateType->clone(stacked))
     return emitOpError("result must stack the final states as [states, ...], expected ")
-           << stateType.clone(stacked) << ", got " << getType();
-  SmallVector<Type> arguments = {countType};
+           << stateType->clone(stacked) << ", got " << getType();
+  SmallVector<Type> arguments = {getTripCount().getType()};
   llvm::append_range(arguments, getInvariants().getTypes());
   llvm::append_range(arguments, getStates().getTypes());
   Block &body = getBody().front();

@@ -115,16 +115,20 @@ Value tripCountOf(OpBuilder &b, Location loc, Value count, Value bound = {}) {
   return bound ? arith::MinSIOp::create(b, loc, counted, bound) : counted;
 }
 
+/// Whether `op`'s operands keep their types when lowered (`converted`):
+/// its body's arguments keep theirs, so only such operands can stand in for
+/// them.
+bool keepTypes(Operation *op, ValueRange converted) {
+  return TypeRange(op->getOperandTypes()) == TypeRange(converted.getTypes());
+}
+
 struct ScanLowering : OpConversionPattern<ScanOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult matchAndRewrite(ScanOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    // The body's arguments keep their types: only operands that lower to
-    // the same type can stand in for them.
-    for (auto [original, converted] : llvm::zip(op->getOperands(), adaptor.getOperands()))
-      if (original.getType() != converted.getType())
-        return rewriter.notifyMatchFailure(op, "operands change type when lowered");
+    if (!keepTypes(op, adaptor.getOperands()))
+      return rewriter.notifyMatchFailure(op, "operands change type when lowered");
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getType();
     Value stacked = emptyTensor(rewriter, loc, resultType);
@@ -192,9 +196,8 @@ struct LoopLowering : OpConversionPattern<LoopOp> {
 
   LogicalResult matchAndRewrite(LoopOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    for (auto [original, converted] : llvm::zip(op->getOperands(), adaptor.getOperands()))
-      if (original.getType() != converted.getType())
-        return rewriter.notifyMatchFailure(op, "operands change type when lowered");
+    if (!keepTypes(op, adaptor.getOperands()))
+      return rewriter.notifyMatchFailure(op, "operands change type when lowered");
     Location loc = op.getLoc();
     Value lower = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);

@@ -101,6 +101,24 @@ private:
     Value candidateWeight; // GRU without linear_before_reset: R_h^T
     Value recurrentBias;   // GRU with linear_before_reset: R_b (else in the projection)
     Value peephole;
+
+    /// Those of the weights above that the cell has, in order.
+    SmallVector<Value> invariants() const {
+      SmallVector<Value> present;
+      for (Value invariant : {recurrentWeight, candidateWeight, recurrentBias, peephole})
+        if (invariant)
+          present.push_back(invariant);
+      return present;
+    }
+    /// The same inputs as a scan's body sees them: each weight mapped to its
+    /// block argument by `inBody`.
+    StepInputs mappedBy(const IRMapping &inBody) const {
+      StepInputs inside = *this;
+      for (Value *invariant : {&inside.recurrentWeight, &inside.candidateWeight,
+                               &inside.recurrentBias, &inside.peephole})
+        *invariant = inBody.lookupOrNull(*invariant);
+      return inside;
+    }
   };
   /// One step from hidden state `h`, cell state `c` (LSTM) and the step's
   /// input projection `x`: the next states (hidden, then cell).
@@ -290,10 +308,7 @@ SmallVector<Value> Recurrence::step(const StepInputs &in, Value h, Value c, Valu
 
 Value Recurrence::scanSteps(const StepInputs &in, ArrayRef<Value> states, Value projected,
                             Value within, Value length, bool reverse) {
-  SmallVector<Value> invariants;
-  for (Value invariant : {in.recurrentWeight, in.candidateWeight, in.recurrentBias, in.peephole})
-    if (invariant)
-      invariants.push_back(invariant);
+  SmallVector<Value> invariants = in.invariants();
   RankedTensorType stateType = typeOf(states.front());
   SmallVector<int64_t> stacked = {typeOf(projected).getDimSize(0),
                                   static_cast<int64_t>(states.size())};
@@ -312,13 +327,9 @@ Value Recurrence::scanSteps(const StepInputs &in, ArrayRef<Value> states, Value 
     body->addArgument(state.getType(), loc);
   Value x =
       body->addArgument(typeOf(projected).clone(typeOf(projected).getShape().drop_front()), loc);
-  StepInputs inside = in;
-  for (Value *invariant :
-       {&inside.recurrentWeight, &inside.candidateWeight, &inside.recurrentBias, &inside.peephole})
-    *invariant = inBody.lookupOrNull(*invariant);
   Value h = body->getArgument(invariants.size());
   Value c = cell == Cell::LSTM ? body->getArgument(invariants.size() + 1) : Value();
-  SmallVector<Value> next = step(inside, h, c, x);
+  SmallVector<Value> next = step(in.mappedBy(inBody), h, c, x);
   if (within) {
     // Past its length a batch entry's states stay as they were. In
     // reverse, steps beyond the length come first and leave the initial
@@ -362,9 +373,8 @@ Value Recurrence::scanChunks(const StepInputs &in, ArrayRef<Value> states, Value
   auto chunkType = RankedTensorType::get({chunk, stateCount, batch, hiddenSize}, elementType);
   Value initial = ExpandOp::create(b, loc, chunkType, initialRow);
 
-  SmallVector<Value> invariants;
-  for (Value invariant : {in.recurrentWeight, in.candidateWeight, in.recurrentBias, in.peephole,
-                          inputWeight, inputBias, longestLength})
+  SmallVector<Value> invariants = in.invariants();
+  for (Value invariant : {inputWeight, inputBias, longestLength})
     if (invariant)
       invariants.push_back(invariant);
   SmallVector<Value> scanned = {reshape(steps, {chunks, chunk, batch, inputSize}),
@@ -393,13 +403,9 @@ Value Recurrence::scanChunks(const StepInputs &in, ArrayRef<Value> states, Value
     Value projected = matmul(slices[0], inBody.lookup(inputWeight));
     if (inputBias)
       projected = add(projected, inBody.lookup(inputBias));
-    StepInputs inside = in;
-    for (Value *invariant : {&inside.recurrentWeight, &inside.candidateWeight,
-                             &inside.recurrentBias, &inside.peephole})
-      *invariant = inBody.lookupOrNull(*invariant);
     Value length = inBody.lookup(longestLength), firstStep = slices[2];
-    Value chunkSteps =
-        scanSteps(inside, carried, projected, slices[1], sub(length, firstStep), reverse);
+    Value chunkSteps = scanSteps(in.mappedBy(inBody), carried, projected, slices[1],
+                                 sub(length, firstStep), reverse);
     // A chunk past the length leaves the carried steps as they were, as
     // the scan's length requires of the steps it may skip.
     Value reached = node.createInferred<CompareOp>(b.getStringAttr("lt"), firstStep, length);
