@@ -134,6 +134,28 @@ signatureOf(func::FuncOp main, bool results) {
   return tensors;
 }
 
+/// The graph outputs that @main's results stand for (kGraphOutputsAttr),
+/// empty when each is one tensor.
+std::vector<GraphOutputSignature> graphOutputsOf(func::FuncOp main) {
+  std::vector<GraphOutputSignature> outputs;
+  auto entries = main->getAttrOfType<ArrayAttr>(kGraphOutputsAttr);
+  if (!entries)
+    return outputs;
+  for (auto entry : entries.getAsRange<DictionaryAttr>()) {
+    auto kind =
+        llvm::StringSwitch<schema::GraphValueKind>(entry.getAs<StringAttr>("kind").getValue())
+            .Case("sequence", schema::GraphValueKind_Sequence)
+            .Case("optional", schema::GraphValueKind_Optional)
+            .Case("optional_sequence", schema::GraphValueKind_OptionalSequence)
+            .Default(schema::GraphValueKind_Tensor);
+    outputs.push_back({entry.getAs<StringAttr>("name").str(), static_cast<uint8_t>(kind),
+                       entry.getAs<BoolAttr>("present").getValue(),
+                       static_cast<uint32_t>(entry.getAs<IntegerAttr>("first").getInt()),
+                       static_cast<uint32_t>(entry.getAs<IntegerAttr>("count").getInt())});
+  }
+  return outputs;
+}
+
 std::string modelHash(llvm::StringRef path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -336,6 +358,7 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   llvm::Expected<std::vector<TensorSignature>> outputs = signatureOf(main, true);
   if (!outputs)
     return outputs.takeError();
+  std::vector<GraphOutputSignature> graphOutputs = graphOutputsOf(main);
 
   progress("optimizing the graph");
   if (llvm::Error error = optimizeGraph(module))
@@ -436,6 +459,7 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   ArtifactContents contents;
   contents.inputs = std::move(*inputs);
   contents.outputs = std::move(*outputs);
+  contents.graphOutputs = std::move(graphOutputs);
   contents.plan = &*plan;
   contents.executables = std::move(executables);
   contents.provenance = {compilerVersion().str(), modelHash(modelPath),

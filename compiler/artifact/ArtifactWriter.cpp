@@ -328,11 +328,19 @@ serializeArtifact(const ArtifactContents &contents) {
   fb::Offset<sc::QuantizationSummary> quantization;
   if (contents.quantization)
     quantization = quantizationSummary(builder, *contents.quantization);
+  fb::Offset<fb::Vector<fb::Offset<sc::GraphOutput>>> graphOutputs;
+  if (!contents.graphOutputs.empty()) {
+    std::vector<fb::Offset<sc::GraphOutput>> entries;
+    for (const GraphOutputSignature &output : contents.graphOutputs)
+      entries.push_back(sc::CreateGraphOutputDirect(builder, output.name.c_str(),
+                                                    static_cast<sc::GraphValueKind>(output.kind),
+                                                    output.present, output.first, output.count));
+    graphOutputs = builder.CreateVector(entries);
+  }
   sc::Integrity unsealed(0);
-  auto artifact = sc::CreateArtifact(builder, sc::kFormatVersion, &unsealed,
-                                     inputs, outputs, bufferVector, weights,
-                                     executableVector, stepVector, memoryPlan,
-                                     provenance, quantization);
+  auto artifact = sc::CreateArtifact(builder, sc::kFormatVersion, &unsealed, inputs, outputs,
+                                     bufferVector, weights, executableVector, stepVector,
+                                     memoryPlan, provenance, quantization, graphOutputs);
   builder.Finish(artifact, sc::ArtifactIdentifier());
 
   std::vector<uint8_t> bytes(builder.GetBufferPointer(),

@@ -38,6 +38,14 @@ struct TensorSignature {
   bool holdsLength = false;
 };
 
+/// An ONNX graph output that is not one tensor (the schema's GraphOutput).
+struct GraphOutputSignature {
+  std::string name;
+  uint8_t kind; // schema::GraphValueKind
+  bool present = true;
+  uint32_t first = 0, count = 0;
+};
+
 struct Provenance {
   std::string compilerVersion;
   std::string modelHash;
@@ -47,6 +55,8 @@ struct Provenance {
 
 struct ArtifactContents {
   std::vector<TensorSignature> inputs, outputs;
+  /// Empty when every graph output is one tensor.
+  std::vector<GraphOutputSignature> graphOutputs;
   const HostPlan *plan = nullptr;
   std::vector<Executable> executables;
   Provenance provenance;

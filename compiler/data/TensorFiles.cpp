@@ -2,7 +2,7 @@
 
 #include "compiler/data/TensorFiles.h"
 
-#include "onnx/onnx_pb.h"
+#include "onnx/onnx-data_pb.h"
 
 #include <cstring>
 #include <fstream>
@@ -114,13 +114,8 @@ std::vector<uint8_t> unpackElements(const std::vector<uint8_t> &packed, tsl_dtyp
   return elements;
 }
 
-} // namespace
-
-HostTensor readTensorProto(const std::string &path) {
-  onnx::TensorProto proto;
-  std::string bytes = readFile(path);
-  if (!proto.ParseFromString(bytes))
-    throw std::runtime_error(path + ": not a serialized onnx.TensorProto");
+/// The tensor `proto` holds; `path` names where it comes from in messages.
+HostTensor hostTensorOf(const onnx::TensorProto &proto, const std::string &path) {
   HostTensor tensor;
   tensor.name = proto.name();
   tensor.dtype = dtypeOfOnnx(proto.data_type(), path);
@@ -157,6 +152,49 @@ HostTensor readTensorProto(const std::string &path) {
   if (bits)
     tensor.bytes = unpackElements(tensor.bytes, tensor.dtype, count);
   return tensor;
+}
+
+/// The tensors of `sequence`, each named after `path` and its position.
+std::vector<HostTensor> sequenceTensors(const onnx::SequenceProto &sequence,
+                                        const std::string &path) {
+  if (sequence.elem_type() != onnx::SequenceProto::TENSOR &&
+      sequence.elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw std::runtime_error(path + ": a sequence of other than tensors is not supported");
+  std::vector<HostTensor> tensors;
+  for (int i = 0; i < sequence.tensor_values_size(); ++i)
+    tensors.push_back(
+        hostTensorOf(sequence.tensor_values(i), path + " (tensor " + std::to_string(i) + ")"));
+  return tensors;
+}
+
+} // namespace
+
+HostTensor readTensorProto(const std::string &path) {
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(readFile(path)))
+    throw std::runtime_error(path + ": not a serialized onnx.TensorProto");
+  return hostTensorOf(proto, path);
+}
+
+std::vector<HostTensor> readSequenceProto(const std::string &path) {
+  onnx::SequenceProto proto;
+  if (!proto.ParseFromString(readFile(path)))
+    throw std::runtime_error(path + ": not a serialized onnx.SequenceProto");
+  return sequenceTensors(proto, path);
+}
+
+std::optional<std::vector<HostTensor>> readOptionalProto(const std::string &path) {
+  onnx::OptionalProto proto;
+  if (!proto.ParseFromString(readFile(path)))
+    throw std::runtime_error(path + ": not a serialized onnx.OptionalProto");
+  if (proto.has_tensor_value())
+    return std::vector<HostTensor>{hostTensorOf(proto.tensor_value(), path)};
+  if (proto.has_sequence_value())
+    return sequenceTensors(proto.sequence_value(), path);
+  if (proto.has_map_value() || proto.has_optional_value() || proto.has_sparse_tensor_value())
+    throw std::runtime_error(path + ": an optional of other than a tensor or a sequence of "
+                                    "tensors is not supported");
+  return std::nullopt;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include "tessel/runtime.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,13 @@ std::string formatShape(const std::vector<int64_t> &shape);
 /// Reads a serialized onnx.TensorProto (the backend tests' input_N.pb and
 /// output_N.pb). Throws std::runtime_error naming the file on bad input.
 HostTensor readTensorProto(const std::string &path);
+
+/// Reads a serialized onnx.SequenceProto of tensors: its tensors in order.
+std::vector<HostTensor> readSequenceProto(const std::string &path);
+
+/// Reads a serialized onnx.OptionalProto of a tensor or a sequence of
+/// tensors: its tensors (one for a tensor), or nullopt when it is empty.
+std::optional<std::vector<HostTensor>> readOptionalProto(const std::string &path);
 
 /// Reads a NumPy .npy file (format 1.0-3.0, little-endian, C order).
 HostTensor readNpy(const std::string &path);

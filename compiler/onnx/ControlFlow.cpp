@@ -24,6 +24,7 @@
 #include "compiler/onnx/GraphImporter.h"
 #include "compiler/onnx/ModelValidation.h"
 #include "compiler/onnx/NodeImporter.h"
+#include "compiler/onnx/Sequences.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/TesselDialect.h"
 
@@ -126,6 +127,17 @@ SmallVector<int64_t> intsAttribute(const onnx::NodeProto &node, llvm::StringRef 
   return SmallVector<int64_t>(count, fallback);
 }
 
+/// The value of a constant holding one integer or bool, if it is one.
+std::optional<int64_t> constantScalar(Value value) {
+  ElementsAttr constant;
+  if (!matchPattern(value, m_Constant(&constant)) || constant.getNumElements() != 1 ||
+      !isa<IntegerType>(constant.getElementType()))
+    return std::nullopt;
+  return (*constant.value_begin<APInt>()).getSExtValue();
+}
+
+} // namespace
+
 /// `slices` (of one type) stacked along a new axis `axis`; null if their
 /// types differ.
 Value stack(OpBuilder &builder, Location loc, ArrayRef<Value> slices, int64_t axis) {
@@ -146,16 +158,24 @@ Value stack(OpBuilder &builder, Location loc, ArrayRef<Value> slices, int64_t ax
                           builder.getI64IntegerAttr(axis));
 }
 
-/// The value of a constant holding one integer or bool, if it is one.
-std::optional<int64_t> constantScalar(Value value) {
-  ElementsAttr constant;
-  if (!matchPattern(value, m_Constant(&constant)) || constant.getNumElements() != 1 ||
-      !isa<IntegerType>(constant.getElementType()))
-    return std::nullopt;
-  return (*constant.value_begin<APInt>()).getSExtValue();
+/// `whenTrue` where the 0-d `condition` holds, else `whenFalse`: tensors of
+/// one type, or sequences of as many such tensors, or two empty optionals;
+/// null for any other pair.
+static Value selectAtRunTime(OpBuilder &builder, Location loc, Value condition, Value whenTrue,
+                             Value whenFalse) {
+  if (whenTrue.getType() != whenFalse.getType())
+    return {};
+  if (isEmptyOptional(whenTrue))
+    return whenTrue;
+  std::optional<SmallVector<Value>> onTrue = sequenceElements(whenTrue);
+  std::optional<SmallVector<Value>> onFalse = sequenceElements(whenFalse);
+  if (!onTrue || !onFalse)
+    return WhereOp::create(builder, loc, whenTrue.getType(), condition, whenTrue, whenFalse);
+  SmallVector<Value> selected;
+  for (auto [left, right] : llvm::zip(*onTrue, *onFalse))
+    selected.push_back(WhereOp::create(builder, loc, left.getType(), condition, left, right));
+  return makeSequence(builder, loc, selected);
 }
-
-} // namespace
 
 /// An If whose condition is a constant (computed from shapes, attributes
 /// or initializers, as exporters of scripted code write them) is the branch
@@ -171,8 +191,9 @@ void GraphImporter::importIf(const onnx::NodeProto &node, int index,
   Value condition = inputs->empty() ? Value() : inputs->front();
   if (!condition)
     return refuse(node, label, "an If needs its condition");
-  auto conditionType = cast<RankedTensorType>(condition.getType());
-  if (conditionType.getNumElements() != 1 || !conditionType.getElementType().isInteger(1))
+  auto conditionType = dyn_cast<RankedTensorType>(condition.getType());
+  if (!conditionType || conditionType.getNumElements() != 1 ||
+      !conditionType.getElementType().isInteger(1))
     return refuse(node, label, "the condition must hold one bool");
   // A branch's outputs, or nothing after recording why.
   auto importBranch = [&](llvm::StringRef name) -> std::optional<SmallVector<Value>> {
@@ -199,12 +220,13 @@ void GraphImporter::importIf(const onnx::NodeProto &node, int index,
     Value scalar = ReshapeOp::create(builder, loc, conditionType.clone(ArrayRef<int64_t>{}),
                                      condition);
     for (auto [output, whenTrue, whenFalse] : llvm::zip(node.output(), *onTrue, *onFalse)) {
-      if (whenTrue.getType() != whenFalse.getType())
+      Value selected = selectAtRunTime(builder, loc, scalar, whenTrue, whenFalse);
+      if (!selected)
         return refuse(node, label,
-                      "the condition is known only at run time and the branches give "
-                      "output '" + output + "' different types");
-      results.push_back(WhereOp::create(builder, loc, whenTrue.getType(), scalar, whenTrue,
-                                        whenFalse));
+                      "the condition is known only at run time and the branches give output '" +
+                          output + "' different types (" + describeValue(whenTrue) + " and " +
+                          describeValue(whenFalse) + ")");
+      results.push_back(selected);
     }
   }
   bindOutputs(node, results);
@@ -393,6 +415,10 @@ void GraphImporter::importScan(const onnx::NodeProto &node, int index,
   ArrayRef<Value> operands = ArrayRef<Value>(*inputs).drop_front(leading);
   if (llvm::is_contained(operands, Value()))
     return refuse("a Scan's inputs may not be omitted");
+  for (auto [name, operand] : llvm::zip(node.input(), *inputs))
+    if (operand && !isa<RankedTensorType>(operand.getType()))
+      return refuse("input '" + name + "' is " + describeValue(operand) +
+                    ", but a Scan's states and inputs are tensors");
   if (!batched) {
     if (std::optional<SmallVector<Value>> results =
             scanResults(node, index, label, operands, *shape))
@@ -671,9 +697,9 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
   ArrayRef<Value> initial = inputs.drop_front(2);
   if (tripCount <= 0 || tripCount > kMaxLoopSteps || initial.empty())
     return false;
-  auto stateType = cast<RankedTensorType>(initial.front().getType());
-  if (llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }) ||
-      !stateType.hasStaticShape())
+  auto stateType = dyn_cast<RankedTensorType>(initial.front().getType());
+  if (!stateType || !stateType.hasStaticShape() ||
+      llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }))
     return false;
   Location loc = nodeLocation(node, index);
   SmallVector<int64_t> numbers(tripCount);
@@ -721,8 +747,8 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
   ArrayRef<Value> initial = inputs.drop_front(2);
   if (initial.empty())
     return false;
-  auto stateType = cast<RankedTensorType>(initial.front().getType());
-  if (!stateType.hasStaticShape() ||
+  auto stateType = dyn_cast<RankedTensorType>(initial.front().getType());
+  if (!stateType || !stateType.hasStaticShape() ||
       llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }))
     return false;
   Location loc = nodeLocation(node, index);
@@ -830,6 +856,10 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
   if (!given)
     return poisonOutputs(node);
   ArrayRef<Value> inputs = *given;
+  for (int i = 0; i < 2; ++i)
+    if (inputs[i] && !isa<RankedTensorType>(inputs[i].getType()))
+      return refuse("input '" + node.input(i) + "' is " + describeValue(inputs[i]) +
+                    ", but a Loop's trip count and condition are tensors");
   std::optional<int64_t> tripCount = inputs[0] ? constantScalar(inputs[0]) : std::nullopt;
   std::optional<int64_t> initialCondition = inputs[1] ? constantScalar(inputs[1]) : 1;
   // Without scan outputs, a trip count or condition known only at run time
@@ -880,6 +910,13 @@ void GraphImporter::importLoop(const onnx::NodeProto &node, int index,
     std::optional<SmallVector<Value>> outputs = importBody(*body, arguments, index, label);
     if (!outputs)
       return poisonOutputs(node);
+    for (int64_t k = -1; k < scanCount; ++k) {
+      Value produced = (*outputs)[k < 0 ? 0 : 1 + carriedCount + k];
+      if (!isa<RankedTensorType>(produced.getType()))
+        return refuse("the body gives " + describeValue(produced) + " as " +
+                      (k < 0 ? std::string("its condition") : "scan output " + std::to_string(k)) +
+                      ", which must be a tensor");
+    }
     Value bodyCondition = foldConstantInputs((*outputs)[0]);
     std::optional<int64_t> condition = constantScalar(bodyCondition);
     if (!condition && !statedIterations)

@@ -143,6 +143,17 @@ private:
   /// Records `why` `node` cannot be imported and poisons its outputs.
   void refuse(const onnx::NodeProto &node, const std::string &label, const std::string &why);
   llvm::Error problemsError() const;
+  /// The tensors that stand for graph output `output`, whose value is
+  /// `value` (a sequence's elements; an optional's one element, or none),
+  /// and what the model declares it; nullopt after recording that the
+  /// value is not what the model declares.
+  struct GraphOutputTensors {
+    std::string kind;
+    bool present;
+    llvm::SmallVector<mlir::Value> values;
+  };
+  std::optional<GraphOutputTensors> graphOutputTensors(const onnx::ValueInfoProto &output,
+                                                       mlir::Value value);
   /// Fills declaredTypes.
   void collectDeclaredTypes();
   /// --dynamic-batch: records graph input `name` as batched, its dimension

@@ -14,6 +14,7 @@
 #include "compiler/onnx/GraphImporter.h"
 #include "compiler/onnx/ModelValidation.h"
 #include "compiler/onnx/NodeImporter.h"
+#include "compiler/onnx/Sequences.h"
 #include "compiler/onnx/TensorProto.h"
 #include "compiler/onnx/ops/Handlers.h"
 #include "dialects/tessel/ShapeInference.h"
@@ -487,7 +488,7 @@ Location GraphImporter::nodeLocation(const onnx::NodeProto &node, int index) {
 static std::optional<std::string> oversizedResult(ArrayRef<Operation *> ops) {
   for (Operation *op : ops)
     for (Type type : op->getResultTypes())
-      if (!tensorTypeBytes(type))
+      if (isa<RankedTensorType>(type) && !tensorTypeBytes(type))
         return "a result of shape " + formatShape(cast<RankedTensorType>(type).getShape()) + " " +
                kTooLarge.str();
   return std::nullopt;
@@ -614,6 +615,15 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
       problems.push_back(label + reason);
     return poison();
   }
+  // Sequences and optionals reach only the ops made for them.
+  if (!onnx_import::takesSequences(node.op_type()))
+    for (auto [name, input] : llvm::zip(node.input(), inputs))
+      if (input && !isa<RankedTensorType>(input.getType())) {
+        trustedPrefix = false;
+        problems.push_back(label + "input '" + name + "' is " + onnx_import::describeValue(input) +
+                           ", but " + node.op_type() + " takes tensors");
+        return poison();
+      }
   SmallVector<int32_t> inputDataTypes;
   for (Value input : inputs) {
     auto type = input ? dyn_cast<RankedTensorType>(input.getType()) : nullptr;
@@ -721,6 +731,35 @@ llvm::Error GraphImporter::problemsError() const {
   return importError(message);
 }
 
+std::optional<GraphImporter::GraphOutputTensors>
+GraphImporter::graphOutputTensors(const onnx::ValueInfoProto &output, Value value) {
+  const onnx::TypeProto &declared = output.type();
+  bool optional = declared.has_optional_type();
+  const onnx::TypeProto &held = optional ? declared.optional_type().elem_type() : declared;
+  bool sequence = held.has_sequence_type();
+  std::string kind =
+      optional ? (sequence ? "optional_sequence" : "optional") : (sequence ? "sequence" : "tensor");
+  auto refuse = [&](const std::string &what) -> std::optional<GraphOutputTensors> {
+    problems.push_back("graph output '" + output.name() + "' is " + describeValue(value) +
+                       ", but the model declares it " + what);
+    return std::nullopt;
+  };
+  if (isEmptyOptional(value)) {
+    if (!optional)
+      return refuse(sequence ? "a sequence" : "a tensor");
+    return GraphOutputTensors{kind, /*present=*/false, {}};
+  }
+  std::optional<SmallVector<Value>> elements = onnx_import::sequenceElements(value);
+  // A model may leave an output's type out: it is what the graph gives.
+  if (!declared.has_optional_type() && !declared.has_sequence_type() && !declared.has_tensor_type())
+    kind = elements ? "sequence" : "tensor";
+  else if (bool(elements) != sequence)
+    return refuse(sequence ? "a sequence" : optional ? "an optional tensor" : "a tensor");
+  if (elements)
+    return GraphOutputTensors{kind, true, *elements};
+  return GraphOutputTensors{kind, true, {value}};
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   context.getOrLoadDialect<TesselDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
@@ -803,12 +842,37 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   }
 
   SmallVector<Value> results;
+  SmallVector<std::string> resultNames;
+  SmallVector<Attribute> graphOutputs;
+  bool tensorsOnly = true;
   for (const onnx::ValueInfoProto &output : graph.output()) {
     Value value = poisoned.contains(output.name()) ? Value() : lookup(output.name());
     if (!value && !poisoned.contains(output.name()))
       problems.push_back("graph output '" + output.name() +
                          "' is not produced by any node, input or initializer");
-    results.push_back(value);
+    if (!value)
+      continue;
+    std::optional<GraphOutputTensors> tensors = graphOutputTensors(output, value);
+    if (!tensors)
+      continue;
+    tensorsOnly &= tensors->kind == "tensor";
+    // Their results are marked per graph output, one tensor each.
+    if (tensors->kind != "tensor" && (options.dynamicBatch || lengthAxes))
+      problems.push_back("graph output '" + output.name() + "' is " + describeValue(value) +
+                         ", which --dynamic-batch and --max-shape do not support yet");
+    graphOutputs.push_back(builder.getDictionaryAttr({
+        builder.getNamedAttr("name", builder.getStringAttr(output.name())),
+        builder.getNamedAttr("kind", builder.getStringAttr(tensors->kind)),
+        builder.getNamedAttr("present", builder.getBoolAttr(tensors->present)),
+        builder.getNamedAttr("first", builder.getI64IntegerAttr(results.size())),
+        builder.getNamedAttr("count", builder.getI64IntegerAttr(tensors->values.size())),
+    }));
+    for (auto [i, tensor] : llvm::enumerate(tensors->values)) {
+      results.push_back(tensor);
+      resultNames.push_back(tensors->kind == "sequence" || tensors->kind == "optional_sequence"
+                                ? output.name() + "[" + std::to_string(i) + "]"
+                                : output.name());
+    }
   }
   if (!problems.empty())
     return problemsError();
@@ -816,8 +880,11 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   func::ReturnOp::create(builder, moduleLoc, results);
   function.setType(
       builder.getFunctionType(body->getArgumentTypes(), TypeRange(ValueRange(results))));
-  for (auto [i, output] : llvm::enumerate(graph.output()))
-    function.setResultAttr(i, kValueNameAttr, builder.getStringAttr(output.name()));
+  for (auto [i, name] : llvm::enumerate(resultNames))
+    function.setResultAttr(i, kValueNameAttr, builder.getStringAttr(name));
+  if (!tensorsOnly)
+    function->setAttr(kGraphOutputsAttr, builder.getArrayAttr(graphOutputs));
+  onnx_import::eraseUnusedSequences(function);
   if (lengthAxes) {
     markVaryingResults(function);
     if (!problems.empty())

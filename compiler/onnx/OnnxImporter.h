@@ -84,6 +84,12 @@ inline constexpr llvm::StringLiteral kBatchedAttr = "tessel.batched";
 inline constexpr llvm::StringLiteral kVaryingAttr = "tessel.varying";
 /// On @main's last argument, a tensor<1xi64> holding the varying length.
 inline constexpr llvm::StringLiteral kLengthAttr = "tessel.length";
+/// On @main when a graph output is a sequence or an optional: per graph
+/// output, a dictionary of its `name`, `kind` ("tensor", "sequence",
+/// "optional" or "optional_sequence"), whether it is `present` (an
+/// optional's element), and the `first` of @main's results that hold its
+/// tensors and their `count` (a sequence's length, or one).
+inline constexpr llvm::StringLiteral kGraphOutputsAttr = "tessel.graph_outputs";
 
 } // namespace tessel
 

@@ -84,6 +84,7 @@ public:
         checkSignatures("input", *artifact.inputs(), inputBytes));
     TSL_RETURN_IF_ERROR(
         checkSignatures("output", *artifact.outputs(), outputBytes));
+    TSL_RETURN_IF_ERROR(checkGraphOutputs());
     TSL_RETURN_IF_ERROR(checkBatch());
     TSL_RETURN_IF_ERROR(checkBuffers());
     TSL_RETURN_IF_ERROR(checkExecutables());
@@ -102,6 +103,35 @@ private:
                      "holds without sharing tables",
                      fileBytes);
     workLeft -= elements;
+    return nullptr;
+  }
+
+  /// Tools read which outputs hold each graph output's tensors: they must
+  /// be outputs of the signature, each of one graph output, in order.
+  tsl_status checkGraphOutputs() {
+    const auto *graphOutputs = artifact.graph_outputs();
+    if (!graphOutputs)
+      return nullptr;
+    TSL_RETURN_IF_ERROR(spend(graphOutputs->size()));
+    uint64_t next = 0;
+    for (fb::uoffset_t i = 0; i < graphOutputs->size(); ++i) {
+      const sc::GraphOutput &output = *graphOutputs->Get(i);
+      if (output.kind() > sc::GraphValueKind_MAX)
+        return invalid("artifact graph output %" PRIu32 ": unknown kind %u", i,
+                       static_cast<unsigned>(output.kind()));
+      bool single = output.kind() == sc::GraphValueKind_Tensor ||
+                    output.kind() == sc::GraphValueKind_Optional;
+      if (output.first() != next || (single && output.count() > 1) ||
+          (!output.present() && output.count() > 0))
+        return invalid("artifact graph output %" PRIu32 ": outputs %" PRIu32 " to %" PRIu64
+                       " do not follow the graph output before it or do not fit its kind",
+                       i, output.first(), uint64_t(output.first()) + output.count());
+      next += output.count();
+    }
+    if (next != artifact.outputs()->size())
+      return invalid("artifact graph outputs: they hold %" PRIu64 " outputs, but the "
+                     "signature has %" PRIu32,
+                     next, artifact.outputs()->size());
     return nullptr;
   }
 

@@ -1,11 +1,12 @@
 //===- tessel-run.cpp - Run a Tessel artifact, check it, time it ----------===//
 
+#include "compiler/data/TensorFiles.h"
 #include "tools/tessel-run/Compare.h"
 #include "tools/tessel-run/HtmlReport.h"
-#include "tools/tessel-run/NpuStatistics.h"
 #include "tools/tessel-run/MachinePeaks.h"
+#include "tools/tessel-run/NpuStatistics.h"
 #include "tools/tessel-run/ProfileData.h"
-#include "compiler/data/TensorFiles.h"
+#include "tools/tessel-run/TestOutputs.h"
 
 #include "tessel/runtime.hpp"
 
@@ -285,8 +286,8 @@ int main(int argc, char **argv) {
       loadOptions.trustedKeys.push_back(tsl::readPublicKey(file));
     // A report reads the artifact's tables: they come from the very bytes
     // the runtime verified and loaded.
-    bool readsTables =
-        !report.empty() || !npuStatsFile.empty() || !npuTraceFile.empty() || npuSummary;
+    bool readsTables = !report.empty() || !npuStatsFile.empty() || !npuTraceFile.empty() ||
+                       npuSummary || !testData.empty();
     std::vector<uint8_t> artifactBytes;
     if (readsTables)
       artifactBytes = readFile(artifact);
@@ -298,14 +299,14 @@ int main(int argc, char **argv) {
     std::vector<tsl::TensorInfo> outputInfos = module.outputs();
 
     std::vector<HostTensor> inputs, expected;
+    std::vector<std::string> structuralProblems;
     namespace fs = std::filesystem;
     if (!testData.empty()) {
       inputs = readTestInputs(testData, inputInfos);
-      for (size_t i = 0; i < outputInfos.size(); ++i) {
-        fs::path path = fs::path(testData) / ("output_" + std::to_string(i) + ".pb");
-        if (fs::exists(path))
-          expected.push_back(tessel::data::readTensorProto(path.string()));
-      }
+      tessel::run::ExpectedOutputs outputs =
+          tessel::run::readTestOutputs(testData, artifactBytes.data(), outputInfos.size());
+      expected = std::move(outputs.tensors);
+      structuralProblems = std::move(outputs.structuralProblems);
       for (size_t i = 0; i < inputs.size() && i < inputInfos.size(); ++i)
         adoptBfloat16Bits(inputs[i], inputInfos[i].dtype);
       for (size_t i = 0; i < expected.size(); ++i)
@@ -375,7 +376,9 @@ int main(int argc, char **argv) {
             results[i]);
     }
 
-    bool pass = true;
+    bool pass = structuralProblems.empty();
+    for (const std::string &problem : structuralProblems)
+      std::printf("%s\n", problem.c_str());
     for (size_t i = 0; i < expected.size(); ++i) {
       tessel::run::Comparison comparison =
           tessel::run::compareTensors(results[i], expected[i], rtol, atol);
@@ -395,7 +398,7 @@ int main(int argc, char **argv) {
       }
       pass &= comparison.pass;
     }
-    if (!expected.empty())
+    if (!expected.empty() || !structuralProblems.empty())
       std::printf("%s\n", pass ? "PASS" : "FAIL");
 
     if (bench > 0) {

@@ -27,6 +27,7 @@ void registerQuantizationHandlers(OpRegistry &registry);
 void registerReductionHandlers(OpRegistry &registry);
 void registerResizeHandlers(OpRegistry &registry);
 void registerRoiAlignHandlers(OpRegistry &registry);
+void registerSequenceHandlers(OpRegistry &registry);
 void registerShapeHandlers(OpRegistry &registry);
 void registerSlicingHandlers(OpRegistry &registry);
 void registerTensorHandlers(OpRegistry &registry);
@@ -73,6 +74,11 @@ mlir::Value matrixProduct(NodeImporter &node, mlir::Value lhs, mlir::Value rhs);
 /// (GatherScatter.cpp).
 mlir::LogicalResult checkIndices(NodeImporter &node, size_t input,
                                  llvm::ArrayRef<int64_t> extents);
+
+/// `slices` (of one type) stacked along a new axis `axis`; null if their
+/// types differ (ControlFlow.cpp).
+mlir::Value stack(mlir::OpBuilder &builder, mlir::Location loc, llvm::ArrayRef<mlir::Value> slices,
+                  int64_t axis);
 
 /// The most elements a handler computes itself at compile time (a Range, a
 /// window, an identity matrix, resize taps) and the most recurrent steps it

@@ -26,6 +26,7 @@ const OpRegistry &onnxOpRegistry() {
     registerReductionHandlers(result);
     registerResizeHandlers(result);
     registerRoiAlignHandlers(result);
+    registerSequenceHandlers(result);
     registerShapeHandlers(result);
     registerSlicingHandlers(result);
     registerTensorHandlers(result);

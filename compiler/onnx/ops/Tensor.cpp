@@ -51,24 +51,6 @@ LogicalResult importIdentity(NodeImporter &node) {
   return success();
 }
 
-/// Optionals exist here only as a plain tensor (a value that is present)
-/// or an absent input: OptionalHasElement is then a constant and
-/// OptionalGetElement the tensor itself. Optional- and sequence-typed graph
-/// inputs are not supported.
-LogicalResult importOptionalHasElement(NodeImporter &node) {
-  OpBuilder &b = node.builder();
-  auto type = RankedTensorType::get({}, b.getI1Type());
-  node.setOutput(0, ConstantOp::create(b, node.loc(),
-                                       DenseElementsAttr::get(type, bool(node.input(0)))));
-  return success();
-}
-
-LogicalResult importOptionalGetElement(NodeImporter &node) {
-  if (!node.input(0))
-    return node.unsupported("the optional holds no element");
-  return importIdentity(node);
-}
-
 } // namespace
 
 Value convertElements(NodeImporter &node, Value value, Type element) {
@@ -412,8 +394,6 @@ void registerTensorHandlers(OpRegistry &registry) {
   registry.on("BitCast", 26, importBitCast);
   registry.on("Constant", 1, importConstant);
   registry.on("Identity", 1, importIdentity);
-  registry.on("OptionalHasElement", 15, importOptionalHasElement);
-  registry.on("OptionalGetElement", 15, importOptionalGetElement);
   registry.on("Cast", 6, importCast);
   registry.on("CastLike", 15, importCastLike);
   registry.on("Flatten", 1, importFlatten);

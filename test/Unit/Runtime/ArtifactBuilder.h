@@ -102,6 +102,14 @@ struct CheckSpec {
 
 using StepSpec = std::variant<DispatchSpec, CopySpec, CheckSpec>;
 
+/// A graph output of the artifact's graph_outputs table.
+struct GraphOutputSpec {
+  std::string name;
+  schema::GraphValueKind kind = schema::GraphValueKind_Tensor;
+  bool present = true;
+  uint32_t first = 0, count = 1;
+};
+
 struct ArtifactSpec {
   uint32_t formatVersion = schema::kFormatVersion;
   /// Whether the file carries its integrity checksum at all.
@@ -112,6 +120,8 @@ struct ArtifactSpec {
   std::vector<uint8_t> weights;
   std::vector<ExecutableSpec> executables;
   std::vector<StepSpec> steps;
+  /// Empty: the table is left out.
+  std::vector<GraphOutputSpec> graphOutputs;
   /// How often the schedule refers to each step's one table. More than 1
   /// is what a crafted file does to describe far more than its size.
   uint32_t stepReferences = 1;

@@ -80,6 +80,32 @@ TEST(VerifierTest, VaryingTensorsOfDifferentBoundsAreRefused) {
   expectRefused(spec, "artifact tensor 'z' varies up to 8 but another up to 16");
 }
 
+TEST(VerifierTest, GraphOutputsHoldingEveryOutputAreAccepted) {
+  ArtifactSpec spec = addModel();
+  spec.graphOutputs = {{"empty", sc::GraphValueKind_Optional, /*present=*/false, 0, 0},
+                       {"zs", sc::GraphValueKind_Sequence, true, 0, 1}};
+  EXPECT_EQ(load(spec).code, TSL_OK);
+}
+
+TEST(VerifierTest, GraphOutputPastTheOutputsIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.graphOutputs = {{"zs", sc::GraphValueKind_Sequence, true, 0, 2}};
+  expectRefused(spec, "artifact graph outputs: they hold 2 outputs, but the signature has 1");
+}
+
+TEST(VerifierTest, EmptyOptionalHoldingAnOutputIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.graphOutputs = {{"z", sc::GraphValueKind_Optional, /*present=*/false, 0, 1}};
+  expectRefused(spec, "artifact graph output 0: outputs 0 to 1 do not follow the graph output "
+                      "before it or do not fit its kind");
+}
+
+TEST(VerifierTest, GraphOutputKindOutsideTheEnumIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.graphOutputs = {{"z", static_cast<sc::GraphValueKind>(9), true, 0, 1}};
+  expectRefused(spec, "artifact graph output 0: unknown kind 9");
+}
+
 TEST(VerifierTest, EmptyInputNameIsRefused) {
   ArtifactSpec spec = addModel();
   spec.inputs[1].name = "";
