@@ -134,11 +134,11 @@ signatureOf(func::FuncOp main, bool results) {
   return tensors;
 }
 
-/// The graph outputs that @main's results stand for (kGraphOutputsAttr),
-/// empty when each is one tensor.
-std::vector<GraphOutputSignature> graphOutputsOf(func::FuncOp main) {
-  std::vector<GraphOutputSignature> outputs;
-  auto entries = main->getAttrOfType<ArrayAttr>(kGraphOutputsAttr);
+/// The graph inputs or outputs that @main's arguments or results stand for
+/// (kGraphInputsAttr, kGraphOutputsAttr), empty when each is one tensor.
+std::vector<GraphValueSignature> graphValuesOf(func::FuncOp main, bool results) {
+  std::vector<GraphValueSignature> outputs;
+  auto entries = main->getAttrOfType<ArrayAttr>(results ? kGraphOutputsAttr : kGraphInputsAttr);
   if (!entries)
     return outputs;
   for (auto entry : entries.getAsRange<DictionaryAttr>()) {
@@ -185,6 +185,19 @@ std::string describeOptions(const CompileOptions &options) {
     os << " --max-shape " << name << "=";
     llvm::interleave(dims, os, "x");
   }
+  for (const auto &[name, shapes] : options.import.sequenceShapes) {
+    os << " --sequence " << name << "=";
+    llvm::interleave(
+        shapes, os,
+        [&](const std::vector<int64_t> &dims) {
+          if (dims.empty())
+            os << "scalar";
+          llvm::interleave(dims, os, "x");
+        },
+        ",");
+  }
+  for (const std::string &name : options.import.absentInputs)
+    os << " --absent " << name;
   if (const std::optional<QuantizeOptions> &quantize = options.quantize) {
     os << " --quantize int8 --calibration-method "
        << quantize::calibrationMethodName(quantize->method);
@@ -358,7 +371,8 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   llvm::Expected<std::vector<TensorSignature>> outputs = signatureOf(main, true);
   if (!outputs)
     return outputs.takeError();
-  std::vector<GraphOutputSignature> graphOutputs = graphOutputsOf(main);
+  std::vector<GraphValueSignature> graphInputs = graphValuesOf(main, false);
+  std::vector<GraphValueSignature> graphOutputs = graphValuesOf(main, true);
 
   progress("optimizing the graph");
   if (llvm::Error error = optimizeGraph(module))
@@ -459,6 +473,7 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
   ArtifactContents contents;
   contents.inputs = std::move(*inputs);
   contents.outputs = std::move(*outputs);
+  contents.graphInputs = std::move(graphInputs);
   contents.graphOutputs = std::move(graphOutputs);
   contents.plan = &*plan;
   contents.executables = std::move(executables);

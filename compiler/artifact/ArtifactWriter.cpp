@@ -66,6 +66,20 @@ fb::Offset<fb::Vector<uint8_t>> alignedBytes(fb::FlatBufferBuilder &builder,
                               bytes.size());
 }
 
+/// The schema's graph_inputs or graph_outputs table; none when `values`
+/// is empty.
+fb::Offset<fb::Vector<fb::Offset<sc::GraphValue>>>
+graphValues(fb::FlatBufferBuilder &builder, const std::vector<GraphValueSignature> &values) {
+  if (values.empty())
+    return 0;
+  std::vector<fb::Offset<sc::GraphValue>> entries;
+  for (const GraphValueSignature &value : values)
+    entries.push_back(sc::CreateGraphValueDirect(builder, value.name.c_str(),
+                                                 static_cast<sc::GraphValueKind>(value.kind),
+                                                 value.present, value.first, value.count));
+  return builder.CreateVector(entries);
+}
+
 fb::Offset<fb::Vector<fb::Offset<sc::TensorSignature>>>
 signatures(fb::FlatBufferBuilder &builder,
            const std::vector<TensorSignature> &tensors) {
@@ -328,19 +342,13 @@ serializeArtifact(const ArtifactContents &contents) {
   fb::Offset<sc::QuantizationSummary> quantization;
   if (contents.quantization)
     quantization = quantizationSummary(builder, *contents.quantization);
-  fb::Offset<fb::Vector<fb::Offset<sc::GraphOutput>>> graphOutputs;
-  if (!contents.graphOutputs.empty()) {
-    std::vector<fb::Offset<sc::GraphOutput>> entries;
-    for (const GraphOutputSignature &output : contents.graphOutputs)
-      entries.push_back(sc::CreateGraphOutputDirect(builder, output.name.c_str(),
-                                                    static_cast<sc::GraphValueKind>(output.kind),
-                                                    output.present, output.first, output.count));
-    graphOutputs = builder.CreateVector(entries);
-  }
+  auto graphInputs = graphValues(builder, contents.graphInputs);
+  auto graphOutputs = graphValues(builder, contents.graphOutputs);
   sc::Integrity unsealed(0);
-  auto artifact = sc::CreateArtifact(builder, sc::kFormatVersion, &unsealed, inputs, outputs,
-                                     bufferVector, weights, executableVector, stepVector,
-                                     memoryPlan, provenance, quantization, graphOutputs);
+  auto artifact =
+      sc::CreateArtifact(builder, sc::kFormatVersion, &unsealed, inputs, outputs, bufferVector,
+                         weights, executableVector, stepVector, memoryPlan, provenance,
+                         quantization, graphOutputs, graphInputs);
   builder.Finish(artifact, sc::ArtifactIdentifier());
 
   std::vector<uint8_t> bytes(builder.GetBufferPointer(),

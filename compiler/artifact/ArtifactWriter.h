@@ -38,8 +38,9 @@ struct TensorSignature {
   bool holdsLength = false;
 };
 
-/// An ONNX graph output that is not one tensor (the schema's GraphOutput).
-struct GraphOutputSignature {
+/// An ONNX graph input or output and the signature's tensors that hold it
+/// (the schema's GraphValue).
+struct GraphValueSignature {
   std::string name;
   uint8_t kind; // schema::GraphValueKind
   bool present = true;
@@ -55,8 +56,8 @@ struct Provenance {
 
 struct ArtifactContents {
   std::vector<TensorSignature> inputs, outputs;
-  /// Empty when every graph output is one tensor.
-  std::vector<GraphOutputSignature> graphOutputs;
+  /// Empty when every graph input, or output, is one tensor.
+  std::vector<GraphValueSignature> graphInputs, graphOutputs;
   const HostPlan *plan = nullptr;
   std::vector<Executable> executables;
   Provenance provenance;

@@ -176,25 +176,36 @@ HostTensor readTensorProto(const std::string &path) {
   return hostTensorOf(proto, path);
 }
 
-std::vector<HostTensor> readSequenceProto(const std::string &path) {
-  onnx::SequenceProto proto;
-  if (!proto.ParseFromString(readFile(path)))
-    throw std::runtime_error(path + ": not a serialized onnx.SequenceProto");
-  return sequenceTensors(proto, path);
-}
-
-std::optional<std::vector<HostTensor>> readOptionalProto(const std::string &path) {
+ValueFile readValueProto(const std::string &path, ValueKind kind) {
+  std::string bytes = readFile(path);
+  ValueFile value;
+  if (kind == ValueKind::Tensor) {
+    value.tensors.push_back(readTensorProto(path));
+    value.name = value.tensors.front().name;
+    return value;
+  }
+  if (kind == ValueKind::Sequence) {
+    onnx::SequenceProto proto;
+    if (!proto.ParseFromString(bytes))
+      throw std::runtime_error(path + ": not a serialized onnx.SequenceProto");
+    value.name = proto.name();
+    value.tensors = sequenceTensors(proto, path);
+    return value;
+  }
   onnx::OptionalProto proto;
-  if (!proto.ParseFromString(readFile(path)))
+  if (!proto.ParseFromString(bytes))
     throw std::runtime_error(path + ": not a serialized onnx.OptionalProto");
+  value.name = proto.name();
   if (proto.has_tensor_value())
-    return std::vector<HostTensor>{hostTensorOf(proto.tensor_value(), path)};
-  if (proto.has_sequence_value())
-    return sequenceTensors(proto.sequence_value(), path);
-  if (proto.has_map_value() || proto.has_optional_value() || proto.has_sparse_tensor_value())
+    value.tensors.push_back(hostTensorOf(proto.tensor_value(), path));
+  else if (proto.has_sequence_value())
+    value.tensors = sequenceTensors(proto.sequence_value(), path);
+  else if (proto.has_map_value() || proto.has_optional_value() || proto.has_sparse_tensor_value())
     throw std::runtime_error(path + ": an optional of other than a tensor or a sequence of "
                                     "tensors is not supported");
-  return std::nullopt;
+  else
+    value.present = false;
+  return value;
 }
 
 namespace {

@@ -29,12 +29,21 @@ std::string formatShape(const std::vector<int64_t> &shape);
 /// output_N.pb). Throws std::runtime_error naming the file on bad input.
 HostTensor readTensorProto(const std::string &path);
 
-/// Reads a serialized onnx.SequenceProto of tensors: its tensors in order.
-std::vector<HostTensor> readSequenceProto(const std::string &path);
+/// What an ONNX value file holds: a TensorProto, a SequenceProto of
+/// tensors, or an OptionalProto of either.
+enum class ValueKind { Tensor, Sequence, Optional };
 
-/// Reads a serialized onnx.OptionalProto of a tensor or a sequence of
-/// tensors: its tensors (one for a tensor), or nullopt when it is empty.
-std::optional<std::vector<HostTensor>> readOptionalProto(const std::string &path);
+/// The value of such a file: its name, whether it is present (an optional
+/// may be empty), and its tensors (one for a tensor).
+struct ValueFile {
+  std::string name;
+  bool present = true;
+  std::vector<HostTensor> tensors;
+};
+
+/// Reads the serialized ONNX value of `kind` at `path`. Throws
+/// std::runtime_error naming the file on bad input.
+ValueFile readValueProto(const std::string &path, ValueKind kind);
 
 /// Reads a NumPy .npy file (format 1.0-3.0, little-endian, C order).
 HostTensor readNpy(const std::string &path);

@@ -129,7 +129,9 @@ BatchAxes::Result BatchAxes::comparedBatchSize(const onnx::NodeProto &node) {
   std::optional<SmallVector<int64_t>> compared = constantInts(other);
   if (holdsBatchSize(other) || axisOf(other) || !compared)
     return std::string("compares the batch size with a value that is not a constant");
-  for (int64_t position : *sizeEntriesOf(node.input(sized))) {
+  // Held here: a range over the returned optional itself would outlive it.
+  std::optional<SmallVector<int64_t>> positions = sizeEntriesOf(node.input(sized));
+  for (int64_t position : *positions) {
     int64_t value = compared->size() == 1 ? (*compared)[0]
                     : position < static_cast<int64_t>(compared->size()) ? (*compared)[position]
                                                                          : 1;
@@ -160,7 +162,8 @@ BatchAxes::Result BatchAxes::selectedBatchSize(const onnx::NodeProto &node) {
     if (typeOf(source) != result ||
         (picks->size() != 1 && static_cast<int64_t>(picks->size()) != result.getDimSize(0)))
       return std::string("broadcasts the batch size in a selection");
-    for (int64_t position : *sizeEntriesOf(source)) {
+    std::optional<SmallVector<int64_t>> positions = sizeEntriesOf(source);
+    for (int64_t position : *positions) {
       bool condition = (*picks)[picks->size() == 1 ? 0 : position] != 0;
       if (condition == (taken == 1))
         entries.push_back(position);

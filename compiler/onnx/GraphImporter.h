@@ -65,6 +65,19 @@ private:
   bool validate();
   void inferShapes(int nodeCount);
   llvm::Expected<mlir::RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  /// The tensors that stand for a graph input: one for a tensor, or an
+  /// optional compiled as holding one; a sequence's, of the shapes
+  /// --sequence gives; none for an optional that --absent names.
+  struct GraphInputTensors {
+    std::string kind; // as in kGraphInputsAttr
+    bool present = true;
+    llvm::SmallVector<mlir::RankedTensorType> types;
+  };
+  llvm::Expected<GraphInputTensors> graphInputTensors(const onnx::ValueInfoProto &info);
+  /// The types of the tensors of sequence-typed graph input `name` (an
+  /// optional one's, with `optional`), whose element type is `element`.
+  llvm::Expected<llvm::SmallVector<mlir::RankedTensorType>>
+  sequenceInputTypes(const std::string &name, const onnx::TypeProto &element, bool optional);
   mlir::Value lookup(const std::string &name);
   mlir::Value foldConstantInputs(mlir::Value value);
   mlir::Value placeholder(const std::string &name);
@@ -154,6 +167,17 @@ private:
   };
   std::optional<GraphOutputTensors> graphOutputTensors(const onnx::ValueInfoProto &output,
                                                        mlir::Value value);
+  /// Binds each of `graphInputs`, by name, to its tensors among
+  /// `arguments` (@main's, in order): a tensor, a sequence of them, or an
+  /// empty optional; lists them in kGraphInputsAttr when one is not a
+  /// tensor.
+  void bindGraphInputs(mlir::func::FuncOp function,
+                       llvm::ArrayRef<std::pair<std::string, GraphInputTensors>> graphInputs,
+                       llvm::ArrayRef<mlir::Value> arguments);
+  /// Returns the graph outputs' tensors from `function` (@main), named
+  /// NAME, or NAME[i] for a sequence's, and lists them in kGraphOutputsAttr
+  /// when one is not a tensor; false after recording why it cannot.
+  bool returnGraphOutputs(mlir::func::FuncOp function);
   /// Fills declaredTypes.
   void collectDeclaredTypes();
   /// --dynamic-batch: records graph input `name` as batched, its dimension

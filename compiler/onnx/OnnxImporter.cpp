@@ -731,35 +731,6 @@ llvm::Error GraphImporter::problemsError() const {
   return importError(message);
 }
 
-std::optional<GraphImporter::GraphOutputTensors>
-GraphImporter::graphOutputTensors(const onnx::ValueInfoProto &output, Value value) {
-  const onnx::TypeProto &declared = output.type();
-  bool optional = declared.has_optional_type();
-  const onnx::TypeProto &held = optional ? declared.optional_type().elem_type() : declared;
-  bool sequence = held.has_sequence_type();
-  std::string kind =
-      optional ? (sequence ? "optional_sequence" : "optional") : (sequence ? "sequence" : "tensor");
-  auto refuse = [&](const std::string &what) -> std::optional<GraphOutputTensors> {
-    problems.push_back("graph output '" + output.name() + "' is " + describeValue(value) +
-                       ", but the model declares it " + what);
-    return std::nullopt;
-  };
-  if (isEmptyOptional(value)) {
-    if (!optional)
-      return refuse(sequence ? "a sequence" : "a tensor");
-    return GraphOutputTensors{kind, /*present=*/false, {}};
-  }
-  std::optional<SmallVector<Value>> elements = onnx_import::sequenceElements(value);
-  // A model may leave an output's type out: it is what the graph gives.
-  if (!declared.has_optional_type() && !declared.has_sequence_type() && !declared.has_tensor_type())
-    kind = elements ? "sequence" : "tensor";
-  else if (bool(elements) != sequence)
-    return refuse(sequence ? "a sequence" : optional ? "an optional tensor" : "a tensor");
-  if (elements)
-    return GraphOutputTensors{kind, true, *elements};
-  return GraphOutputTensors{kind, true, {value}};
-}
-
 llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   context.getOrLoadDialect<TesselDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
@@ -777,24 +748,41 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     consumed.insert(output.name());
   collectDeclaredTypes();
 
+  // The graph inputs, and the tensors that stand for each: @main's
+  // arguments.
   SmallVector<Type> argumentTypes;
   SmallVector<std::string> argumentNames;
+  std::vector<std::pair<std::string, GraphInputTensors>> graphInputs;
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (initializers.contains(input.name()))
       continue; // IR < 4 lists initializers among the inputs
-    llvm::Expected<RankedTensorType> type = inputType(input);
-    if (!type)
-      return importError(path + ": " + llvm::toString(type.takeError()));
-    argumentTypes.push_back(*type);
-    argumentNames.push_back(input.name());
+    llvm::Expected<GraphInputTensors> tensors = graphInputTensors(input);
+    if (!tensors)
+      return importError(path + ": " + llvm::toString(tensors.takeError()));
+    bool sequence = tensors->kind == "sequence" || tensors->kind == "optional_sequence";
+    for (auto [i, type] : llvm::enumerate(tensors->types)) {
+      argumentTypes.push_back(type);
+      argumentNames.push_back(sequence ? input.name() + "[" + std::to_string(i) + "]"
+                                       : input.name());
+    }
+    graphInputs.emplace_back(input.name(), std::move(*tensors));
   }
+  auto isGraphInput = [&](const std::string &name) {
+    return llvm::any_of(graphInputs, [&](const auto &input) { return input.first == name; });
+  };
+  for (const auto &[name, shapes] : options.sequenceShapes)
+    if (!isGraphInput(name))
+      return importError(path + ": --sequence names '" + name + "', which is not a graph input");
+  for (const std::string &name : options.absentInputs)
+    if (!isGraphInput(name))
+      return importError(path + ": --absent names '" + name + "', which is not a graph input");
   for (const auto &[name, shape] : options.inputShapes)
-    if (!llvm::is_contained(argumentNames, name))
+    if (!isGraphInput(name))
       return importError(path + ": --shape names '" + name +
                          "', which is not a graph input");
   for (const auto &bounded : options.maxShapes) {
     const std::string &name = bounded.first;
-    if (!llvm::is_contained(argumentNames, name))
+    if (!isGraphInput(name))
       return importError(path + ": --max-shape names '" + name + "', which is not a graph input");
     if (llvm::none_of(varyingInputs, [&](const auto &input) { return input.first == name; }))
       return importError(path + ": --max-shape names '" + name +
@@ -819,18 +807,21 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                                        builder.getFunctionType(argumentTypes, {}));
   Block *body = function.addEntryBlock();
   builder.setInsertionPointToStart(body);
+  SmallVector<Value> arguments;
   for (auto [i, name] : llvm::enumerate(argumentNames)) {
     function.setArgAttr(i, kValueNameAttr, builder.getStringAttr(name));
-    values[name] = body->getArgument(i);
+    arguments.push_back(body->getArgument(i));
     // An input without elements has no data to wait for: it is known at
     // compile time, and the nodes reading it fold.
     auto type = cast<RankedTensorType>(argumentTypes[i]);
     if (type.hasStaticShape() && type.getNumElements() == 0) {
       auto empty = DenseElementsAttr::get(type, ArrayRef<Attribute>{});
-      values[name] = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name)), empty);
+      arguments.back() =
+          ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name)), empty);
       constants[name] = empty;
     }
   }
+  bindGraphInputs(function, graphInputs, arguments);
 
   if (!varyingInputs.empty())
     startFollowingLength(function);
@@ -841,50 +832,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
       importNode(node, index);
   }
 
-  SmallVector<Value> results;
-  SmallVector<std::string> resultNames;
-  SmallVector<Attribute> graphOutputs;
-  bool tensorsOnly = true;
-  for (const onnx::ValueInfoProto &output : graph.output()) {
-    Value value = poisoned.contains(output.name()) ? Value() : lookup(output.name());
-    if (!value && !poisoned.contains(output.name()))
-      problems.push_back("graph output '" + output.name() +
-                         "' is not produced by any node, input or initializer");
-    if (!value)
-      continue;
-    std::optional<GraphOutputTensors> tensors = graphOutputTensors(output, value);
-    if (!tensors)
-      continue;
-    tensorsOnly &= tensors->kind == "tensor";
-    // Their results are marked per graph output, one tensor each.
-    if (tensors->kind != "tensor" && (options.dynamicBatch || lengthAxes))
-      problems.push_back("graph output '" + output.name() + "' is " + describeValue(value) +
-                         ", which --dynamic-batch and --max-shape do not support yet");
-    graphOutputs.push_back(builder.getDictionaryAttr({
-        builder.getNamedAttr("name", builder.getStringAttr(output.name())),
-        builder.getNamedAttr("kind", builder.getStringAttr(tensors->kind)),
-        builder.getNamedAttr("present", builder.getBoolAttr(tensors->present)),
-        builder.getNamedAttr("first", builder.getI64IntegerAttr(results.size())),
-        builder.getNamedAttr("count", builder.getI64IntegerAttr(tensors->values.size())),
-    }));
-    for (auto [i, tensor] : llvm::enumerate(tensors->values)) {
-      results.push_back(tensor);
-      resultNames.push_back(tensors->kind == "sequence" || tensors->kind == "optional_sequence"
-                                ? output.name() + "[" + std::to_string(i) + "]"
-                                : output.name());
-    }
-  }
-  if (!problems.empty())
+  if (!returnGraphOutputs(function))
     return problemsError();
-
-  func::ReturnOp::create(builder, moduleLoc, results);
-  function.setType(
-      builder.getFunctionType(body->getArgumentTypes(), TypeRange(ValueRange(results))));
-  for (auto [i, name] : llvm::enumerate(resultNames))
-    function.setResultAttr(i, kValueNameAttr, builder.getStringAttr(name));
-  if (!tensorsOnly)
-    function->setAttr(kGraphOutputsAttr, builder.getArrayAttr(graphOutputs));
-  onnx_import::eraseUnusedSequences(function);
   if (lengthAxes) {
     markVaryingResults(function);
     if (!problems.empty())

@@ -8,6 +8,7 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,13 @@ struct ImportOptions {
   /// results, which is right only where no node lets positions meet; the
   /// recurrences (LSTM, GRU, RNN) read the length as their sequence_lens.
   std::map<std::string, std::vector<int64_t>> maxShapes;
+  /// --sequence: sequence-typed graph input name -> the shapes of the
+  /// tensors it is compiled for. The sequence's structure is resolved at
+  /// compile time: each tensor is an input of @main (NAME[i]).
+  std::map<std::string, std::vector<std::vector<int64_t>>> sequenceShapes;
+  /// --absent: optional-typed graph inputs compiled as holding nothing (the
+  /// others are compiled as holding their element).
+  std::set<std::string> absentInputs;
 };
 
 /// Imports the ONNX model at `path` into a module holding one public
@@ -90,6 +98,8 @@ inline constexpr llvm::StringLiteral kLengthAttr = "tessel.length";
 /// optional's element), and the `first` of @main's results that hold its
 /// tensors and their `count` (a sequence's length, or one).
 inline constexpr llvm::StringLiteral kGraphOutputsAttr = "tessel.graph_outputs";
+/// The same for the graph inputs and @main's arguments.
+inline constexpr llvm::StringLiteral kGraphInputsAttr = "tessel.graph_inputs";
 
 } // namespace tessel
 

@@ -84,7 +84,8 @@ public:
         checkSignatures("input", *artifact.inputs(), inputBytes));
     TSL_RETURN_IF_ERROR(
         checkSignatures("output", *artifact.outputs(), outputBytes));
-    TSL_RETURN_IF_ERROR(checkGraphOutputs());
+    TSL_RETURN_IF_ERROR(checkGraphValues("input", artifact.graph_inputs(), *artifact.inputs()));
+    TSL_RETURN_IF_ERROR(checkGraphValues("output", artifact.graph_outputs(), *artifact.outputs()));
     TSL_RETURN_IF_ERROR(checkBatch());
     TSL_RETURN_IF_ERROR(checkBuffers());
     TSL_RETURN_IF_ERROR(checkExecutables());
@@ -106,32 +107,33 @@ private:
     return nullptr;
   }
 
-  /// Tools read which outputs hold each graph output's tensors: they must
-  /// be outputs of the signature, each of one graph output, in order.
-  tsl_status checkGraphOutputs() {
-    const auto *graphOutputs = artifact.graph_outputs();
-    if (!graphOutputs)
+  /// Tools read which of the signature's inputs or outputs (`role`) hold
+  /// each graph value's tensors: each must be of one graph value, in order.
+  tsl_status checkGraphValues(const char *role,
+                              const fb::Vector<fb::Offset<sc::GraphValue>> *values,
+                              const fb::Vector<fb::Offset<sc::TensorSignature>> &signatures) {
+    if (!values)
       return nullptr;
-    TSL_RETURN_IF_ERROR(spend(graphOutputs->size()));
+    TSL_RETURN_IF_ERROR(spend(values->size()));
     uint64_t next = 0;
-    for (fb::uoffset_t i = 0; i < graphOutputs->size(); ++i) {
-      const sc::GraphOutput &output = *graphOutputs->Get(i);
-      if (output.kind() > sc::GraphValueKind_MAX)
-        return invalid("artifact graph output %" PRIu32 ": unknown kind %u", i,
-                       static_cast<unsigned>(output.kind()));
-      bool single = output.kind() == sc::GraphValueKind_Tensor ||
-                    output.kind() == sc::GraphValueKind_Optional;
-      if (output.first() != next || (single && output.count() > 1) ||
-          (!output.present() && output.count() > 0))
-        return invalid("artifact graph output %" PRIu32 ": outputs %" PRIu32 " to %" PRIu64
-                       " do not follow the graph output before it or do not fit its kind",
-                       i, output.first(), uint64_t(output.first()) + output.count());
-      next += output.count();
+    for (fb::uoffset_t i = 0; i < values->size(); ++i) {
+      const sc::GraphValue &value = *values->Get(i);
+      if (value.kind() > sc::GraphValueKind_MAX)
+        return invalid("artifact graph %s %" PRIu32 ": unknown kind %u", role, i,
+                       static_cast<unsigned>(value.kind()));
+      bool single =
+          value.kind() == sc::GraphValueKind_Tensor || value.kind() == sc::GraphValueKind_Optional;
+      if (value.first() != next || (single && value.count() > 1) ||
+          (!value.present() && value.count() > 0))
+        return invalid("artifact graph %s %" PRIu32 ": %ss %" PRIu32 " to %" PRIu64
+                       " do not follow the graph %s before it or do not fit its kind",
+                       role, i, role, value.first(), uint64_t(value.first()) + value.count(), role);
+      next += value.count();
     }
-    if (next != artifact.outputs()->size())
-      return invalid("artifact graph outputs: they hold %" PRIu64 " outputs, but the "
-                     "signature has %" PRIu32,
-                     next, artifact.outputs()->size());
+    if (next != signatures.size())
+      return invalid("artifact graph %ss: they hold %" PRIu64
+                     " %ss, but the signature has %" PRIu32,
+                     role, next, role, signatures.size());
     return nullptr;
   }
 

@@ -27,6 +27,13 @@ OUTCOMES = (PASS, COMPILE_FAILURE, WRONG_RESULT, RUN_FAILURE, CRASH, TIMEOUT)
 _MAX_ABS_ERROR = re.compile(r"max abs error ([^,]+), max rel error ([^,]+)")
 # tessel-compile's hint for an input that an op needs at compile time.
 _FREEZE_HINT = re.compile(r"graph input '([^']+)': --freeze-input")
+# tessel-compile's hint for a sequence-typed graph input, whose tensors'
+# shapes it needs at compile time.
+_SEQUENCE_HINT = re.compile(r"graph input '([^']+)' is an? (optional )?sequence: give the shapes")
+# tessel-run's refusal of data that leaves an optional graph input empty
+# where the artifact takes its element (the compiler's default).
+_ABSENT_HINT = re.compile(r"graph input \d+ '([^']+)' is [^,]*, but the test data gives an empty "
+                          r"optional")
 
 
 @dataclasses.dataclass
@@ -34,8 +41,9 @@ class Outcome:
     status: str
     detail: str  # one line: the first diagnostic, the largest error, ...
     log: str  # everything the tools printed
-    # The graph inputs compiled in as constants (--freeze-input): a test
-    # that passes only so would not pass run as a user runs it.
+    # The graph inputs compiled in as constants (--freeze-input), or for
+    # the structure the data gives them (--sequence, --absent): a test that
+    # passes only so would not pass run as a user runs it.
     frozen: tuple = ()
 
 
@@ -80,7 +88,20 @@ def _run(command, timeout):
 def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
                   rtol=RTOL, atol=ATOL, compile_args=()):
     """Compiles model_dir/model.onnx into work_dir (with compile_args added,
-    such as a --target) and runs every data set."""
+    such as a --target) and runs every data set. An optional graph input
+    that the data leaves empty is compiled again as such (--absent)."""
+    outcome = _compile_and_run(tools_dir, model_dir, work_dir, timeout, rtol, atol, compile_args)
+    absent = _ABSENT_HINT.findall(outcome.log) if outcome.status == RUN_FAILURE else []
+    if not absent:
+        return outcome
+    args = list(compile_args)
+    for name in sorted(set(absent)):
+        args += ["--absent", name]
+    outcome = _compile_and_run(tools_dir, model_dir, work_dir, timeout, rtol, atol, args)
+    return dataclasses.replace(outcome, frozen=outcome.frozen + tuple(sorted(set(absent))))
+
+
+def _compile_and_run(tools_dir, model_dir, work_dir, timeout, rtol, atol, compile_args):
     os.makedirs(work_dir, exist_ok=True)
     name = os.path.basename(os.path.normpath(model_dir))
     artifact = os.path.join(work_dir, name + ".tsl")
@@ -94,17 +115,24 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
     # The test may feed axes, shapes or pads as inputs; when the data gives
     # one a single value in every data set, it is compiled in as a constant.
     # Each compile names the inputs it needs next, so this takes a few rounds.
-    frozen = []
+    # A sequence input is compiled for the shapes of the tensors the data
+    # gives it, when every data set gives the same.
+    frozen, structure = [], {}
     for _ in range(4):
         needed = _inputs_to_freeze(output, model_dir, data_sets) if code else []
         needed = [entry for entry in needed if entry not in frozen]
-        if not needed:
+        shaped = _sequence_structure(output, model_dir, data_sets) if code else {}
+        shaped = {name: args for name, args in shaped.items() if name not in structure}
+        if not needed and not shaped:
             break
         frozen += needed
+        structure.update(shaped)
         command = list(compile_command)
         for file, name in frozen:
             command += ["--freeze-input", "%s=%s" % (
                 name, os.path.join(model_dir, data_sets[0], file))]
+        for args in structure.values():
+            command += args
         code, output = _run(command, timeout)
         log.append(output)
     if code is None:
@@ -135,7 +163,10 @@ def run_node_test(tools_dir, model_dir, work_dir, timeout=120,
     detail = details[-1] if details else "no test data"
     if frozen:
         detail += " (compiled with %s frozen)" % ", ".join(name for _, name in frozen)
-    return Outcome(PASS, detail, "".join(log), tuple(name for _, name in frozen))
+    if structure:
+        detail += " (compiled for the structure of %s)" % ", ".join(sorted(structure))
+    return Outcome(PASS, detail, "".join(log),
+                   tuple(name for _, name in frozen) + tuple(sorted(structure)))
 
 
 def _inputs_to_freeze(output, model_dir, data_sets):
@@ -167,36 +198,103 @@ def _inputs_to_freeze(output, model_dir, data_sets):
     return frozen
 
 
-def _tensor_name(data):
-    """The name (field 8) of a serialized onnx.TensorProto, read from the
-    protobuf wire format so that lit's own Python needs no onnx package."""
-    position = 0
+def _sequence_structure(output, model_dir, data_sets):
+    """The compile arguments (--sequence, or --absent for an empty optional)
+    for each sequence input that tessel-compile asks the shapes of, by
+    name, if every data set gives it the same structure; else {}."""
+    optional = dict(_SEQUENCE_HINT.findall(output))
+    names = sorted(optional)
+    if not names or not data_sets:
+        return {}
+    structures = {}
+    for data_set in data_sets:
+        folder = os.path.join(model_dir, data_set)
+        found = {}
+        for file in sorted(os.listdir(folder)):
+            if file.startswith("input_"):
+                with open(os.path.join(folder, file), "rb") as stream:
+                    data = stream.read()
+                fields = _fields(data)
+                name = next((value for field, value in fields if field == 1
+                             and isinstance(value, bytes)), b"").decode("utf-8", "replace")
+                found[name] = fields
+        for name in names:
+            if name not in found:
+                return {}
+            structures.setdefault(name, set()).add(
+                _structure_args(name, found[name], bool(optional[name])))
+    if any(len(seen) != 1 for seen in structures.values()):
+        return {}
+    return {name: list(seen.pop()) for name, seen in structures.items()}
 
-    def varint():
-        nonlocal position
-        value = shift = 0
-        while True:
-            byte = data[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return value
 
+def _structure_args(name, fields, optional):
+    """--sequence NAME=SHAPES for a SequenceProto's fields, or with
+    `optional` an OptionalProto's holding one (its field 5); --absent NAME
+    for an empty OptionalProto (no field 3 to 7)."""
+    if optional:
+        held = [value for field, value in fields if field == 5]
+        if not held:
+            return ("--absent", name)
+        fields = _fields(held[0])
+    shapes = []
+    for field, tensor in fields:
+        if field != 3:
+            continue
+        dims = []
+        for tensor_field, value in _fields(tensor):
+            if tensor_field == 1:
+                dims += _varints(value) if isinstance(value, bytes) else [value]
+        shapes.append("x".join(map(str, dims)) if dims else "scalar")
+    return ("--sequence", "%s=%s" % (name, ",".join(shapes)))
+
+
+def _varint(data, position):
+    """The varint at `position` of `data`, and the position after it."""
+    value = shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, position
+
+
+def _varints(data):
+    """The varints packed in `data`."""
+    values, position = [], 0
     while position < len(data):
-        key = varint()
+        value, position = _varint(data, position)
+        values.append(value)
+    return values
+
+
+def _fields(data):
+    """(field number, value) of a serialized protobuf message, read from
+    the wire format so that lit's own Python needs no onnx package: an int
+    for a varint or fixed field, the bytes of a length-delimited one."""
+    fields, position = [], 0
+    while position < len(data):
+        key, position = _varint(data, position)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            varint()
-        elif wire == 1:
-            position += 8
-        elif wire == 5:
-            position += 4
+            value, position = _varint(data, position)
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value = int.from_bytes(data[position:position + size], "little")
+            position += size
         elif wire == 2:
-            length = varint()
-            if field == 8:
-                return data[position:position + length].decode("utf-8", "replace")
+            length, position = _varint(data, position)
+            value = data[position:position + length]
             position += length
         else:
-            return ""
-    return ""
+            break
+        fields.append((field, value))
+    return fields
+
+
+def _tensor_name(data):
+    """The name (field 8) of a serialized onnx.TensorProto."""
+    return next((value.decode("utf-8", "replace") for field, value in _fields(data)
+                 if field == 8 and isinstance(value, bytes)), "")

@@ -7,10 +7,14 @@ SequenceInsert/Erase/At/Length from SequenceEmpty, a Loop that appends to
 a sequence each iteration (what exporters of scripted code write for a
 list built in a loop), SequenceAt at a position given when the model runs,
 an If of a run-time condition whose branches give sequences, optionals,
-and a graph output that is a sequence (which the artifact gives as one
+a graph input that is a sequence (compiled for the shapes of its tensors,
+--sequence, each an input of the artifact) or an optional (compiled
+holding its tensor, or with --absent holding nothing), and a graph output
+that is a sequence (which the artifact gives as one
 tensor per element, output_0, output_1, ...; its onnxruntime result, and
 one a tensor short, are also written as ONNX test data, SequenceProto
-files, for tessel-run --test-data). Each is compiled by
+files, for tessel-run --test-data; so is a sequence input a tensor
+short). Each is compiled by
 tessel-compile, run by tessel-run and compared with onnxruntime (rtol 1e-6,
 atol 1e-6). The last cases are models the compiler must refuse, saved for
 the lit test to compile.
@@ -168,6 +172,50 @@ def sequence_output():
     return model, {"x": rng_array([5, 3], 12)}, ["chunks"]
 
 
+def sequence_input():
+    """The graph takes a sequence of [N, 3] tensors, compiled for two of 2
+    and 4 rows: x goes in front of them, and they are concatenated."""
+    parts = helper.make_tensor_sequence_value_info("parts", FLOAT, ["N", 3])
+    nodes = [helper.make_node("SequenceInsert", ["parts", "x", "zero"], ["all"]),
+             helper.make_node("ConcatFromSequence", ["all"], ["joined"], axis=0),
+             helper.make_node("SequenceLength", ["all"], ["length"])]
+    model = model_of("sequence_input", nodes, [parts, value("x", [1, 3])],
+                     [value("joined", [7, 3]), value("length", [], INT64)], [ints("zero", 0)])
+    feeds = {"parts": [rng_array([2, 3], 13), rng_array([4, 3], 14)], "x": rng_array([1, 3], 15)}
+    return model, feeds, ["joined", "length"], ["--sequence", "parts=2x3,4x3"]
+
+
+def optional_model():
+    """The graph takes an optional [2] tensor: y is it plus x where it holds
+    one, else x."""
+    maybe = helper.make_value_info("maybe", helper.make_optional_type_proto(
+        helper.make_tensor_type_proto(FLOAT, [2])))
+    then_branch = helper.make_graph(
+        [helper.make_node("OptionalGetElement", ["maybe"], ["got"]),
+         helper.make_node("Add", ["got", "x"], ["sum"])],
+        "then", [], [value("sum", [2])])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["same"])], "else", [],
+                                    [value("same", [2])])
+    nodes = [helper.make_node("OptionalHasElement", ["maybe"], ["has"]),
+             helper.make_node("If", ["has"], ["y"], then_branch=then_branch,
+                              else_branch=else_branch)]
+    return model_of("optional_input", nodes, [maybe, value("x", [2])],
+                    [value("y", [2]), value("has", [], BOOL)])
+
+
+def optional_input_present():
+    """The optional input compiled holding its tensor (the default)."""
+    feeds = {"maybe": rng_array([2], 16), "x": rng_array([2], 17)}
+    return optional_model(), feeds, ["y", "has"], []
+
+
+def optional_input_absent():
+    """The optional input compiled holding nothing (--absent): the artifact
+    takes x alone."""
+    return optional_model(), {"maybe": None, "x": rng_array([2], 18)}, ["y", "has"], \
+        ["--absent", "maybe"]
+
+
 def sequence_into_add():
     """A sequence given to Add: refused, naming the input."""
     nodes = [helper.make_node("SequenceConstruct", ["x"], ["seq"]),
@@ -186,7 +234,8 @@ def position_out_of_range():
 
 
 CASES = [split_map_stack, insert_erase_at, loop_appends, run_time_position, if_of_sequences,
-         optionals, sequence_output]
+         optionals, sequence_output, sequence_input, optional_input_present,
+         optional_input_absent]
 REFUSED = [sequence_into_add, position_out_of_range]
 
 
@@ -204,17 +253,15 @@ def flatten(names, values):
 
 
 def write_test_data(folder, feeds, outputs):
-    """An ONNX test-data folder: input_N.pb, and output_N.pb holding a
-    SequenceProto for each list in `outputs`."""
+    """An ONNX test-data folder: input_N.pb and output_N.pb, a
+    SequenceProto for each list."""
     os.makedirs(folder, exist_ok=True)
-    for i, (name, array) in enumerate(feeds.items()):
-        with open(os.path.join(folder, f"input_{i}.pb"), "wb") as stream:
-            stream.write(numpy_helper.from_array(array, name).SerializeToString())
-    for i, (name, got) in enumerate(outputs):
-        proto = numpy_helper.from_list(got, name) if isinstance(got, list) else \
-            numpy_helper.from_array(got, name)
-        with open(os.path.join(folder, f"output_{i}.pb"), "wb") as stream:
-            stream.write(proto.SerializeToString())
+    for prefix, values in (("input", feeds.items()), ("output", outputs)):
+        for i, (name, given) in enumerate(values):
+            proto = numpy_helper.from_list(given, name) if isinstance(given, list) else \
+                numpy_helper.from_array(given, name)
+            with open(os.path.join(folder, f"{prefix}_{i}.pb"), "wb") as stream:
+                stream.write(proto.SerializeToString())
 
 
 def main():
@@ -225,15 +272,19 @@ def main():
     failed = 0
     for make in CASES:
         name = make.__name__
-        model, feeds, outputs = make()
+        model, feeds, outputs, *compile_args = make()
         work = os.path.join(args.work, name)
         os.makedirs(work, exist_ok=True)
         model_path, artifact = os.path.join(work, "model.onnx"), os.path.join(work, "model.tsl")
         onnx.save(model, model_path)
-        graph = compile_model(model_path, artifact)
+        graph = compile_model(model_path, artifact, *compile_args)
         session = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
         names, expected = flatten(outputs, session.run(outputs, feeds))
-        actual, _, message = run_tessel(artifact, feeds, work, len(names))
+        # The artifact takes a sequence's tensors one by one, and an absent
+        # optional not at all.
+        tensor_feeds = dict(zip(*flatten([name for name, fed in feeds.items() if fed is not None],
+                                         [fed for fed in feeds.values() if fed is not None])))
+        actual, _, message = run_tessel(artifact, tensor_feeds, work, len(names))
         if actual is None:
             raise RuntimeError(f"{name}: {message}")
         errors = differences(names, expected, actual, rtol=1e-6, atol=1e-6)
@@ -243,6 +294,10 @@ def main():
             chunks = session.run(outputs, feeds)[0]
             write_test_data(os.path.join(work, "data_onnxruntime"), feeds, [("chunks", chunks)])
             write_test_data(os.path.join(work, "data_short"), feeds, [("chunks", chunks[:2])])
+        if name == "sequence_input":
+            # A sequence a tensor short of what the artifact takes.
+            short = dict(feeds, parts=feeds["parts"][:1])
+            write_test_data(os.path.join(work, "data_short"), short, [])
         left = "no sequence left" if "tuple<" not in graph else "a sequence left in the graph"
         verdict = "; ".join(errors) if errors else "match onnxruntime"
         print(f"{name}: {left}; {', '.join(names)} {verdict}")

@@ -9,11 +9,12 @@ import numpy as np
 import onnx
 
 
-def compile_model(model_path, artifact):
-    """Compiles `model_path` into `artifact`; returns the compiled graph in
-    the tessel dialect (--emit tessel)."""
-    subprocess.run(["tessel-compile", model_path, "-o", artifact, "-q"], check=True)
-    return subprocess.run(["tessel-compile", model_path, "--emit", "tessel", "-q"],
+def compile_model(model_path, artifact, args=()):
+    """Compiles `model_path` into `artifact` with tessel-compile's `args`
+    added; returns the compiled graph in the tessel dialect (--emit
+    tessel)."""
+    subprocess.run(["tessel-compile", model_path, "-o", artifact, "-q", *args], check=True)
+    return subprocess.run(["tessel-compile", model_path, "--emit", "tessel", "-q", *args],
                           check=True, capture_output=True, text=True).stdout
 
 

@@ -30,6 +30,23 @@ std::optional<std::vector<int64_t>> parseDims(llvm::StringRef text) {
   return dims;
 }
 
+/// "3x4,2x4" -> {{3, 4}, {2, 4}}; "scalar" is a 0-d shape, "" no shape.
+std::optional<std::vector<std::vector<int64_t>>> parseShapeList(llvm::StringRef text) {
+  std::vector<std::vector<int64_t>> shapes;
+  if (text.empty())
+    return shapes;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    std::optional<std::vector<int64_t>> dims =
+        part == "scalar" ? std::vector<int64_t>() : parseDims(part);
+    if (!dims)
+      return std::nullopt;
+    shapes.push_back(*dims);
+  }
+  return shapes;
+}
+
 /// Parses each NAME=DIMS of option `flag` into `shapes`; false, after
 /// saying so, for one that is not of the form `example`.
 bool parseNamedShapes(const std::vector<std::string> &entries, llvm::StringRef flag,
@@ -142,7 +159,7 @@ int main(int argc, char **argv) {
   std::string model, output;
   std::string target = "x86", cpu, emit = "artifact";
   int optLevel = 3;
-  std::vector<std::string> shapes, maxShapes, statedShapes, frozen;
+  std::vector<std::string> shapes, maxShapes, statedShapes, frozen, sequences, absent;
   bool quiet = false, forceProgress = false, check = false, noBiasCorrection = false;
   bool dynamicBatch = false;
   std::string quantize, calibration, calibrationMethod = "percentile", activations = "u8",
@@ -203,6 +220,13 @@ int main(int argc, char **argv) {
                  "State the shape of a graph output or intermediate value: NAME=2x3x4. A node "
                  "whose shape, axes or pads input is a graph input compiles for its stated "
                  "result shape and checks the input at run time");
+  app.add_option("--sequence", sequences,
+                 "Compile a sequence-typed graph input for tensors of the shapes given: "
+                 "NAME=3x4,2x4 (one shape per tensor, 'scalar' for a 0-d one, nothing after = "
+                 "for an empty sequence); each tensor is an input of the artifact, NAME[i]");
+  app.add_option("--absent", absent,
+                 "Compile an optional-typed graph input as holding nothing (by default it "
+                 "holds its element)");
   app.add_option("--freeze-input", frozen,
                  "Give a graph input its value at compile time: NAME=VALUE.pb "
                  "(an ONNX TensorProto); it leaves the artifact's inputs");
@@ -277,6 +301,16 @@ int main(int argc, char **argv) {
       !parseNamedShapes(maxShapes, "--max-shape", "NAME=32x1x64", options.import.maxShapes) ||
       !parseNamedShapes(statedShapes, "--value-shape", "NAME=2x3x4", options.import.statedShapes))
     return 2;
+  for (const std::string &entry : sequences) {
+    auto [name, list] = llvm::StringRef(entry).split('=');
+    std::optional<std::vector<std::vector<int64_t>>> parsed = parseShapeList(list);
+    if (name.empty() || !llvm::StringRef(entry).contains('=') || !parsed) {
+      llvm::errs() << "tessel-compile: --sequence expects NAME=3x4,2x4, got '" << entry << "'\n";
+      return 2;
+    }
+    options.import.sequenceShapes[name.str()] = *parsed;
+  }
+  options.import.absentInputs.insert(absent.begin(), absent.end());
   for (const std::string &entry : frozen) {
     auto [name, file] = llvm::StringRef(entry).split('=');
     if (name.empty() || file.empty()) {

@@ -6,7 +6,7 @@
 #include "tools/tessel-run/MachinePeaks.h"
 #include "tools/tessel-run/NpuStatistics.h"
 #include "tools/tessel-run/ProfileData.h"
-#include "tools/tessel-run/TestOutputs.h"
+#include "tools/tessel-run/TestData.h"
 
 #include "tessel/runtime.hpp"
 
@@ -108,34 +108,6 @@ void printTensor(const HostTensor &tensor, const tsl::TensorInfo &info, size_t l
 void adoptBfloat16Bits(HostTensor &tensor, tsl_dtype wanted) {
   if (tensor.dtype == TSL_U16 && wanted == TSL_BF16)
     tensor.dtype = TSL_BF16;
-}
-
-/// The inputs of an ONNX test-data folder. A folder may hold more inputs
-/// than the artifact takes, when some were frozen at compile time
-/// (--freeze-input); then they are matched by name and the rest skipped.
-std::vector<HostTensor> readTestInputs(const std::string &folder,
-                                       const std::vector<tsl::TensorInfo> &infos) {
-  namespace fs = std::filesystem;
-  std::vector<HostTensor> found;
-  for (size_t i = 0;; ++i) {
-    fs::path path = fs::path(folder) / ("input_" + std::to_string(i) + ".pb");
-    if (!fs::exists(path))
-      break;
-    found.push_back(tessel::data::readTensorProto(path.string()));
-  }
-  if (found.size() <= infos.size())
-    return found;
-  std::vector<HostTensor> selected;
-  for (const tsl::TensorInfo &info : infos) {
-    auto match = std::find_if(found.begin(), found.end(), [&](const HostTensor &tensor) {
-      return tensor.name == info.name;
-    });
-    if (match == found.end())
-      throw std::runtime_error("test data in " + folder + " has no input named '" +
-                               info.name + "'");
-    selected.push_back(std::move(*match));
-  }
-  return selected;
 }
 
 /// The kernels that took the most time per run, one line per kernel (its
@@ -302,7 +274,7 @@ int main(int argc, char **argv) {
     std::vector<std::string> structuralProblems;
     namespace fs = std::filesystem;
     if (!testData.empty()) {
-      inputs = readTestInputs(testData, inputInfos);
+      inputs = tessel::run::readTestInputs(testData, artifactBytes.data(), inputInfos.size());
       tessel::run::ExpectedOutputs outputs =
           tessel::run::readTestOutputs(testData, artifactBytes.data(), outputInfos.size());
       expected = std::move(outputs.tensors);

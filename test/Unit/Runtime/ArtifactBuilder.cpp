@@ -136,19 +136,23 @@ std::vector<uint8_t> buildArtifact(const ArtifactSpec &spec) {
       builder, builder.CreateString(spec.compilerVersion),
       builder.CreateString(spec.modelHash), builder.CreateString(spec.options),
       builder.CreateString(spec.modelName));
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<sc::GraphOutput>>> graphOutputs;
-  if (!spec.graphOutputs.empty()) {
-    std::vector<flatbuffers::Offset<sc::GraphOutput>> entries;
-    for (const GraphOutputSpec &output : spec.graphOutputs)
-      entries.push_back(sc::CreateGraphOutputDirect(builder, output.name.c_str(), output.kind,
-                                                    output.present, output.first, output.count));
-    graphOutputs = builder.CreateVector(entries);
-  }
+  auto graphValues = [&](const std::vector<GraphValueSpec> &values) {
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<sc::GraphValue>>> table;
+    if (values.empty())
+      return table;
+    std::vector<flatbuffers::Offset<sc::GraphValue>> entries;
+    for (const GraphValueSpec &value : values)
+      entries.push_back(sc::CreateGraphValueDirect(builder, value.name.c_str(), value.kind,
+                                                   value.present, value.first, value.count));
+    return builder.CreateVector(entries);
+  };
+  auto graphOutputs = graphValues(spec.graphOutputs);
+  auto graphInputs = graphValues(spec.graphInputs);
   sc::Integrity unsealed(0);
   auto artifact =
       sc::CreateArtifact(builder, spec.formatVersion, spec.withIntegrity ? &unsealed : nullptr,
                          inputs, outputs, bufferVector, weights, executableVector, stepVector,
-                         memoryPlan, provenance, /*quantization=*/0, graphOutputs);
+                         memoryPlan, provenance, /*quantization=*/0, graphOutputs, graphInputs);
   builder.Finish(artifact, sc::ArtifactIdentifier());
 
   std::vector<uint8_t> bytes(builder.GetBufferPointer(),

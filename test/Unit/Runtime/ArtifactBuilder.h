@@ -30,7 +30,7 @@ struct TensorSpec {
   std::string name;
   schema::DType dtype = schema::DType_f32;
   std::vector<int64_t> shape;
-  std::optional<QuantizationSpec> quantization;
+  std::optional<QuantizationSpec> quantization = std::nullopt;
   bool batched = false;
   int32_t varyingAxis = -1;
   bool holdsLength = false;
@@ -59,7 +59,7 @@ struct EntrySpec {
     schema::Dim3 grid{1, 1, 1}, block{1, 1, 1};
     std::vector<schema::CudaArgument> arguments;
   };
-  std::vector<Launch> cudaLaunches;
+  std::vector<Launch> cudaLaunches = {};
 };
 
 /// An NPU executable's program: the schema's default configuration but for
@@ -102,8 +102,9 @@ struct CheckSpec {
 
 using StepSpec = std::variant<DispatchSpec, CopySpec, CheckSpec>;
 
-/// A graph output of the artifact's graph_outputs table.
-struct GraphOutputSpec {
+/// A graph input or output of the artifact's graph_inputs or graph_outputs
+/// table.
+struct GraphValueSpec {
   std::string name;
   schema::GraphValueKind kind = schema::GraphValueKind_Tensor;
   bool present = true;
@@ -121,7 +122,7 @@ struct ArtifactSpec {
   std::vector<ExecutableSpec> executables;
   std::vector<StepSpec> steps;
   /// Empty: the table is left out.
-  std::vector<GraphOutputSpec> graphOutputs;
+  std::vector<GraphValueSpec> graphInputs, graphOutputs;
   /// How often the schedule refers to each step's one table. More than 1
   /// is what a crafted file does to describe far more than its size.
   uint32_t stepReferences = 1;

@@ -87,6 +87,18 @@ TEST(VerifierTest, GraphOutputsHoldingEveryOutputAreAccepted) {
   EXPECT_EQ(load(spec).code, TSL_OK);
 }
 
+TEST(VerifierTest, SequenceInputOfTwoTensorsIsAccepted) {
+  ArtifactSpec spec = addModel();
+  spec.graphInputs = {{"xy", sc::GraphValueKind_Sequence, true, 0, 2}};
+  EXPECT_EQ(load(spec).code, TSL_OK);
+}
+
+TEST(VerifierTest, GraphInputsLeavingAnInputOutAreRefused) {
+  ArtifactSpec spec = addModel();
+  spec.graphInputs = {{"x", sc::GraphValueKind_Tensor, true, 0, 1}};
+  expectRefused(spec, "artifact graph inputs: they hold 1 inputs, but the signature has 2");
+}
+
 TEST(VerifierTest, GraphOutputPastTheOutputsIsRefused) {
   ArtifactSpec spec = addModel();
   spec.graphOutputs = {{"zs", sc::GraphValueKind_Sequence, true, 0, 2}};
