@@ -12,7 +12,8 @@
 //    type); one whose trip count, initial condition or body condition is
 //    known only at run time is a tessel.loop, which reads its trip count
 //    and tests the condition when the model runs, if it has no scan
-//    outputs, and else its body unrolled as many times as its scan
+//    outputs (values of several types packed into one state), and else its
+//    body unrolled as many times as its scan
 //    outputs' stated shape says, checked when the model runs.
 // A subgraph's nodes are imported like the graph's own (importBody), its
 // names bound while it is imported and forgotten after: a loop body's next
@@ -742,30 +743,152 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
   return true;
 }
 
+/// Erases the op that computed `value`, when nothing uses it, and so on
+/// back through its operands, stopping at `kept`.
+static void eraseUnusedSince(Value value, ArrayRef<Value> kept) {
+  Operation *op = value.getDefiningOp();
+  if (!op || !op->use_empty() || llvm::is_contained(kept, value))
+    return;
+  SmallVector<Value> operands(op->getOperands());
+  op->erase();
+  for (Value operand : operands)
+    eraseUnusedSince(operand, kept);
+}
+
+namespace {
+
+/// A Loop's carried values of different types, which a tessel.loop (one
+/// state type) carries as one state: each is converted exactly to a
+/// signless integer of the widest width among them (integers extended,
+/// floats widened to the float of that width, at least f32, and bitcast),
+/// flattened, and the values concatenated. Unpacking converts back.
+class PackedStates {
+public:
+  /// The packing of values of `types`, if each is a static tensor of
+  /// integers or floats.
+  static std::optional<PackedStates> of(TypeRange types) {
+    PackedStates packed;
+    unsigned width = 8;
+    for (Type type : types) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || !tensor.hasStaticShape())
+        return std::nullopt;
+      Type element = tensor.getElementType();
+      if (auto integer = dyn_cast<IntegerType>(element);
+          integer && llvm::is_contained({1u, 8u, 16u, 32u, 64u}, integer.getWidth()))
+        width = std::max(width, integer.getWidth());
+      else if (isa<FloatType>(element))
+        width = std::max({width, element.getIntOrFloatBitWidth(), 32u});
+      else
+        return std::nullopt;
+      packed.types.push_back(tensor);
+      packed.total += tensor.getNumElements();
+    }
+    MLIRContext *context = types.front().getContext();
+    packed.word = IntegerType::get(context, width);
+    packed.wordFloat =
+        width == 64 ? FloatType(Float64Type::get(context)) : FloatType(Float32Type::get(context));
+    return packed;
+  }
+
+  RankedTensorType packedType() const { return RankedTensorType::get({total}, word); }
+
+  Value pack(OpBuilder &b, Location loc, ValueRange values) const {
+    SmallVector<Value> words;
+    for (auto [value, type] : llvm::zip(values, types)) {
+      Value flat = ReshapeOp::create(b, loc, type.clone({type.getNumElements()}), value);
+      words.push_back(toWords(b, loc, flat));
+    }
+    if (words.size() == 1)
+      return words.front();
+    return ConcatOp::create(b, loc, packedType(), words, b.getI64IntegerAttr(0));
+  }
+
+  SmallVector<Value> unpack(OpBuilder &b, Location loc, Value packed) const {
+    SmallVector<Value> values;
+    int64_t offset = 0;
+    for (RankedTensorType type : types) {
+      int64_t count = type.getNumElements();
+      Value words = SliceOp::create(b, loc, packedType().clone({count}), packed,
+                                    b.getDenseI64ArrayAttr({offset}), b.getDenseI64ArrayAttr({1}));
+      offset += count;
+      values.push_back(ReshapeOp::create(b, loc, type, fromWords(b, loc, words, type)));
+    }
+    return values;
+  }
+
+private:
+  /// `flat`, a 1-D tensor, as words: integers converted, floats widened
+  /// and their bits taken.
+  Value toWords(OpBuilder &b, Location loc, Value flat) const {
+    if (isa<IntegerType>(getElementTypeOrSelf(flat)))
+      return convert(b, loc, flat, word);
+    return convert(b, loc, convert(b, loc, flat, wordFloat), word, /*bits=*/true);
+  }
+
+  /// 1-D `words` back as the elements of `type` (flat).
+  Value fromWords(OpBuilder &b, Location loc, Value words, RankedTensorType type) const {
+    Type element = type.getElementType();
+    if (isa<IntegerType>(element))
+      return convert(b, loc, words, element);
+    return convert(b, loc, convert(b, loc, words, wordFloat, /*bits=*/true), element);
+  }
+
+  /// `value` with elements of type `element`, converted (or with `bits`
+  /// reinterpreted); itself when it has them.
+  static Value convert(OpBuilder &b, Location loc, Value value, Type element, bool bits = false) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getElementType() == element)
+      return value;
+    if (bits)
+      return BitCastOp::create(b, loc, type.clone(element), value);
+    return CastOp::create(b, loc, type.clone(element), value);
+  }
+
+  SmallVector<RankedTensorType> types;
+  int64_t total = 0;
+  IntegerType word;
+  FloatType wordFloat;
+};
+
+} // namespace
+
 bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
                                         const std::string &label, ArrayRef<Value> inputs) {
   ArrayRef<Value> initial = inputs.drop_front(2);
   if (initial.empty())
     return false;
-  auto stateType = dyn_cast<RankedTensorType>(initial.front().getType());
-  if (!stateType || !stateType.hasStaticShape() ||
-      llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }))
-    return false;
+  // Values of one type are the loop's states; values of several types are
+  // packed into one.
+  std::optional<PackedStates> packing;
+  auto firstType = dyn_cast<RankedTensorType>(initial.front().getType());
+  if (!firstType || !firstType.hasStaticShape() ||
+      llvm::any_of(initial, [&](Value value) { return value.getType() != firstType; })) {
+    packing = PackedStates::of(ValueRange(initial).getTypes());
+    if (!packing)
+      return false;
+  }
   Location loc = nodeLocation(node, index);
   auto countOf = [&](int64_t value) {
     return scalarConstant(builder, loc, builder.getI64Type(), value);
   };
+  SmallVector<Value> states(initial);
+  if (packing)
+    states = {packing->pack(builder, loc, initial)};
+  auto stateType = cast<RankedTensorType>(states.front().getType());
 
   // The body first, with a trip count to be replaced: whether its
   // condition is known decides the loop's form.
-  SmallVector<int64_t> stacked = {static_cast<int64_t>(initial.size())};
+  SmallVector<int64_t> stacked = {static_cast<int64_t>(states.size())};
   llvm::append_range(stacked, stateType.getShape());
   Value placeholder = countOf(0);
   auto loop =
-      LoopOp::create(builder, loc, stateType.clone(stacked), placeholder, ValueRange{}, initial);
+      LoopOp::create(builder, loc, stateType.clone(stacked), placeholder, ValueRange{}, states);
   auto discard = [&] {
     loop.erase();
     placeholder.getDefiningOp()->erase();
+    if (packing)
+      eraseUnusedSince(states.front(), initial);
   };
   std::optional<int64_t> bodyCondition;
   {
@@ -774,8 +897,13 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
     SmallVector<Value> arguments = {
         body->addArgument(RankedTensorType::get({}, builder.getI64Type()), loc),
         scalarConstant(builder, loc, builder.getI1Type(), 1)};
-    for (Value value : initial)
-      arguments.push_back(body->addArgument(value.getType(), loc));
+    for (Value state : states)
+      arguments.push_back(body->addArgument(state.getType(), loc));
+    if (packing) {
+      SmallVector<Value> values = packing->unpack(builder, loc, arguments.back());
+      arguments.pop_back();
+      llvm::append_range(arguments, values);
+    }
     std::optional<SmallVector<Value>> outputs =
         importBody(*graphAttribute(node, "body"), arguments, index, label);
     if (!outputs) {
@@ -784,7 +912,9 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
       return true;
     }
     ArrayRef<Value> next = ArrayRef(*outputs).drop_front();
-    if (llvm::any_of(next, [&](Value value) { return value.getType() != stateType; })) {
+    if (llvm::any_of(llvm::zip(next, initial), [](auto pair) {
+          return std::get<0>(pair).getType() != std::get<1>(pair).getType();
+        })) {
       discard();
       return false;
     }
@@ -809,7 +939,10 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
       loop.setConditional(true);
       yielded.push_back(scalarOf(builder, loc, condition));
     }
-    llvm::append_range(yielded, next);
+    if (packing)
+      yielded.push_back(packing->pack(builder, loc, next));
+    else
+      llvm::append_range(yielded, next);
     YieldOp::create(builder, loc, yielded);
   }
 
@@ -830,8 +963,10 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
   captureInvariants(builder, loc, loop.getBody(), loop.getInvariantsMutable(),
                     /*firstInvariant=*/1);
   SmallVector<Value> results;
-  for (int64_t i = 0; i < static_cast<int64_t>(initial.size()); ++i)
+  for (int64_t i = 0; i < static_cast<int64_t>(states.size()); ++i)
     results.push_back(sliceAt(builder, loc, loop.getResult(), 0, i));
+  if (packing)
+    results = packing->unpack(builder, loc, results.front());
   bindOutputs(node, results);
   return true;
 }

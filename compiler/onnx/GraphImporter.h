@@ -122,9 +122,11 @@ private:
                         int64_t scanCount);
   /// Loop without scan outputs whose trip count, initial condition or body
   /// condition is known only at run time, as one tessel.loop (conditional
-  /// when the body's condition is not always true): when its carried values
-  /// share one type. Returns false (nothing built) otherwise; true once it
-  /// has bound the outputs or recorded why it cannot be compiled.
+  /// when the body's condition is not always true), its carried values
+  /// packed into one state when their types differ: when each is a static
+  /// tensor of integers or floats. Returns false (nothing built) otherwise;
+  /// true once it has bound the outputs or recorded why it cannot be
+  /// compiled.
   bool importLoopAtRunTime(const onnx::NodeProto &node, int index, const std::string &label,
                            llvm::ArrayRef<mlir::Value> inputs);
   /// Builds a step's body from the block arguments (the states, then one

@@ -15,7 +15,9 @@ inputs one direction is one tessel.scan (its steps a loop), any other is
 unrolled. The Loop cases (opset 16) add the iteration number to a
 loop-carried value and give it as a scan output: with a constant trip count
 and a condition that stays true, the Loop is one tessel.scan too; one whose
-carries values of two types is unrolled.
+carries values of two types is unrolled. A Loop whose trip count or
+condition is known only at run time is one tessel.loop, its carried values
+packed into one state when they differ in type.
 """
 
 import argparse
@@ -179,6 +181,55 @@ def build_run_time_loop(name, trip_count, condition):
     return model, feeds, ["acc", "scaled"]
 
 
+def build_mixed_loop():
+    """A while loop as scripted code exports one: a run-time trip count and
+    a body condition (count < limit, both int64) over carried values of
+    four types: the int64 count, acc (f32 [2, 3]) = acc * 0.5 + count *
+    step, h (f16 [4]) += count, and seen (bool) = seen or count > 2. They
+    run as one tessel.loop, packed into one state."""
+    value = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(
+        name, kind, shape)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["count_in", "one"], ["count_out"]),
+         helper.make_node("Less", ["count_out", "limit"], ["cond_out"]),
+         helper.make_node("Cast", ["count_out"], ["count_float"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["count_float", "step"], ["increment"]),
+         helper.make_node("Mul", ["acc_in", "half"], ["halved"]),
+         helper.make_node("Add", ["halved", "increment"], ["acc_out"]),
+         helper.make_node("Cast", ["count_out"], ["count_half"], to=TensorProto.FLOAT16),
+         helper.make_node("Add", ["h_in", "count_half"], ["h_out"]),
+         helper.make_node("Greater", ["count_out", "two"], ["past_two"]),
+         helper.make_node("Or", ["seen_in", "past_two"], ["seen_out"])],
+        "body",
+        [value("i", [], TensorProto.INT64), value("cond_in", [], TensorProto.BOOL),
+         value("count_in", [], TensorProto.INT64), value("acc_in", [2, 3]),
+         value("h_in", [4], TensorProto.FLOAT16), value("seen_in", [], TensorProto.BOOL)],
+        [value("cond_out", [], TensorProto.BOOL), value("count_out", [], TensorProto.INT64),
+         value("acc_out", [2, 3]), value("h_out", [4], TensorProto.FLOAT16),
+         value("seen_out", [], TensorProto.BOOL)])
+    loop = helper.make_node("Loop", ["trip_count", "", "count0", "acc0", "h0", "seen0"],
+                            ["count", "acc", "h", "seen"], body=body)
+    initializers = [helper.make_tensor("half", TensorProto.FLOAT, [], [0.5]),
+                    helper.make_tensor("one", TensorProto.INT64, [], [1]),
+                    helper.make_tensor("two", TensorProto.INT64, [], [2]),
+                    helper.make_tensor("count0", TensorProto.INT64, [], [0]),
+                    helper.make_tensor("seen0", TensorProto.BOOL, [], [False])]
+    graph_inputs = [value("trip_count", [], TensorProto.INT64),
+                    value("limit", [], TensorProto.INT64), value("acc0", [2, 3]),
+                    value("h0", [4], TensorProto.FLOAT16), value("step", [2, 3])]
+    outputs = [value("count", [], TensorProto.INT64), value("acc", [2, 3]),
+               value("h", [4], TensorProto.FLOAT16), value("seen", [], TensorProto.BOOL)]
+    graph = helper.make_graph([loop], "mixed_loop", graph_inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(7)
+    feeds = {"trip_count": np.array(10, np.int64), "limit": np.array(6, np.int64),
+             "acc0": rng.standard_normal([2, 3]).astype(np.float32),
+             "h0": rng.standard_normal(4).astype(np.float16),
+             "step": rng.standard_normal([2, 3]).astype(np.float32)}
+    return model, feeds, ["count", "acc", "h", "seen"]
+
+
 def build_conditional_loop(name, with_trip_count):
     """A Loop whose body computes its condition from the carried values:
     acc = acc * 1.5 + step while sum(acc) < limit (a graph input), up to a
@@ -296,7 +347,8 @@ def main():
         [("loop_body_condition_and_trip_count", lambda: build_conditional_loop(
             "loop_body_condition_and_trip_count", True)),
          ("loop_body_condition_only", lambda: build_conditional_loop(
-             "loop_body_condition_only", False))]
+             "loop_body_condition_only", False)),
+         ("loop_carried_values_of_four_types", build_mixed_loop)]
     for name, make in cases:
         model, feeds, outputs = make()
         work = os.path.join(args.work, name)
