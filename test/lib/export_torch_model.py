@@ -58,6 +58,27 @@ class TwoLayerRecurrence(torch.nn.Module):
         return self.head(y[-1])
 
 
+class ScriptedLists(torch.nn.Module):
+    """Python lists in scripted code, which the exporter writes as ONNX
+    sequences: a recurrence whose steps a loop appends to a list, then
+    stacked; the input split into chunks of 2 steps, their count, and each
+    chunk's sum over its steps concatenated."""
+
+    def __init__(self):
+        super().__init__()
+        self.step = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        states = []
+        h = torch.zeros(x.shape[0], 8)
+        for t in range(x.shape[1]):
+            h = torch.tanh(self.step(x[:, t]) + h)
+            states.append(h)
+        chunks = torch.split(x, 2, dim=1)
+        sums = torch.cat([chunk.sum(dim=1, keepdim=True) for chunk in chunks], dim=1)
+        return torch.stack(states, dim=1), len(chunks), sums
+
+
 def calibrated(model):
     """Sets every BatchNorm's statistics from one random batch. With the
     default statistics EfficientNet's activations shrink layer by layer to
@@ -103,7 +124,13 @@ MODELS = {
     "lstm": (TwoLayerRecurrence, (16, 1, 64)),
     "lstm_seq32": (TwoLayerRecurrence, (32, 1, 64)),
     "gru_seq32": (lambda: TwoLayerRecurrence(torch.nn.GRU), (32, 1, 64)),
+    # [batch, steps, features], exported from TorchScript.
+    "scripted_lists": (ScriptedLists, (1, 5, 8)),
 }
+
+# Models exported from TorchScript (torch.jit.script) rather than traced:
+# their Python control flow and lists become ONNX Loops and sequences.
+SCRIPTED_MODELS = {"scripted_lists"}
 
 RECURRENT_MODELS = {"lstm", "lstm_seq32", "gru_seq32"}
 
@@ -128,6 +155,8 @@ def main():
     torch.manual_seed(args.seed)
     constructor, shape = MODELS[args.model]
     model = constructor().eval()
+    if args.model in SCRIPTED_MODELS:
+        model = torch.jit.script(model)
     if args.model in INTEGER_INPUTS:
         example = torch.randint(0, 4, (args.batch,) + tuple(shape[1:]))
     elif args.model in RECURRENT_MODELS:  # [sequence, batch, features]
