@@ -603,9 +603,50 @@ def valid_cases():
     ]
 
 
+def sequence_cases():
+    vector = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
+    sequence = lambda name: helper.make_tensor_sequence_value_info(name, TensorProto.FLOAT, None)
+    pair = node("SequenceConstruct", ["x", "z"], ["s"], name="pair")
+    tensor_branch = helper.make_graph([node("Identity", ["x"], ["b"], name="b")], "tensor", [],
+                                      [vector("b")])
+    sequence_branch = helper.make_graph([node("SequenceConstruct", ["x"], ["a"], name="a")],
+                                        "sequence", [], [sequence("a")])
+    flag = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    return [
+        Case("sequence-into-sequence", "node 'n' (SequenceInsert, opset 17): input 1 ('s') must "
+             "be a tensor, but it is a sequence of 2 tensors",
+             model([pair, node("SequenceInsert", ["s", "s"], ["t"])],
+                   inputs=[vector("x"), vector("z")], outputs=[sequence("t")])),
+        Case("stack-of-two-shapes", "node 'n' (ConcatFromSequence, opset 17): with new_axis the "
+             "sequence's tensors must have one shape",
+             model([pair, node("ConcatFromSequence", ["s"], axis=0, new_axis=1)],
+                   inputs=[vector("x"), helper.make_tensor_value_info("z", TensorProto.FLOAT,
+                                                                      [3])])),
+        Case("erase-from-empty", "node 'n' (SequenceErase, opset 17): the sequence is empty: "
+             "there is nothing to erase",
+             model([node("SequenceEmpty", [], ["e"], name="e"), node("SequenceErase", ["e"])],
+                   inputs=[vector("x")], outputs=[sequence("y")])),
+        Case("empty-optional-element", "node 'n' (OptionalGetElement, opset 17): the optional "
+             "holds no element",
+             model([node("Optional", [], ["o"], name="o",
+                         type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2])),
+                    node("OptionalGetElement", ["o"])], inputs=[vector("x")])),
+        Case("if-of-sequence-or-tensor", "node 'n' (If, opset 17): the condition is known only "
+             "at run time and the branches give output 'y' different types (a sequence of 1 "
+             "tensor and a tensor)",
+             model([node("If", ["c"], then_branch=sequence_branch, else_branch=tensor_branch)],
+                   inputs=[flag, vector("x")])),
+        Case("sequence-declared-tensor", "graph output 'y' is a sequence of 1 tensor, but the "
+             "model declares it a tensor",
+             model([node("SequenceConstruct", ["x"])], inputs=[vector("x")],
+                   outputs=[vector("y")])),
+    ]
+
+
 def all_cases():
-    return (arity_cases() + attribute_cases() + type_cases() + split_cases() + window_cases() + graph_cases() + size_cases()
-            + index_cases() + file_cases() + budget_cases() + valid_cases())
+    return (arity_cases() + attribute_cases() + type_cases() + split_cases() + window_cases()
+            + graph_cases() + size_cases() + index_cases() + sequence_cases() + file_cases()
+            + budget_cases() + valid_cases())
 
 
 def run_case(case, tools, work):

@@ -30,6 +30,8 @@ _FREEZE_HINT = re.compile(r"graph input '([^']+)': --freeze-input")
 # tessel-compile's hint for a sequence-typed graph input, whose tensors'
 # shapes it needs at compile time.
 _SEQUENCE_HINT = re.compile(r"graph input '([^']+)' is an? (optional )?sequence: give the shapes")
+# tessel-compile's hint for a tensor graph input of a symbolic shape.
+_SHAPE_HINT = re.compile(r"graph input '([^']+)' dimension \d+ is symbolic")
 # tessel-run's refusal of data that leaves an optional graph input empty
 # where the artifact takes its element (the compiler's default).
 _ABSENT_HINT = re.compile(r"graph input \d+ '([^']+)' is [^,]*, but the test data gives an empty "
@@ -115,13 +117,13 @@ def _compile_and_run(tools_dir, model_dir, work_dir, timeout, rtol, atol, compil
     # The test may feed axes, shapes or pads as inputs; when the data gives
     # one a single value in every data set, it is compiled in as a constant.
     # Each compile names the inputs it needs next, so this takes a few rounds.
-    # A sequence input is compiled for the shapes of the tensors the data
-    # gives it, when every data set gives the same.
+    # A sequence input, or a tensor input of a symbolic shape, is compiled
+    # for the shapes the data gives it, when every data set gives the same.
     frozen, structure = [], {}
     for _ in range(4):
         needed = _inputs_to_freeze(output, model_dir, data_sets) if code else []
         needed = [entry for entry in needed if entry not in frozen]
-        shaped = _sequence_structure(output, model_dir, data_sets) if code else {}
+        shaped = _input_structure(output, model_dir, data_sets) if code else {}
         shaped = {name: args for name, args in shaped.items() if name not in structure}
         if not needed and not shaped:
             break
@@ -198,12 +200,14 @@ def _inputs_to_freeze(output, model_dir, data_sets):
     return frozen
 
 
-def _sequence_structure(output, model_dir, data_sets):
-    """The compile arguments (--sequence, or --absent for an empty optional)
-    for each sequence input that tessel-compile asks the shapes of, by
-    name, if every data set gives it the same structure; else {}."""
+def _input_structure(output, model_dir, data_sets):
+    """The compile arguments for each graph input that tessel-compile asks
+    the shapes of (--shape for a tensor of a symbolic shape, --sequence,
+    or --absent for an empty optional), by name, if every data set gives
+    it the same structure; else {}."""
     optional = dict(_SEQUENCE_HINT.findall(output))
-    names = sorted(optional)
+    tensors = set(_SHAPE_HINT.findall(output))
+    names = sorted(set(optional) | tensors)
     if not names or not data_sets:
         return {}
     structures = {}
@@ -215,17 +219,35 @@ def _sequence_structure(output, model_dir, data_sets):
                 with open(os.path.join(folder, file), "rb") as stream:
                     data = stream.read()
                 fields = _fields(data)
-                name = next((value for field, value in fields if field == 1
-                             and isinstance(value, bytes)), b"").decode("utf-8", "replace")
-                found[name] = fields
+                # A tensor's name is its field 8, a sequence's or optional's
+                # its field 1.
+                for number in (1, 8):
+                    name = next((value for field, value in fields if field == number
+                                 and isinstance(value, bytes)), b"")
+                    found[name.decode("utf-8", "replace")] = fields
         for name in names:
             if name not in found:
                 return {}
-            structures.setdefault(name, set()).add(
-                _structure_args(name, found[name], bool(optional[name])))
+            args = _shape_args(name, found[name]) if name in tensors else \
+                _structure_args(name, found[name], bool(optional[name]))
+            structures.setdefault(name, set()).add(args)
     if any(len(seen) != 1 for seen in structures.values()):
         return {}
     return {name: list(seen.pop()) for name, seen in structures.items()}
+
+
+def _shape_args(name, fields):
+    """--shape NAME=DIMS for a TensorProto's fields."""
+    return ("--shape", "%s=%s" % (name, "x".join(map(str, _dims(fields)))))
+
+
+def _dims(fields):
+    """The dimensions (field 1) of a TensorProto's fields."""
+    dims = []
+    for field, value in fields:
+        if field == 1:
+            dims += _varints(value) if isinstance(value, bytes) else [value]
+    return dims
 
 
 def _structure_args(name, fields, optional):
@@ -239,13 +261,9 @@ def _structure_args(name, fields, optional):
         fields = _fields(held[0])
     shapes = []
     for field, tensor in fields:
-        if field != 3:
-            continue
-        dims = []
-        for tensor_field, value in _fields(tensor):
-            if tensor_field == 1:
-                dims += _varints(value) if isinstance(value, bytes) else [value]
-        shapes.append("x".join(map(str, dims)) if dims else "scalar")
+        if field == 3:
+            dims = _dims(_fields(tensor))
+            shapes.append("x".join(map(str, dims)) if dims else "scalar")
     return ("--sequence", "%s=%s" % (name, ",".join(shapes)))
 
 
