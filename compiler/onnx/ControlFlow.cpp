@@ -31,6 +31,7 @@
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <algorithm>
 #include <limits>
@@ -570,6 +571,12 @@ static void captureInvariants(OpBuilder &builder, Location loc, Region &body,
   }
 }
 
+/// Whether `body` checks a value when the model runs (tessel.check_zero),
+/// which only the entry function can.
+static bool checksAtRunTime(Region &body) {
+  return body.walk([](CheckZeroOp) { return WalkResult::interrupt(); }).wasInterrupted();
+}
+
 GraphImporter::ScanImport GraphImporter::buildScanLoop(Location loc, ArrayRef<Value> states,
                                                        ArrayRef<Value> scanned, bool reverse,
                                                        const LoopBodyBuilder &buildBody,
@@ -594,6 +601,10 @@ GraphImporter::ScanImport GraphImporter::buildScanLoop(Location loc, ArrayRef<Va
     SmallVector<Value> next = buildBody(arguments, outcome);
     if (outcome == ScanImport::Done &&
         llvm::any_of(next, [&](Value value) { return value.getType() != stateType; }))
+      outcome = ScanImport::Unroll;
+    // A check of a value at run time (an index's range, say) stops the
+    // run from the entry function: the steps, unrolled there, may check.
+    if (outcome == ScanImport::Done && checksAtRunTime(scan.getBody()))
       outcome = ScanImport::Unroll;
     if (outcome != ScanImport::Done) {
       scan.erase();
@@ -689,18 +700,71 @@ GraphImporter::ScanImport GraphImporter::importScanAsLoop(const onnx::NodeProto 
 /// numbers are a constant of that many elements.
 constexpr int64_t kMaxLoopSteps = int64_t(1) << 24;
 
+/// How many times `nodes`, and the subgraphs of their attributes, read
+/// `name`.
+static int64_t readsOf(const google::protobuf::RepeatedPtrField<onnx::NodeProto> &nodes,
+                       const std::string &name) {
+  int64_t reads = 0;
+  for (const onnx::NodeProto &node : nodes) {
+    reads += llvm::count(node.input(), name);
+    for (const onnx::AttributeProto &attribute : node.attribute()) {
+      if (attribute.has_g())
+        reads += readsOf(attribute.g().node(), name);
+      for (const onnx::GraphProto &graph : attribute.graphs())
+        reads += readsOf(graph.node(), name);
+    }
+  }
+  return reads;
+}
+
+/// Whether the Loop `body` only ever appends one tensor to its carried
+/// value `k` (a sequence, empty when the Loop starts): what scripted code's
+/// list.append in a loop exports, a scan output in all but name. Its one
+/// reader is a SequenceInsert at the back that gives the body's next value.
+static bool appendsTo(const onnx::GraphProto &body, int64_t k) {
+  const std::string &list = body.input(2 + k).name();
+  const std::string &next = body.output(1 + k).name();
+  if (readsOf(body.node(), list) != 1 || readsOf(body.node(), next) != 0 ||
+      llvm::count_if(body.output(), [&](const onnx::ValueInfoProto &output) {
+        return output.name() == next || output.name() == list;
+      }) != 1)
+    return false;
+  return llvm::any_of(body.node(), [&](const onnx::NodeProto &node) {
+    return node.op_type() == "SequenceInsert" && node.input_size() == 2 && node.input(0) == list &&
+           node.output_size() == 1 && node.output(0) == next;
+  });
+}
+
 /// Loop as one tessel.scan when its trip count is a constant, it starts
 /// running and its body's condition folds to true whatever the iteration:
 /// the iteration numbers are its scanned operand, and the loop-carried
 /// values and scan outputs (carried as states, as for Scan) share one type.
+/// A carried sequence that starts empty and that the body only appends to
+/// is a scan output too, whose slices the sequence's tensors are.
 bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, const std::string &label,
                                 ArrayRef<Value> inputs, int64_t tripCount, int64_t scanCount) {
   ArrayRef<Value> initial = inputs.drop_front(2);
   if (tripCount <= 0 || tripCount > kMaxLoopSteps || initial.empty())
     return false;
-  auto stateType = dyn_cast<RankedTensorType>(initial.front().getType());
+  const onnx::GraphProto &body = *graphAttribute(node, "body");
+  // Which carried values are lists the body appends to; the others are
+  // the loop's carried states.
+  SmallVector<bool> appended;
+  SmallVector<Value> carried;
+  for (auto [k, value] : llvm::enumerate(initial)) {
+    std::optional<SmallVector<Value>> elements = sequenceElements(value);
+    appended.push_back(elements && elements->empty() && tripCount <= kMaxUnrolledSteps &&
+                       body.input_size() == static_cast<int>(initial.size()) + 2 &&
+                       appendsTo(body, k));
+    if (!appended.back())
+      carried.push_back(value);
+  }
+  int64_t appendedCount = initial.size() - carried.size();
+  if (carried.empty())
+    return false;
+  auto stateType = dyn_cast<RankedTensorType>(carried.front().getType());
   if (!stateType || !stateType.hasStaticShape() ||
-      llvm::any_of(initial, [&](Value value) { return value.getType() != stateType; }))
+      llvm::any_of(carried, [&](Value value) { return value.getType() != stateType; }))
     return false;
   Location loc = nodeLocation(node, index);
   SmallVector<int64_t> numbers(tripCount);
@@ -708,16 +772,29 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
   auto numberType = RankedTensorType::get({tripCount}, builder.getI64Type());
   Value iterations = ConstantOp::create(builder, loc, numberType,
                                         DenseElementsAttr::get(numberType, ArrayRef(numbers)));
-  SmallVector<Value> states(initial);
-  states.append(scanCount, zerosOf(builder, loc, stateType));
-  const onnx::GraphProto &body = *graphAttribute(node, "body");
+  // The states: the carried values, then the scan outputs, then the
+  // appended lists.
+  SmallVector<Value> states(carried);
+  states.append(scanCount + appendedCount, zerosOf(builder, loc, stateType));
   ScanOp scan;
   ScanImport outcome = buildScanLoop(
       loc, states, iterations, /*reverse=*/false,
       [&](ArrayRef<Value> arguments, ScanImport &outcome) -> SmallVector<Value> {
         SmallVector<Value> bodyArguments = {arguments.back(),
                                             scalarConstant(builder, loc, builder.getI1Type(), 1)};
-        llvm::append_range(bodyArguments, arguments.take_front(initial.size()));
+        // The iteration number lies in [0, tripCount): indices from it need
+        // no run-time check.
+        integerRanges[arguments.back()] = {0, tripCount - 1};
+        llvm::scope_exit forgetRange([&] { integerRanges.erase(arguments.back()); });
+        ArrayRef<Value> carriedArguments = arguments.take_front(carried.size());
+        for (bool list : appended) {
+          if (list) {
+            bodyArguments.push_back(makeSequence(builder, loc, {}));
+          } else {
+            bodyArguments.push_back(carriedArguments.front());
+            carriedArguments = carriedArguments.drop_front();
+          }
+        }
         std::optional<SmallVector<Value>> outputs =
             importBody(body, bodyArguments, index, label);
         if (!outputs) {
@@ -727,7 +804,24 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
         std::optional<int64_t> condition = constantScalar(foldConstantInputs(outputs->front()));
         if (condition.value_or(0) == 0)
           outcome = ScanImport::Unroll;
-        return SmallVector<Value>(ArrayRef(*outputs).drop_front());
+        SmallVector<Value> next, appendedTensors;
+        for (auto [k, list] : llvm::enumerate(appended)) {
+          Value output = (*outputs)[1 + k];
+          if (!list) {
+            next.push_back(output);
+            continue;
+          }
+          // The list holds the one tensor this iteration appended.
+          std::optional<SmallVector<Value>> elements = sequenceElements(output);
+          if (!elements || elements->size() != 1) {
+            outcome = ScanImport::Unroll;
+            return {};
+          }
+          appendedTensors.push_back(elements->front());
+        }
+        llvm::append_range(next, ArrayRef(*outputs).drop_front(1 + initial.size()));
+        llvm::append_range(next, appendedTensors);
+        return next;
       },
       scan);
   if (outcome == ScanImport::Failed)
@@ -735,10 +829,20 @@ bool GraphImporter::importLoopAsScan(const onnx::NodeProto &node, int index, con
   if (outcome != ScanImport::Done)
     return outcome == ScanImport::Failed;
   SmallVector<Value> results;
-  for (int64_t i = 0; i < static_cast<int64_t>(initial.size()); ++i)
-    results.push_back(finalState(builder, loc, scan, i));
+  int64_t nextCarried = 0, nextList = carried.size() + scanCount;
+  for (bool list : appended) {
+    if (!list) {
+      results.push_back(finalState(builder, loc, scan, nextCarried++));
+      continue;
+    }
+    Value stacked = stateSlot(builder, loc, scan, nextList++);
+    SmallVector<Value> tensors;
+    for (int64_t i = 0; i < tripCount; ++i)
+      tensors.push_back(sliceAt(builder, loc, stacked, 0, i));
+    results.push_back(makeSequence(builder, loc, tensors));
+  }
   for (int64_t k = 0; k < scanCount; ++k)
-    results.push_back(stateSlot(builder, loc, scan, initial.size() + k));
+    results.push_back(stateSlot(builder, loc, scan, carried.size() + k));
   bindOutputs(node, results);
   return true;
 }
@@ -933,6 +1037,13 @@ bool GraphImporter::importLoopAtRunTime(const onnx::NodeProto &node, int index,
         (!inputs[1] || constantScalar(inputs[1]))) {
       discard();
       return false;
+    }
+    if (checksAtRunTime(loop.getBody())) {
+      discard();
+      refuse(node, label,
+             "its body checks a value when the model runs (an index's range, say), which a "
+             "Loop whose trip count or condition is known only at run time cannot do yet");
+      return true;
     }
     SmallVector<Value> yielded;
     if (!bodyCondition || *bodyCondition == 0) {

@@ -231,6 +231,9 @@ private:
   llvm::StringSet<> consumed;
   llvm::StringSet<> poisoned;
   llvm::StringMap<mlir::RankedTensorType> inferredTypes;
+  /// Values whose range the importer knows though not their value: the
+  /// iteration number of a loop body being imported.
+  llvm::DenseMap<mlir::Value, std::pair<int64_t, int64_t>> integerRanges;
   /// The static types the model states for its outputs and value_info
   /// entries, and for the inputs of elementwise ops (Sqrt, Cast, Mul, ...)
   /// with such a result: what a node whose shape-giving input is known

@@ -86,6 +86,15 @@ ElementsAttr NodeImporter::constantInput(size_t i) const {
   return i < constants.size() ? constants[i] : ElementsAttr();
 }
 
+std::optional<std::pair<int64_t, int64_t>> NodeImporter::integerRange(size_t i) const {
+  if (!integerRanges || !input(i))
+    return std::nullopt;
+  auto found = integerRanges->find(input(i));
+  if (found == integerRanges->end())
+    return std::nullopt;
+  return found->second;
+}
+
 RankedTensorType NodeImporter::inputType(size_t i) const {
   return cast<RankedTensorType>(input(i).getType());
 }

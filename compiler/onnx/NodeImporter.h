@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -88,6 +89,11 @@ public:
   mlir::Value input(size_t i) const;
   /// The value of input `i` if it is known at compile time.
   mlir::ElementsAttr constantInput(size_t i) const;
+  /// The least and greatest integer that input `i` may hold, where the
+  /// importer knows them though not its value (a loop's iteration number).
+  std::optional<std::pair<int64_t, int64_t>> integerRange(size_t i) const;
+  using IntegerRanges = llvm::DenseMap<mlir::Value, std::pair<int64_t, int64_t>>;
+  void setIntegerRanges(const IntegerRanges *ranges) { integerRanges = ranges; }
   /// Input `i`'s ranked tensor type (the input must be present).
   mlir::RankedTensorType inputType(size_t i) const;
   /// The value of input `i`, which must be known at compile time; otherwise
@@ -203,6 +209,7 @@ private:
   llvm::StringSet<> readAttributes;
   std::vector<std::string> reasons;
   GraphCaller graphCaller;
+  const IntegerRanges *integerRanges = nullptr;
 };
 
 } // namespace tessel::onnx_import

@@ -651,6 +651,7 @@ void GraphImporter::importNode(const onnx::NodeProto &node, int index, bool nest
     declaredOutputs.push_back(declaredTypes.lookup(name));
   NodeImporter importer(node, nodeOpset, builder, nodeLocation(node, index), inputs, inputConstants,
                         consumed, declaredOutputs);
+  importer.setIntegerRanges(&integerRanges);
   importer.setGraphCaller([&](const onnx::GraphProto &body, ArrayRef<Value> arguments) {
     std::optional<SmallVector<Value>> outputs = importBody(body, arguments, index, label);
     // The body's nodes listened for their own ops.

@@ -181,6 +181,40 @@ def build_run_time_loop(name, trip_count, condition):
     return model, feeds, ["acc", "scaled"]
 
 
+def build_gathering_loop(run_time_trips=False):
+    """A Loop of 4 iterations that reads row positions[i] of a table, a
+    position the model's input gives, and sums the rows: positions[i] lies
+    in range (i is the iteration number), but the row's index is only known
+    when the model runs, and its check stops a run from the entry function,
+    so the Loop unrolls. With `run_time_trips` the trip count is a graph
+    input, and the Loop cannot unroll: the compiler must refuse it."""
+    value = lambda name, shape, kind=TensorProto.FLOAT: helper.make_tensor_value_info(
+        name, kind, shape)
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["positions", "i"], ["position"]),
+         helper.make_node("Gather", ["table", "position"], ["row"]),
+         helper.make_node("Add", ["acc_in", "row"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [value("i", [], TensorProto.INT64), value("cond_in", [], TensorProto.BOOL),
+         value("acc_in", [3])],
+        [value("cond_out", [], TensorProto.BOOL), value("acc_out", [3])])
+    loop = helper.make_node("Loop", ["trips", "", "acc0"], ["acc"], body=body)
+    inputs = [value("positions", [4], TensorProto.INT64), value("table", [5, 3]),
+              value("acc0", [3])]
+    trips = [helper.make_tensor("trips", TensorProto.INT64, [], [4])]
+    if run_time_trips:
+        inputs, trips = inputs + [value("trips", [], TensorProto.INT64)], []
+    graph = helper.make_graph([loop], "gathering_loop", inputs, [value("acc", [3])], trips)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model, full_check=True)
+    rng = np.random.default_rng(8)
+    feeds = {"positions": np.array([4, 0, -1, 2], np.int64),
+             "table": rng.standard_normal([5, 3]).astype(np.float32),
+             "acc0": rng.standard_normal(3).astype(np.float32)}
+    return model, feeds, ["acc"]
+
+
 def build_mixed_loop():
     """A while loop as scripted code exports one: a run-time trip count and
     a body condition (count < limit, both int64) over carried values of
@@ -348,7 +382,8 @@ def main():
             "loop_body_condition_and_trip_count", True)),
          ("loop_body_condition_only", lambda: build_conditional_loop(
              "loop_body_condition_only", False)),
-         ("loop_carried_values_of_four_types", build_mixed_loop)]
+         ("loop_carried_values_of_four_types", build_mixed_loop),
+         ("loop_gathering_rows_by_data", build_gathering_loop)]
     for name, make in cases:
         model, feeds, outputs = make()
         work = os.path.join(args.work, name)
@@ -372,6 +407,9 @@ def main():
     # Compiled by the lit test, which expects a refusal.
     os.makedirs(os.path.join(args.work, "loop_never_ending"), exist_ok=True)
     onnx.save(build_never_ending(), os.path.join(args.work, "loop_never_ending", "model.onnx"))
+    os.makedirs(os.path.join(args.work, "loop_gathering_run_time"), exist_ok=True)
+    onnx.save(build_gathering_loop(run_time_trips=True)[0],
+              os.path.join(args.work, "loop_gathering_run_time", "model.onnx"))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,11 @@ LogicalResult checkIndices(NodeImporter &node, size_t input, ArrayRef<int64_t> e
     }
     return success();
   }
+  // Known to lie in range, as a loop's iteration number over an axis of
+  // its trip count does.
+  if (std::optional<std::pair<int64_t, int64_t>> range = node.integerRange(input);
+      range && extents.size() == 1 && range->first >= -extents[0] && range->second < extents[0])
+    return success();
   OpBuilder &b = node.builder();
   Value count = CountOutOfRangeOp::create(b, node.loc(), RankedTensorType::get({}, b.getI64Type()),
                                           node.input(input), b.getDenseI64ArrayAttr(extents));

@@ -149,8 +149,35 @@ LogicalResult importSequenceLength(NodeImporter &node) {
   return success();
 }
 
+/// The tensor whose slices along axis 0, in order, `elements` are (as a
+/// Loop that appends to a list as it runs gives them), if they are.
+Value slicedFrom(ArrayRef<Value> elements) {
+  Value source;
+  for (auto [i, element] : llvm::enumerate(elements)) {
+    auto reshape = element.getDefiningOp<ReshapeOp>();
+    auto slice = reshape ? reshape.getInput().getDefiningOp<SliceOp>() : nullptr;
+    if (!slice || (source && slice.getInput() != source))
+      return {};
+    source = slice.getInput();
+    auto type = cast<RankedTensorType>(source.getType());
+    SmallVector<int64_t> starts(type.getRank(), 0);
+    starts[0] = i;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = 1;
+    if (slice.getStarts() != ArrayRef<int64_t>(starts) ||
+        slice.getType().getShape() != ArrayRef<int64_t>(shape) ||
+        llvm::any_of(slice.getSteps(), [](int64_t step) { return step != 1; }))
+      return {};
+  }
+  if (!source || cast<RankedTensorType>(source.getType()).getDimSize(0) !=
+                     static_cast<int64_t>(elements.size()))
+    return {};
+  return source;
+}
+
 /// ConcatFromSequence: the tensors concatenated along `axis`, or stacked
-/// along a new axis `axis` with new_axis.
+/// along a new axis `axis` with new_axis. Slices of one tensor stacked
+/// again are that tensor, its axis 0 moved to `axis`.
 LogicalResult importConcatFromSequence(NodeImporter &node) {
   std::optional<SmallVector<Value>> elements = sequenceInput(node, 0);
   if (!elements)
@@ -167,6 +194,16 @@ LogicalResult importConcatFromSequence(NodeImporter &node) {
     return node.unsupported("axis " + Twine(*axisAttr) + " is out of range for tensors of rank " +
                             Twine(rank));
   if (newAxis) {
+    if (Value source = slicedFrom(*elements)) {
+      SmallVector<int64_t> permutation;
+      for (int64_t i = 1; i <= rank; ++i)
+        permutation.push_back(i);
+      permutation.insert(permutation.begin() + *axis, 0);
+      node.setOutput(0, *axis == 0 ? source
+                                   : node.createInferred<TransposeOp>(
+                                         source, node.builder().getDenseI64ArrayAttr(permutation)));
+      return success();
+    }
     Value stacked = stack(node.builder(), node.loc(), *elements, *axis);
     if (!stacked)
       return node.unsupported("with new_axis the sequence's tensors must have one shape");
