@@ -176,8 +176,8 @@ Value slicedFrom(ArrayRef<Value> elements) {
 }
 
 /// ConcatFromSequence: the tensors concatenated along `axis`, or stacked
-/// along a new axis `axis` with new_axis. Slices of one tensor stacked
-/// again are that tensor, its axis 0 moved to `axis`.
+/// along a new axis `axis` with new_axis, without copying each one when
+/// they are slices of one tensor (the list a Loop appended to).
 LogicalResult importConcatFromSequence(NodeImporter &node) {
   std::optional<SmallVector<Value>> elements = sequenceInput(node, 0);
   if (!elements)
@@ -193,17 +193,27 @@ LogicalResult importConcatFromSequence(NodeImporter &node) {
   if (!axis)
     return node.unsupported("axis " + Twine(*axisAttr) + " is out of range for tensors of rank " +
                             Twine(rank));
-  if (newAxis) {
-    if (Value source = slicedFrom(*elements)) {
-      SmallVector<int64_t> permutation;
-      for (int64_t i = 1; i <= rank; ++i)
-        permutation.push_back(i);
-      permutation.insert(permutation.begin() + *axis, 0);
-      node.setOutput(0, *axis == 0 ? source
-                                   : node.createInferred<TransposeOp>(
-                                         source, node.builder().getDenseI64ArrayAttr(permutation)));
-      return success();
+  // Slices of one tensor along its axis 0, stacked again along `axis`:
+  // that tensor with its axis 0 moved there; concatenated along `axis`:
+  // the same, that axis then merged with the next.
+  if (Value source = slicedFrom(*elements)) {
+    SmallVector<int64_t> permutation;
+    for (int64_t i = 1; i <= rank; ++i)
+      permutation.push_back(i);
+    permutation.insert(permutation.begin() + *axis, 0);
+    Value moved = *axis == 0 ? source
+                             : node.createInferred<TransposeOp>(
+                                   source, node.builder().getDenseI64ArrayAttr(permutation));
+    if (!newAxis && moved) {
+      auto type = cast<RankedTensorType>(moved.getType());
+      SmallVector<int64_t> merged(type.getShape());
+      merged[*axis] *= merged[*axis + 1];
+      merged.erase(merged.begin() + *axis + 1);
+      moved = ReshapeOp::create(node.builder(), node.loc(), type.clone(merged), moved);
     }
+    return node.setInferredOutput(0, moved);
+  }
+  if (newAxis) {
     Value stacked = stack(node.builder(), node.loc(), *elements, *axis);
     if (!stacked)
       return node.unsupported("with new_axis the sequence's tensors must have one shape");
