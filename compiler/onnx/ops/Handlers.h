@@ -75,6 +75,11 @@ mlir::Value matrixProduct(NodeImporter &node, mlir::Value lhs, mlir::Value rhs);
 mlir::LogicalResult checkIndices(NodeImporter &node, size_t input,
                                  llvm::ArrayRef<int64_t> extents);
 
+/// Elements [offset, offset + size) of `input` along `axis`, the rest
+/// whole (Slicing.cpp): a part of Split and SplitToSequence.
+mlir::Value sliceAlong(NodeImporter &node, mlir::Value input, int64_t axis, int64_t offset,
+                       int64_t size);
+
 /// `slices` (of one type) stacked along a new axis `axis`; null if their
 /// types differ (ControlFlow.cpp).
 mlir::Value stack(mlir::OpBuilder &builder, mlir::Location loc, llvm::ArrayRef<mlir::Value> slices,

@@ -263,24 +263,19 @@ LogicalResult importSplitToSequence(NodeImporter &node) {
   }
   if (failed(checkComputeBudget(node, sizes.size(), "sequence tensors", kMaxUnrolledSteps)))
     return failure();
-  OpBuilder &b = node.builder();
   SmallVector<Value> elements;
   int64_t offset = 0;
   for (int64_t part : sizes) {
-    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
-    SmallVector<int64_t> shape(type.getShape());
-    starts[*axis] = offset;
-    shape[*axis] = part;
+    Value element = sliceAlong(node, node.input(0), *axis, offset, part);
     offset += part;
-    Value element = SliceOp::create(b, node.loc(), type.clone(shape), node.input(0),
-                                    b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(steps));
     if (dropAxis) {
+      SmallVector<int64_t> shape(type.getShape());
       shape.erase(shape.begin() + *axis);
-      element = ReshapeOp::create(b, node.loc(), type.clone(shape), element);
+      element = ReshapeOp::create(node.builder(), node.loc(), type.clone(shape), element);
     }
     elements.push_back(element);
   }
-  node.setOutput(0, makeSequence(b, node.loc(), elements));
+  node.setOutput(0, makeSequence(node.builder(), node.loc(), elements));
   return success();
 }
 

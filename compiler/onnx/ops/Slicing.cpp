@@ -42,6 +42,19 @@ Value slice(NodeImporter &node, Value input, ArrayRef<int64_t> starts,
                          b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(steps));
 }
 
+} // namespace
+
+Value sliceAlong(NodeImporter &node, Value input, int64_t axis, int64_t offset, int64_t size) {
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  SmallVector<int64_t> shape(type.getShape());
+  starts[axis] = offset;
+  shape[axis] = size;
+  return slice(node, input, starts, steps, shape);
+}
+
+namespace {
+
 /// Slice: Python-style clamped starts and ends per listed axis.
 LogicalResult importSlice(NodeImporter &node) {
   RankedTensorType type = node.inputType(0);
@@ -147,13 +160,9 @@ LogicalResult importSplit(NodeImporter &node) {
                             Twine(size));
   int64_t offset = 0;
   for (auto [i, part] : llvm::enumerate(*sizes)) {
-    SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
-    SmallVector<int64_t> shape(type.getShape());
-    starts[*axis] = offset;
-    shape[*axis] = part;
-    offset += part;
     if (node.outputUsed(i))
-      node.setOutput(i, slice(node, node.input(0), starts, steps, shape));
+      node.setOutput(i, sliceAlong(node, node.input(0), *axis, offset, part));
+    offset += part;
   }
   return success();
 }
