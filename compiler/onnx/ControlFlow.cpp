@@ -219,8 +219,7 @@ void GraphImporter::importIf(const onnx::NodeProto &node, int index,
     if (!onTrue || !onFalse)
       return poisonOutputs(node);
     Location loc = nodeLocation(node, index);
-    Value scalar = ReshapeOp::create(builder, loc, conditionType.clone(ArrayRef<int64_t>{}),
-                                     condition);
+    Value scalar = scalarOf(builder, loc, condition);
     for (auto [output, whenTrue, whenFalse] : llvm::zip(node.output(), *onTrue, *onFalse)) {
       Value selected = selectAtRunTime(builder, loc, scalar, whenTrue, whenFalse);
       if (!selected)

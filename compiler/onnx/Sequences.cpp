@@ -125,7 +125,7 @@ GraphImporter::sequenceInputTypes(const std::string &name, const onnx::TypeProto
         fits = !declared.dim(i).has_dim_value() || declared.dim(i).dim_value() == shape[i];
       if (!fits)
         return importError("--sequence " + name + " gives a tensor of shape " + formatShape(shape) +
-                           ", which the tensors the model declares for " + "it do not have");
+                           ", which the tensors the model declares for it do not have");
     }
     types.push_back(RankedTensorType::get(shape, elementType));
   }
