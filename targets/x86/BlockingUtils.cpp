@@ -55,7 +55,13 @@ std::optional<unsigned> epilogueInput(linalg::GenericOp op, Value value) {
         (map.isFunctionOfDim(last) &&
          map.getResults().back() != getAffineDimExpr(last, op.getContext())))
       return std::nullopt;
-    if (!getElementTypeOrSelf(operand->get().getType()).isIntOrFloat())
+    Type element = getElementTypeOrSelf(operand->get().getType());
+    if (!element.isIntOrFloat())
+      return std::nullopt;
+    // Booleans are a byte each in memory, but LLVM loads a vector of them
+    // as packed bits: a condition varying along the last axis would be
+    // misread.
+    if (element.getIntOrFloatBitWidth() < 8 && map.isFunctionOfDim(last))
       return std::nullopt;
   }
   for (Operation &inner : op.getBody()->without_terminator())
