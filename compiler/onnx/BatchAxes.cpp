@@ -40,10 +40,12 @@ int64_t product(ArrayRef<int64_t> sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t(1), std::multiplies<int64_t>());
 }
 
+} // namespace
+
 /// Ops whose output element i depends on input element i alone; their
 /// other inputs (CastLike's type source, Clip's bounds) must not depend on
 /// the batch.
-const llvm::StringSet<> &elementwiseUnary() {
+const llvm::StringSet<> &elementwiseUnaryOps() {
   static const llvm::StringSet<> ops = {
       "Abs",     "Acos",       "Acosh",      "Asin",     "Asinh",    "Atan",       "Atanh",
       "BitwiseNot", "Cast",    "CastLike",   "Ceil",     "Celu",     "Clip",       "Cos",
@@ -65,6 +67,8 @@ const llvm::StringSet<> &broadcastingOps() {
       "Sum",     "Where",      "Xor"};
   return ops;
 }
+
+namespace {
 
 /// Ops on [N, C, ...] images that compute each image (index of dimension
 /// 0) from that image alone: dimension 0 of their image inputs is the
@@ -154,7 +158,7 @@ std::optional<SmallVector<int64_t>> BatchAxes::sizeEntriesOf(const std::string &
 
 bool BatchAxes::readsBatched(const onnx::NodeProto &node) const {
   for (const std::string &input : node.input())
-    if (axisOf(input) || holdsBatchSize(input))
+    if (axisOf(input) || holdsBatchSize(input) || isPaired(input))
       return true;
   // A subgraph may read an outer value without naming it as an input.
   for (const onnx::AttributeProto &attribute : node.attribute()) {
@@ -173,6 +177,10 @@ bool BatchAxes::readsBatched(const onnx::NodeProto &node) const {
 std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
   if (!readsBatched(node))
     return std::nullopt;
+  if (paddedLength && node.op_type() != "If" && node.op_type() != "Loop" &&
+      node.op_type() != "Scan")
+    if (std::optional<Result> padded = followPadded(node))
+      return *padded;
   SmallVector<std::string> batchedInputs;
   std::optional<BatchLayout> first;
   for (const std::string &input : node.input())
@@ -206,7 +214,7 @@ std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
   int64_t out = layout.axis;
   int64_t batch = layout.axis;
   Result refusal;
-  if (elementwiseUnary().contains(op)) {
+  if (elementwiseUnaryOps().contains(op)) {
     if (!axisOf(node.input(0)))
       refusal = "reads the batch only through an input that gives a type or bound";
     for (int i = 1; i < node.input_size() && !refusal; ++i)

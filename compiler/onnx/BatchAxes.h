@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -39,6 +40,21 @@ struct BatchLayout {
   bool operator!=(const BatchLayout &other) const { return !(*this == other); }
 };
 
+/// What a node that combines positions along a padded length (--max-shape)
+/// needs first: input `input`'s padding along `axis` set to `fill`, the
+/// value that leaves the combination as it is at the length (0 for a sum or
+/// a product of matrices, the lowest value for a maximum or a softmax).
+struct PaddingFill {
+  enum Fill { Zero, Lowest, Highest };
+  int input = 0;
+  int64_t axis = 0;
+  Fill fill = Zero;
+};
+
+/// The op families the rules follow alike (BatchAxes.cpp).
+const llvm::StringSet<> &elementwiseUnaryOps();
+const llvm::StringSet<> &broadcastingOps();
+
 class BatchAxes {
 public:
   /// `valueOf` gives the imported value of a name (its type is the
@@ -51,6 +67,19 @@ public:
   /// Value `name` holds the batch (or another axis whose positions stay
   /// apart, like it) as `layout` says.
   void setLayout(const std::string &name, BatchLayout layout) { axes[name] = layout; }
+
+  /// Follows the axis as a length padded to its bound (--max-shape) rather
+  /// than as a batch run a sample at a time: a node may then combine
+  /// positions along it once their padding is filled (paddingFills), a
+  /// product of two values that vary along it pairs its positions
+  /// (attention's scores), and a slice of shared data up to the length
+  /// (positional embeddings) varies along it (PaddedLength.cpp).
+  void followPaddedLength() { paddedLength = true; }
+  /// The padding `node` must have filled before it is imported; none when
+  /// it combines no positions along the length.
+  llvm::SmallVector<PaddingFill, 2> paddingFills(const onnx::NodeProto &node) const;
+  /// Whether `name` pairs positions along the padded length in two axes.
+  bool isPaired(const std::string &name) const { return pairs.count(name); }
 
   /// Follows `node`: its outputs' batch axes, or why it may let samples
   /// meet.
@@ -113,9 +142,38 @@ private:
   Result selectedBatchSize(const onnx::NodeProto &node);
   std::optional<llvm::SmallVector<int64_t>> sizeEntriesOf(const std::string &name) const;
 
+  /// A padded length's positions in two axes of one value.
+  struct PairedAxes {
+    int64_t rows = 0, columns = 0;
+  };
+  /// The axes along which `name` varies with the padded length: none, one,
+  /// or a pair's two; none for a length merged with other dimensions.
+  llvm::SmallVector<int64_t, 2> paddedAxes(const std::string &name) const;
+  /// A node that combines positions along the padded length, or reads a
+  /// pair of them: its outputs' axes, or why it is not followed; none when
+  /// the general rules apply (PaddedLength.cpp).
+  std::optional<Result> followPadded(const onnx::NodeProto &node);
+  /// The padding `node` combines, as paddingFills, with what already holds
+  /// its fill.
+  llvm::SmallVector<PaddingFill, 2> combinedPadding(const onnx::NodeProto &node) const;
+  Result followCombining(const onnx::NodeProto &node, llvm::ArrayRef<PaddingFill> fills);
+  Result followPairs(const onnx::NodeProto &node);
+  /// Whether `node` multiplies queries by keys that both vary along the
+  /// length: a product whose rows and columns pair its positions.
+  bool makesPair(const onnx::NodeProto &node) const;
+  /// Sets `name`'s axes from the output axes `varying`: none, one or two.
+  void setPaddedAxes(const std::string &name, llvm::ArrayRef<int64_t> varying);
+  /// A Slice of shared data along one axis from 0 up to the length held by
+  /// its `ends`: it varies along that axis.
+  std::optional<Result> slicedToLength(const onnx::NodeProto &node);
+
   int64_t opset;
   std::function<mlir::Value(const std::string &)> valueOf;
   llvm::StringMap<BatchLayout> axes;
+  bool paddedLength = false;
+  llvm::StringMap<PairedAxes> pairs;
+  /// The axes along which a value's padding holds zeros.
+  llvm::StringMap<llvm::SmallVector<int64_t, 2>> zeroPadding;
   /// Integer vectors and scalars computed from the shape of a batched
   /// value: the positions of their elements that hold the batch size (a
   /// scalar's is 0). Per sample they hold 1, so the model's reshapes and

@@ -207,6 +207,13 @@ private:
   /// Imports such a Gather as picking `position` counted from the length
   /// when negative, checked at run time to lie within the length.
   void importPositionAtLength(const onnx::NodeProto &node, int index, int64_t position);
+  /// Imports `node` reading its inputs with the padding past the length
+  /// filled where BatchAxes::paddingFills says; a mean over the length
+  /// rescaled from the bound to it.
+  void importFilled(const onnx::NodeProto &node, int index);
+  /// `value` with its positions along `fill.axis` from the length on set to
+  /// the fill.
+  mlir::Value filledPastLength(mlir::Value value, const PaddingFill &fill, mlir::Location loc);
   /// Marks @main's results that vary with the length (kVaryingAttr).
   void markVaryingResults(mlir::func::FuncOp function);
 

@@ -5,7 +5,11 @@
 // run pads its inputs to the bound and trims its results back to the
 // length. That computes what the model computes at the length only where no
 // node lets positions along the length meet, which BatchAxes checks as it
-// does for the samples of a batch. A recurrence (LSTM, GRU, RNN) over the
+// does for the samples of a batch. A node that combines positions along the
+// length (a Softmax over it, a sum, attention's products) reads its inputs
+// with the padding filled by a value that leaves the combination as it is
+// at the length (PaddedLength.cpp); a mean is rescaled from the bound to
+// the length. A recurrence (LSTM, GRU, RNN) over the
 // length is the exception: it reads the length, a hidden last argument of
 // @main, as its sequence_lens, so its steps past the length hold its states
 // and its final states are those at the length. A Gather of one position
@@ -19,6 +23,8 @@
 #include "dialects/tessel/TesselDialect.h"
 
 #include "mlir/IR/Matchers.h"
+
+#include <numeric>
 
 using namespace mlir;
 
@@ -69,6 +75,7 @@ void GraphImporter::startFollowingLength(func::FuncOp function) {
 
   lengthAxes =
       std::make_unique<BatchAxes>(opset, [&](const std::string &name) { return lookup(name); });
+  lengthAxes->followPaddedLength();
   for (unsigned i = 0; i < position; ++i) {
     std::string name = function.getArgAttrOfType<StringAttr>(i, kValueNameAttr).str();
     for (const auto &[input, axis] : varyingInputs)
@@ -160,7 +167,7 @@ void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index
   }
   if (!isRecurrence(node) || node.input_size() == 0 || !lengthAxes->layoutOf(node.input(0))) {
     size_t problemsBefore = problems.size();
-    importNode(node, index);
+    importFilled(node, index);
     if (problems.size() > problemsBefore)
       return;
     if (std::optional<std::string> why = lengthAxes->follow(node)) {
@@ -191,7 +198,8 @@ void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index
       return refuse(node, label,
                     "--max-shape: the node has its own sequence_lens, and the varying length " +
                         symbol + " would set them too");
-    if (lengthAxes->axisOf(input) || lengthAxes->holdsBatchSize(input))
+    if (lengthAxes->axisOf(input) || lengthAxes->holdsBatchSize(input) ||
+        lengthAxes->isPaired(input))
       return refuse(node, label,
                     "--max-shape: input '" + input + "' depends on the varying length " + symbol);
   }
@@ -220,10 +228,85 @@ void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index
     lengthAxes->setLayout(node.output(0), BatchLayout{sequenceAxis, 1, 1});
 }
 
+Value GraphImporter::filledPastLength(Value value, const PaddingFill &fill, Location loc) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Type i64 = builder.getI64Type();
+  int64_t bound = type.getDimSize(fill.axis);
+  SmallVector<int64_t> shape(type.getRank(), 1);
+  shape[fill.axis] = bound;
+  auto positionsType = RankedTensorType::get(shape, i64);
+  SmallVector<int64_t> positions(bound);
+  std::iota(positions.begin(), positions.end(), 0);
+  Value length = ReshapeOp::create(
+      builder, loc, RankedTensorType::get(SmallVector<int64_t>(type.getRank(), 1), i64),
+      lengthArgument);
+  Value inside = CompareOp::create(
+      builder, loc, positionsType.clone(builder.getI1Type()), builder.getStringAttr("lt"),
+      ConstantOp::create(builder, loc, DenseElementsAttr::get(positionsType, ArrayRef(positions))),
+      length);
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  Attribute filler;
+  if (auto floatType = dyn_cast<FloatType>(type.getElementType()))
+    filler = builder.getFloatAttr(
+        floatType, fill.fill == PaddingFill::Zero
+                       ? APFloat::getZero(floatType.getFloatSemantics())
+                       : APFloat::getInf(floatType.getFloatSemantics(),
+                                         /*Negative=*/fill.fill == PaddingFill::Lowest));
+  else
+    filler = builder.getIntegerAttr(type.getElementType(), 0);
+  Value padding = ConstantOp::create(builder, loc, DenseElementsAttr::get(scalar, filler));
+  return WhereOp::create(builder, loc, type, inside, value, padding);
+}
+
+void GraphImporter::importFilled(const onnx::NodeProto &node, int index) {
+  SmallVector<PaddingFill, 2> fills = lengthAxes->paddingFills(node);
+  if (fills.empty())
+    return importNode(node, index);
+  std::string label = onnx_import::nodeLabel(node, index);
+  onnx::NodeProto reading = node;
+  SmallVector<int64_t, 2> bounds;
+  for (auto [i, fill] : llvm::enumerate(fills)) {
+    Value input = lookup(node.input(fill.input));
+    if (!input)
+      return importNode(node, index);
+    std::string filled = "tessel.length.filled." + label + "." + std::to_string(i);
+    values[filled] = filledPastLength(input, fill, NameLoc::get(builder.getStringAttr(filled)));
+    reading.set_input(fill.input, filled);
+    bounds.push_back(cast<RankedTensorType>(input.getType()).getDimSize(fill.axis));
+  }
+  size_t problemsBefore = problems.size();
+  importNode(reading, index);
+  if (node.op_type() != "ReduceMean" || problems.size() > problemsBefore)
+    return;
+  // The mean divided the sum by the bound; the length divides it.
+  Value mean = lookup(node.output(0));
+  if (!mean)
+    return;
+  auto type = cast<RankedTensorType>(mean.getType());
+  Location loc = NameLoc::get(builder.getStringAttr("tessel.length.mean." + label));
+  auto vector = RankedTensorType::get({1}, type.getElementType());
+  Value length = CastOp::create(builder, loc, vector, lengthArgument);
+  for (int64_t bound : bounds) {
+    Value scale = DivOp::create(
+        builder, loc, vector,
+        ConstantOp::create(
+            builder, loc,
+            DenseElementsAttr::get(vector, builder.getFloatAttr(type.getElementType(), bound))),
+        length);
+    mean = MulOp::create(builder, loc, type, mean, scale);
+  }
+  values[node.output(0)] = mean;
+}
+
 void GraphImporter::markVaryingResults(func::FuncOp function) {
   std::string symbol = describedSymbol(lengthSymbol);
   for (auto [i, output] : llvm::enumerate(model.graph().output())) {
     const std::string &name = output.name();
+    if (lengthAxes->isPaired(name))
+      problems.push_back("graph output '" + name + "' pairs positions along the varying length " +
+                         symbol +
+                         " in two dimensions (attention's scores, say); a run trims "
+                         "one dimension to the length");
     if (lengthAxes->holdsBatchSize(name))
       problems.push_back("graph output '" + name + "' holds the varying length " + symbol +
                          " (read from a shape), which a run at the bound would give as the "

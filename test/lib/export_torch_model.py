@@ -41,7 +41,10 @@ class Encoder(torch.nn.Module):
         self.layers = torch.nn.TransformerEncoder(layer, layers)
 
     def forward(self, ids):
-        return self.layers(self.norm(self.tokens(ids) + self.positions))
+        # The first positions only, so that a model exported with a symbolic
+        # sequence length runs at any length up to `sequence`.
+        positions = self.positions[:, :ids.shape[1]]
+        return self.layers(self.norm(self.tokens(ids) + positions))
 
 
 class TwoLayerRecurrence(torch.nn.Module):
@@ -149,7 +152,7 @@ def main():
     parser.add_argument("--dynamic-batch", action="store_true",
                         help="leave the batch dimension symbolic ('batch')")
     parser.add_argument("--dynamic-sequence", action="store_true",
-                        help="leave a recurrent model's sequence dimension symbolic ('seq')")
+                        help="leave the sequence dimension symbolic ('seq')")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -171,7 +174,8 @@ def main():
         dynamic_axes = ({"input": {batch_axis: "batch"}, "output": {0: "batch"}}
                         if args.dynamic_batch else None)
         if args.dynamic_sequence:
-            dynamic_axes = {"input": {0: "seq"}}
+            sequence_axis = 0 if args.model in RECURRENT_MODELS else 1
+            dynamic_axes = {"input": {sequence_axis: "seq"}}
         torch.onnx.export(model, example, args.output, opset_version=args.opset,
                           input_names=["input"], output_names=["output"],
                           dynamic_axes=dynamic_axes)

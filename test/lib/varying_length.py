@@ -6,10 +6,13 @@ compiled once with --max-shape at a bound, then run by tessel-run at
 several lengths up to the bound, each compared with onnxruntime on the
 same inputs at that length (rtol 1e-3, atol 1e-4): the recurrences read
 the length as their sequence_lens, what follows them computes per
-position, and y[-1] picks the last step within the length. An empty
+position, y[-1] picks the last step within the length, and nodes that
+combine positions (a Softmax, a mean, maximum or sum over the length,
+attention's products) read the padding filled. An empty
 sequence gives an empty Y and zero final states. Then what must be
 refused: at compile time, nodes that let positions along the length meet
-(a Softmax or a mean over it, positions picked by a list), a position no
+where no filled padding undoes it (a CumSum over it, attention's scores as
+an output or into a TopK, positions picked by a list), a position no
 length up to the bound has, an integer division by the (zero) padding; at
 run time, a length past the bound, a position past the length (y[3] at
 length 3) and two inputs of different lengths.
@@ -123,16 +126,63 @@ def two_input_rnn(seed):
     return b.model("two_input_rnn", [out, h]), ["a", "b"], 11, [11, 3]
 
 
-def refused(seed, case):
-    """An LSTM followed by a node that --max-shape must refuse: one that
-    lets positions along the length meet, one that picks a position no
-    length up to the bound has, or an integer division by the padding."""
+def over_the_length(seed):
+    """An LSTM's steps combined along the length: a Softmax over it, and
+    their mean and maximum and the weights' sum and mean over it, which read
+    the padding filled."""
     b = Builder(seed)
     y, _, _ = b.recurrence("LSTM", b.input("x", ["seq", 1, 4]), "lstm", 4, 6)
-    if case == "Softmax along the length":
-        out = b.node("Softmax", [y], ["out"], axis=0)
-    elif case == "ReduceMean along the length":
-        out = b.node("ReduceMean", [y], ["out"], axes=[0])
+    weights = b.node("Softmax", [y], ["weights"], axis=0)
+    mean = b.node("ReduceMean", [y], ["mean"], axes=[0], keepdims=0)
+    largest = b.node("ReduceMax", [y], ["largest"], axes=[0, 3])
+    total = b.node("ReduceSum", [weights, b.ints("steps_axis", [0])], ["total"])
+    # The Softmax's weights past the length are zeros already; their mean
+    # is still rescaled to the length (1 / length).
+    average = b.node("ReduceMean", [weights], ["average"], axes=[0])
+    return (b.model("over_the_length", [weights, mean, largest, total, average]), ["x"], 8,
+            [8, 5, 1])
+
+
+def self_attention(seed):
+    """One head of self-attention over a batch-first sequence with an
+    additive key mask: the scores pair the positions, queries against keys,
+    the Softmax runs over the keys and the product with the values contracts
+    them. Then the outputs' sum over the positions."""
+    b = Builder(seed)
+    x = b.input("x", [2, "seq", 8])
+    b.inputs.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [2, "seq"]))
+    q = b.node("MatMul", [x, b.weight("Wq", [8, 8])], ["q"])
+    k = b.node("MatMul", [x, b.weight("Wk", [8, 8])], ["k"])
+    v = b.node("MatMul", [x, b.weight("Wv", [8, 8])], ["v"])
+    keys = b.node("Transpose", [k], ["keys"], perm=[0, 2, 1])
+    scores = b.node("MatMul", [q, keys], ["scores"])
+    scaled = b.node("Div", [scores, b.weight("scale", [])], ["scaled"])
+    key_mask = b.node("Unsqueeze", ["mask", b.ints("row_axis", [1])], ["key_mask"])
+    masked = b.node("Add", [scaled, key_mask], ["masked"])
+    weights = b.node("Softmax", [masked], ["attention"], axis=-1)
+    out = b.node("MatMul", [weights, v], ["out"])
+    pooled = b.node("ReduceSum", [out, b.ints("positions_axis", [1])], ["pooled"], keepdims=0)
+    return b.model("self_attention", [out, pooled]), ["x", "mask"], 10, [10, 6, 1]
+
+
+def refused(seed, case):
+    """An LSTM followed by a node that --max-shape must refuse: one that
+    lets positions along the length meet in a way that no filled padding
+    undoes, one that picks a position no length up to the bound has, or an
+    integer division by the padding."""
+    b = Builder(seed)
+    y, _, _ = b.recurrence("LSTM", b.input("x", ["seq", 1, 4]), "lstm", 4, 6)
+    if case == "CumSum along the length":
+        out = b.node("CumSum", [y, b.ints("steps_axis", 0)], ["out"])
+    elif case == "attention scores as an output":
+        steps = b.node("Squeeze", [y, b.ints("direction_axis", [1, 2])], ["steps"])
+        keys = b.node("Transpose", [steps], ["keys"], perm=[1, 0])
+        out = b.node("MatMul", [steps, keys], ["out"])
+    elif case == "TopK over the keys":
+        steps = b.node("Squeeze", [y, b.ints("direction_axis", [1, 2])], ["steps"])
+        keys = b.node("Transpose", [steps], ["keys"], perm=[1, 0])
+        scores = b.node("MatMul", [steps, keys], ["scores"])
+        out = b.node("TopK", [scores, b.ints("k", [1])], ["out", "indices"], axis=-1)
     elif case == "Gather of a list of positions":
         out = b.node("Gather", [y, b.ints("first_and_last", [0, -1])], ["out"], axis=0)
     elif case == "Gather of position 9 below bound 8":
@@ -184,7 +234,9 @@ def main():
         print(line)
 
     artifacts = {}
-    for seed, make in enumerate([two_layer_lstm, batch_first_gru, fourth_step, two_input_rnn]):
+    makers = [two_layer_lstm, batch_first_gru, fourth_step, two_input_rnn, over_the_length,
+              self_attention]
+    for seed, make in enumerate(makers):
         model, names, bound, lengths = make(seed)
         name = model.graph.name
         work = os.path.join(args.work, name)
@@ -206,7 +258,7 @@ def main():
             verdict(not errors, f"{name} (bound {bound}) at length {length}: {shapes}: "
                     f"{'; '.join(errors) if errors else 'match onnxruntime'}")
 
-    cases = ["Softmax along the length", "ReduceMean along the length",
+    cases = ["CumSum along the length", "attention scores as an output", "TopK over the keys",
              "Gather of a list of positions", "Gather of position 9 below bound 8",
              "integer Div by a varying input"]
     for seed, case in enumerate(cases):
