@@ -163,9 +163,10 @@ private:
   bool makesPair(const onnx::NodeProto &node) const;
   /// Sets `name`'s axes from the output axes `varying`: none, one or two.
   void setPaddedAxes(const std::string &name, llvm::ArrayRef<int64_t> varying);
-  /// A Slice of shared data along one axis from 0 up to the length held by
-  /// its `ends`: it varies along that axis.
-  std::optional<Result> slicedToLength(const onnx::NodeProto &node);
+  /// A Slice of shared data from 0 up to the length held by its `ends`
+  /// (positional embeddings), or a Range from 0 up to it (torch.arange):
+  /// it varies along the axes that end at the length.
+  std::optional<Result> upToLength(const onnx::NodeProto &node);
 
   int64_t opset;
   std::function<mlir::Value(const std::string &)> valueOf;

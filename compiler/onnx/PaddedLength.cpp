@@ -119,7 +119,7 @@ SmallVector<PaddingFill, 2> BatchAxes::combinedPadding(const onnx::NodeProto &no
 }
 
 std::optional<BatchAxes::Result> BatchAxes::followPadded(const onnx::NodeProto &node) {
-  if (std::optional<Result> sliced = slicedToLength(node))
+  if (std::optional<Result> sliced = upToLength(node))
     return sliced;
   bool readsPair =
       llvm::any_of(node.input(), [&](const std::string &input) { return isPaired(input); });
@@ -255,6 +255,30 @@ BatchAxes::Result BatchAxes::followPairs(const onnx::NodeProto &node) {
         permutation.push_back(axis);
     for (int64_t axis : paddedAxes(node.input(0)))
       out.push_back(llvm::find(permutation, axis) - permutation.begin());
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    // The kept axes keep their order around those inserted or removed.
+    std::optional<SmallVector<int64_t>> listed = intsOf(node, "axes", 1);
+    RankedTensorType result = typeOf(node.output(0));
+    if (!listed || !result)
+      return std::string(notFollowed);
+    bool inserting = op == "Unsqueeze";
+    int64_t listedRank = inserting ? result.getRank() : rank;
+    SmallVector<bool> listedAxis(listedRank, false);
+    for (int64_t axis : *listed)
+      listedAxis[normalized(axis, listedRank)] = true;
+    SmallVector<int64_t> kept;
+    for (int64_t axis = 0; axis < listedRank; ++axis)
+      if (!listedAxis[axis])
+        kept.push_back(axis);
+    for (int64_t axis : paddedAxes(node.input(0))) {
+      if (inserting) {
+        out.push_back(kept[axis]);
+        continue;
+      }
+      if (listedAxis[axis])
+        return std::string(notFollowed);
+      out.push_back(llvm::find(kept, axis) - kept.begin());
+    }
   } else {
     return std::string(notFollowed);
   }
@@ -264,10 +288,24 @@ BatchAxes::Result BatchAxes::followPairs(const onnx::NodeProto &node) {
   return std::nullopt;
 }
 
-std::optional<BatchAxes::Result> BatchAxes::slicedToLength(const onnx::NodeProto &node) {
+std::optional<BatchAxes::Result> BatchAxes::upToLength(const onnx::NodeProto &node) {
   const std::string &op = node.op_type();
+  if (op == "Range" && node.input_size() == 3 && holdsBatchSize(node.input(1))) {
+    // torch.arange(length): the positions, imported up to the bound.
+    std::optional<SmallVector<int64_t>> start = constantInts(node.input(0));
+    std::optional<SmallVector<int64_t>> delta = constantInts(node.input(2));
+    if (!start || !delta || (*start)[0] != 0 || (*delta)[0] != 1)
+      return Result("counts up to the length from a start other than a constant 0, or by a "
+                    "step other than 1");
+    setPaddedAxes(node.output(0), {0});
+    return Result();
+  }
+  // Data that varies along one axis already may be sliced along another:
+  // mask[:length][:, :length] pairs the positions.
+  SmallVector<int64_t, 2> varying = paddedAxes(node.input(0));
   if (op != "Slice" || node.input_size() < 3 || !holdsBatchSize(node.input(2)) ||
-      holdsBatchSize(node.input(0)) || !paddedAxes(node.input(0)).empty() || axisOf(node.input(0)))
+      holdsBatchSize(node.input(0)) || isPaired(node.input(0)) ||
+      (axisOf(node.input(0)) && varying.empty()))
     return std::nullopt;
   // Imported at the bound, the slice keeps the first `bound` positions,
   // which at each position below the length are the model's.
@@ -284,13 +322,18 @@ std::optional<BatchAxes::Result> BatchAxes::slicedToLength(const onnx::NodeProto
   }
   std::optional<SmallVector<int64_t>> steps = intsOf(node, "steps", 4);
   SmallVector<int64_t> sized = *sizeEntriesOf(node.input(2));
-  SmallVector<int64_t, 2> varying;
+  for (auto [entry, axis] : llvm::enumerate(along))
+    if (!llvm::is_contained(sized, int64_t(entry)) &&
+        llvm::is_contained(varying, normalized(axis, rank)))
+      return Result("slices the varying length by constants");
   for (int64_t entry : sized) {
     if (!starts || entry >= int64_t(starts->size()) || entry >= int64_t(along.size()) ||
         (*starts)[entry] != 0 || (steps && (*steps)[entry] != 1))
       return Result("slices up to the length from a start other than a constant 0, or with a "
                     "step other than 1");
-    varying.push_back(normalized(along[entry], rank));
+    int64_t axis = normalized(along[entry], rank);
+    if (!llvm::is_contained(varying, axis))
+      varying.push_back(axis);
   }
   for (int i = 1; i < node.input_size(); ++i)
     if (i != 2 && (holdsBatchSize(node.input(i)) || axisOf(node.input(i))))

@@ -47,6 +47,30 @@ class Encoder(torch.nn.Module):
         return self.layers(self.norm(self.tokens(ids) + positions))
 
 
+class Decoder(torch.nn.Module):
+    """A GPT-style block: token embeddings and learned positions looked up
+    by torch.arange, causal multi-head attention (a mask buffer sliced to
+    the length in both dimensions), a residual, LayerNorm and a vocabulary
+    head."""
+
+    def __init__(self, vocabulary=1000, sequence=128, width=64, heads=4):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocabulary, width)
+        self.positions = torch.nn.Embedding(sequence, width)
+        self.register_buffer(
+            "causal", torch.triu(torch.full((sequence, sequence), float("-inf")), 1))
+        self.attention = torch.nn.MultiheadAttention(width, heads, batch_first=True)
+        self.norm = torch.nn.LayerNorm(width)
+        self.head = torch.nn.Linear(width, vocabulary)
+
+    def forward(self, ids):
+        length = ids.shape[1]
+        x = self.tokens(ids) + self.positions(torch.arange(length))
+        y, _ = self.attention(x, x, x, attn_mask=self.causal[:length, :length],
+                              need_weights=False)
+        return self.head(self.norm(x + y))
+
+
 class TwoLayerRecurrence(torch.nn.Module):
     """Two stacked LSTM (or GRU) layers, input 64, hidden 128, and a linear
     read-out of the last step."""
@@ -121,6 +145,7 @@ MODELS = {
     "vit_small": (lambda: vit(4), (1, 3, 224, 224)),
     "vit_s": (lambda: vit(12), (1, 3, 224, 224)),
     "encoder": (Encoder, (1, 128)),
+    "decoder": (Decoder, (1, 128)),
     "bert_base": (lambda: Encoder(vocabulary=30522, width=768, heads=12, layers=12),
                   (1, 128)),
     # Tests: 16 steps; benchmarks: 32 steps. [sequence, batch, features].
@@ -138,8 +163,8 @@ SCRIPTED_MODELS = {"scripted_lists"}
 RECURRENT_MODELS = {"lstm", "lstm_seq32", "gru_seq32"}
 
 # Models whose input is token ids rather than floats.
-INTEGER_INPUTS = {"encoder", "bert_base"}
-ATTENTION_MODELS = {"encoder", "bert_base", "vit_small", "vit_s"}
+INTEGER_INPUTS = {"encoder", "decoder", "bert_base"}
+ATTENTION_MODELS = {"encoder", "decoder", "bert_base", "vit_small", "vit_s"}
 
 
 def main():
