@@ -790,10 +790,6 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                          "', which has no symbolic dimension to bound (give its shape with "
                          "--shape, or leave it out)");
   }
-  if (!varyingInputs.empty() && options.dynamicBatch)
-    return importError(path + ": --max-shape and --dynamic-batch together are not supported "
-                              "yet; give the batch a bound with --max-shape instead, or fix the "
-                              "length with --shape");
   for (const auto &stated : options.statedShapes)
     if (llvm::none_of(graph.node(), [&](const onnx::NodeProto &node) {
           return llvm::is_contained(node.output(), stated.first);

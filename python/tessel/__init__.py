@@ -68,9 +68,11 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     max_shapes   input name -> shape with a bound for its symbolic
                  dimension (tessel-compile --max-shape): one artifact for
                  every length up to the bound (a sequence; LSTM, GRU and RNN
-                 read it as their sequence_lens, and no other node may let
-                 positions along it meet); the signature gives it as None
-                 and Module.max_length the bound
+                 read it as their sequence_lens, a Softmax, reduction or
+                 attention over it reads the padding filled, and no other
+                 node may let positions along it meet); the signature gives
+                 it as None and Module.max_length the bound; with
+                 dynamic_batch too, dimension 0 is the batch
     quantize     "int8": post-training quantization calibrated on the
                  inputs in `calibration` (test_data_set_* folders or .npy
                  files), with `calibration_method` (minmax, percentile,

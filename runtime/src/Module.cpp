@@ -40,7 +40,10 @@ void describeSignature(const flatbuffers::Vector<flatbuffers::Offset<sc::TensorS
       // Moving the outer vector keeps each inner vector's elements where
       // they are, so the pointer stays valid.
       reportedShapes.emplace_back(shape, shape + signature->shape()->size());
-      reportedShapes.back()[signature->batched() ? 0 : signature->varying_axis()] = -1;
+      if (signature->batched())
+        reportedShapes.back()[0] = -1;
+      if (signature->varying_axis() >= 0)
+        reportedShapes.back()[signature->varying_axis()] = -1;
       shape = reportedShapes.back().data();
     }
     tsl_tensor_info info{signature->name()->c_str(),
@@ -327,6 +330,12 @@ size_t tsl_module_input_count(const tsl_module *module) {
 }
 
 int64_t tsl_module_max_length(const tsl_module *module) { return module ? module->lengthBound : 0; }
+
+int32_t tsl_module_input_varying_axis(const tsl_module *module, size_t index) {
+  if (!module || index >= module->inputVarying.size())
+    return -1;
+  return module->inputVarying[index];
+}
 
 size_t tsl_module_output_count(const tsl_module *module) {
   return module ? module->outputs.size() : 0;

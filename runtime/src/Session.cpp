@@ -516,11 +516,11 @@ tsl_status checkLength(const tsl_module &module, tsl_tensor *const *inputs, tsl_
 }
 
 /// The host region a run binds for varying caller tensor `slot` (inputs,
-/// then outputs): a buffer of the bound's size, holding the caller's input
-/// padded with zeros.
+/// then outputs), whose run's part (one sample of a batched tensor) is
+/// `region` on entry: a buffer of the bound's size, holding the caller's
+/// input padded with zeros.
 tsl_status paddedRegion(tsl_session &session, size_t slot, const tsl_tensor_info &info,
-                        int32_t axis, const tsl_tensor &tensor, bool isInput, int64_t length,
-                        HostRegion &region) {
+                        int32_t axis, bool isInput, int64_t length, HostRegion &region) {
   const tsl_module &module = *session.module.module;
   VaryingRows rows = varyingRows(info.dtype, info.shape, info.rank, axis);
   size_t bytes = rows.outer * static_cast<size_t>(module.lengthBound) * rows.rowBytes;
@@ -534,19 +534,19 @@ tsl_status paddedRegion(tsl_session &session, size_t slot, const tsl_tensor_info
                        bytes, info.name);
   }
   if (isInput)
-    padToBound(rows, tensor.data, length, buffer.get(), module.lengthBound);
+    padToBound(rows, region.data, length, buffer.get(), module.lengthBound);
   region = {buffer.get(), bytes};
   return nullptr;
 }
 
 /// Copies varying output `o`, computed at the bound into its padded
-/// buffer, to the caller's tensor at `length`.
-void trimOutput(tsl_session &session, size_t o, tsl_tensor &tensor, int64_t length) {
+/// buffer, to the run's part of the caller's tensor (`to`) at `length`.
+void trimOutput(tsl_session &session, size_t o, void *to, int64_t length) {
   const tsl_module &module = *session.module.module;
   const tsl_tensor_info &info = module.outputs[o];
   VaryingRows rows = varyingRows(info.dtype, info.shape, info.rank, module.outputVarying[o]);
-  trimToLength(rows, session.padded[module.inputs.size() + o].get(), module.lengthBound,
-               tensor.data, length);
+  trimToLength(rows, session.padded[module.inputs.size() + o].get(), module.lengthBound, to,
+               length);
 }
 
 HostRegion sampleOf(tsl_tensor &tensor, bool batched, int64_t batch, int64_t sample) {
@@ -674,8 +674,8 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
   for (size_t i = 0; i < inputCount; ++i) {
     HostRegion region = sampleOf(*inputs[i], module.inputBatched[i], batch, sample);
     if (pads && module.inputVarying[i] >= 0)
-      TSL_RETURN_IF_ERROR(paddedRegion(session, i, module.inputs[i], module.inputVarying[i],
-                                       *inputs[i], true, length, region));
+      TSL_RETURN_IF_ERROR(
+          paddedRegion(session, i, module.inputs[i], module.inputVarying[i], true, length, region));
     TSL_RETURN_IF_ERROR(bindRegion(session, i, region, true));
   }
   // The hidden last input: the varying length.
@@ -687,12 +687,13 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
     TSL_RETURN_IF_ERROR(
         bindRegion(session, inputCount, {session.lengthValue.get(), sizeof(length)}, true));
   }
+  std::vector<HostRegion> callerRegions(outputCount);
   for (size_t o = 0; o < outputCount; ++o) {
-    outputRegions[o] = sampleOf(*outputs[o], module.outputBatched[o], batch, sample);
+    callerRegions[o] = outputRegions[o] =
+        sampleOf(*outputs[o], module.outputBatched[o], batch, sample);
     if (pads && module.outputVarying[o] >= 0)
       TSL_RETURN_IF_ERROR(paddedRegion(session, inputCount + o, module.outputs[o],
-                                       module.outputVarying[o], *outputs[o], false, length,
-                                       outputRegions[o]));
+                                       module.outputVarying[o], false, length, outputRegions[o]));
     TSL_RETURN_IF_ERROR(bindRegion(session, firstOutputSlot + o, outputRegions[o], false));
   }
 
@@ -705,7 +706,7 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
       TSL_RETURN_IF_ERROR(session.device->copy(region.data, address, region.bytes,
                                                CopyDirection::DeviceToHost));
     if (pads && module.outputVarying[o] >= 0)
-      trimOutput(session, o, *outputs[o], length);
+      trimOutput(session, o, callerRegions[o].data, length);
   }
   return nullptr;
 }

@@ -10,10 +10,11 @@ VaryingRows varyingRows(tsl_dtype dtype, const int64_t *shape, size_t rank, size
   VaryingRows rows;
   rows.rowBytes = tsl_dtype_size(dtype);
   for (size_t d = 0; d < rank; ++d) {
+    size_t size = shape[d] < 0 ? 1 : static_cast<size_t>(shape[d]);
     if (d < axis)
-      rows.outer *= static_cast<size_t>(shape[d]);
+      rows.outer *= size;
     else if (d > axis)
-      rows.rowBytes *= static_cast<size_t>(shape[d]);
+      rows.rowBytes *= size;
   }
   return rows;
 }

@@ -26,7 +26,9 @@ struct VaryingRows {
 };
 
 /// The split of a signature tensor of `dtype` and `shape` around its
-/// varying dimension `axis` (whatever `shape` holds there). Elements take
+/// varying dimension `axis` (whatever `shape` holds there), for one run:
+/// another dynamic dimension is the batch, of which a run computes one
+/// sample (tessel-compile --dynamic-batch with --max-shape). Elements take
 /// whole bytes (sub-byte ones one each), and the verifier checked that the
 /// tensor fits in memory at the bound, so nothing overflows.
 VaryingRows varyingRows(tsl_dtype dtype, const int64_t *shape, size_t rank, size_t axis);

@@ -204,9 +204,10 @@ private:
       if (signature.varying_axis() != -1 &&
           (signature.varying_axis() < 0 ||
            static_cast<size_t>(signature.varying_axis()) >= shape.size() ||
-           shape[signature.varying_axis()] < 1 || signature.batched()))
+           shape[signature.varying_axis()] < 1 ||
+           (signature.batched() && signature.varying_axis() == 0)))
         return invalid("artifact %s %" PRIu32 " ('%s'): its varying dimension %" PRId32
-                       " is not one of its dimensions of size 1 or more (or it is batched too)",
+                       " is not one of its dimensions of size 1 or more (or it is the batch's)",
                        role, i, name.c_str(), signature.varying_axis());
       if (const sc::Quantization *quantization = signature.quantization())
         TSL_RETURN_IF_ERROR(checkQuantization(role, i, signature, *quantization));

@@ -196,14 +196,16 @@ def main():
     context = torch.enable_grad() if args.model in ATTENTION_MODELS else torch.no_grad()
     with context:
         batch_axis = 1 if args.model in RECURRENT_MODELS else 0
-        dynamic_axes = ({"input": {batch_axis: "batch"}, "output": {0: "batch"}}
-                        if args.dynamic_batch else None)
+        dynamic_axes = {"input": {}, "output": {}}
+        if args.dynamic_batch:
+            dynamic_axes["input"][batch_axis] = "batch"
+            dynamic_axes["output"][0] = "batch"
         if args.dynamic_sequence:
             sequence_axis = 0 if args.model in RECURRENT_MODELS else 1
-            dynamic_axes = {"input": {sequence_axis: "seq"}}
+            dynamic_axes["input"][sequence_axis] = "seq"
         torch.onnx.export(model, example, args.output, opset_version=args.opset,
                           input_names=["input"], output_names=["output"],
-                          dynamic_axes=dynamic_axes)
+                          dynamic_axes=dynamic_axes if dynamic_axes["input"] else None)
 
 
 if __name__ == "__main__":

@@ -51,16 +51,18 @@ HostTensor toHost(const tsl::Tensor &tensor, const std::string &name) {
 
 /// Deterministic inputs for timing runs without data: standard-normal
 /// floats; integers in [0, 4) (valid indices into any axis of 4 or more,
-/// which the run checks), bools 0 or 1. A dynamic dimension (the batch,
-/// or the varying length) holds `dynamicSize`.
-HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed, int64_t dynamicSize) {
+/// which the run checks), bools 0 or 1. The varying length, dimension
+/// `varyingAxis` (-1: none), holds `length`; the batch, another dynamic
+/// dimension, `batch`.
+HostTensor randomInput(const tsl::TensorInfo &info, unsigned seed, int64_t batch,
+                       int32_t varyingAxis, int64_t length) {
   HostTensor tensor;
   tensor.name = info.name;
   tensor.dtype = info.dtype;
   tensor.shape = info.shape;
-  for (int64_t &size : tensor.shape)
-    if (size < 0)
-      size = dynamicSize;
+  for (size_t d = 0; d < tensor.shape.size(); ++d)
+    if (tensor.shape[d] < 0)
+      tensor.shape[d] = static_cast<int32_t>(d) == varyingAxis ? length : batch;
   tensor.bytes.resize(tensor.elementCount() * tsl_dtype_size(info.dtype));
   std::mt19937 generator(seed);
   if (info.dtype == TSL_F32) {
@@ -288,9 +290,14 @@ int main(int argc, char **argv) {
       inputs.push_back(tessel::data::readTensorFile(file));
     // Timing, profiling and NPU counts need no data: deterministic inputs
     // stand in.
-    // Each model has one kind of dynamic dimension: the batch, or the
-    // varying length.
-    if (module.maxLength() > 0 && app.count("--batch")) {
+    // A model's dynamic dimensions are the batch, the varying length, or
+    // both.
+    bool batched = false;
+    for (size_t i = 0; i < inputInfos.size(); ++i)
+      for (size_t d = 0; d < inputInfos[i].shape.size(); ++d)
+        batched |=
+            inputInfos[i].shape[d] < 0 && static_cast<int32_t>(d) != module.inputVaryingAxis(i);
+    if (module.maxLength() > 0 && !batched && app.count("--batch")) {
       std::fprintf(stderr, "tessel-run: error: --batch: the model's dynamic dimension is a "
                            "varying length (tessel-compile --max-shape); give --length\n");
       return 2;
@@ -302,10 +309,8 @@ int main(int argc, char **argv) {
     }
     if (inputs.empty() && (bench > 0 || profile > 0 || readsTables))
       for (size_t i = 0; i < inputInfos.size(); ++i)
-        inputs.push_back(randomInput(inputInfos[i], 1234 + i,
-                                     module.maxLength() == 0 ? batch
-                                     : length < 0            ? module.maxLength()
-                                                             : length));
+        inputs.push_back(randomInput(inputInfos[i], 1234 + i, batch, module.inputVaryingAxis(i),
+                                     length < 0 ? module.maxLength() : length));
     if (inputs.size() != inputInfos.size()) {
       std::fprintf(stderr,
                    "tessel-run: error: the model has %zu inputs but %zu were "

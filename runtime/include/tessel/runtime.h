@@ -141,9 +141,11 @@ TSL_API void tsl_module_retain(tsl_module *module);
 TSL_API void tsl_module_release(tsl_module *module);
 
 /* A tensor of the model's signature. The pointers stay valid while the
- * module is alive. A dimension of -1 is dynamic: only dimension 0 of a
- * batched tensor (tessel-compile --dynamic-batch) is, and a run takes any
- * number of samples there, the same in every batched tensor. */
+ * module is alive. A dimension of -1 is dynamic: dimension 0 of a batched
+ * tensor (tessel-compile --dynamic-batch), where a run takes any number of
+ * samples, the same in every batched tensor; or the varying length
+ * (tessel-compile --max-shape, see tsl_module_max_length), which a model
+ * compiled with both options has in another dimension. */
 typedef struct tsl_tensor_info {
   const char *name;
   tsl_dtype dtype;
@@ -161,10 +163,14 @@ typedef struct tsl_tensor_info {
 
 TSL_API size_t tsl_module_input_count(const tsl_module *module);
 /* A model compiled with tessel-compile --max-shape has a varying length:
- * the dimensions its signature reports as -1 take any size from 0 to this
- * bound, the same in every such tensor of a run (outputs take the inputs'
- * size). 0 for other models, whose -1 dimensions are the batch. */
+ * the dimensions its signature reports as -1, but for the batch, take any
+ * size from 0 to this bound, the same in every such tensor of a run
+ * (outputs take the inputs' size). 0 for other models, whose -1
+ * dimensions are the batch. */
 TSL_API int64_t tsl_module_max_length(const tsl_module *module);
+/* The dimension of input `index` that is the varying length, or -1 when
+ * the input does not vary (or there is no such input). */
+TSL_API int32_t tsl_module_input_varying_axis(const tsl_module *module, size_t index);
 TSL_API size_t tsl_module_output_count(const tsl_module *module);
 TSL_API tsl_status tsl_module_input_info(const tsl_module *module, size_t index,
                                          tsl_tensor_info *out_info);

@@ -234,6 +234,11 @@ public:
   /// The bound of the varying length (tessel-compile --max-shape); 0 when
   /// no dimension varies.
   int64_t maxLength() const { return tsl_module_max_length(get()); }
+  /// The dimension of input `index` that is the varying length; -1 when it
+  /// does not vary.
+  int32_t inputVaryingAxis(size_t index) const {
+    return tsl_module_input_varying_axis(get(), index);
+  }
   TensorInfo input(size_t index) const {
     tsl_tensor_info info;
     detail::check(tsl_module_input_info(get(), index, &info));

@@ -391,6 +391,56 @@ TEST(VaryingModelTest, OutputOfAnotherLengthIsRefused) {
                                         "the varying length to 4"));
 }
 
+/// The batched add model whose x and z also vary along dimension 1 up to
+/// kElements (--dynamic-batch with --max-shape).
+ArtifactSpec batchedVaryingAddModel() {
+  ArtifactSpec spec = batchedAddModel();
+  spec.inputs[0].varyingAxis = 1;
+  spec.outputs[0].varyingAxis = 1;
+  TensorSpec length{"tessel.length", schema::DType_i64, {1}};
+  length.holdsLength = true;
+  spec.inputs.push_back(length);
+  return spec;
+}
+
+TEST(BatchedVaryingModelTest, SignatureReportsTheBatchAndTheLength) {
+  ModulePtr module = loadModule(buildArtifact(batchedVaryingAddModel()));
+  ASSERT_TRUE(module);
+  tsl_tensor_info x;
+  ASSERT_EQ(take(tsl_module_input_info(module.get(), 0, &x)).code, TSL_OK);
+  EXPECT_EQ(x.shape[0], -1);
+  EXPECT_EQ(x.shape[1], -1);
+  EXPECT_EQ(tsl_module_max_length(module.get()), kElements);
+  EXPECT_EQ(tsl_module_input_varying_axis(module.get(), 0), 1);
+  EXPECT_EQ(tsl_module_input_varying_axis(module.get(), 1), -1);
+  EXPECT_EQ(tsl_module_input_varying_axis(module.get(), 2), -1);
+}
+
+TEST(BatchedVaryingModelTest, EachSampleIsPaddedAndTrimmed) {
+  ModulePtr module = loadModule(buildArtifact(batchedVaryingAddModel()));
+  SessionPtr session = createSession(module.get());
+  const int64_t batch = 3, length = 5;
+  std::vector<float> values(batch * length);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(i);
+  int64_t shape[] = {batch, length};
+  tsl_tensor *x = nullptr;
+  ASSERT_EQ(take(tsl_tensor_allocate(TSL_F32, shape, 2, &x)).code, TSL_OK);
+  TensorPtr xs(x);
+  std::memcpy(tsl_tensor_data(x), values.data(), values.size() * sizeof(float));
+  tsl_tensor *output = nullptr;
+  StatusResult status = runAdd(session.get(), xs, floatTensor(ramp(100, -2)), &output);
+  ASSERT_EQ(status.code, TSL_OK) << status.message;
+  TensorPtr z(output);
+  ASSERT_EQ(tsl_tensor_rank(output), 2u);
+  EXPECT_EQ(tsl_tensor_shape(output)[0], batch);
+  EXPECT_EQ(tsl_tensor_shape(output)[1], length);
+  std::vector<float> sums = floats(output);
+  for (int64_t sample = 0; sample < batch; ++sample)
+    for (int64_t i = 0; i < length; ++i)
+      EXPECT_EQ(sums[sample * length + i], values[sample * length + i] + (100.0f - 2.0f * i));
+}
+
 TEST(SessionTest, PipelineUsesConstantsArenaScratchAndCopies) {
   ModulePtr module = loadModule(buildArtifact(pipelineModel()));
   ASSERT_TRUE(module);
