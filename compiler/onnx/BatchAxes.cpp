@@ -177,8 +177,7 @@ bool BatchAxes::readsBatched(const onnx::NodeProto &node) const {
 std::optional<std::string> BatchAxes::follow(const onnx::NodeProto &node) {
   if (!readsBatched(node))
     return std::nullopt;
-  if (paddedLength && node.op_type() != "If" && node.op_type() != "Loop" &&
-      node.op_type() != "Scan")
+  if (paddedBound && node.op_type() != "If" && node.op_type() != "Loop" && node.op_type() != "Scan")
     if (std::optional<Result> padded = followPadded(node))
       return *padded;
   SmallVector<std::string> batchedInputs;

@@ -43,7 +43,8 @@ struct BatchLayout {
 /// What a node that combines positions along a padded length (--max-shape)
 /// needs first: input `input`'s padding along `axis` set to `fill`, the
 /// value that leaves the combination as it is at the length (0 for a sum or
-/// a product of matrices, the lowest value for a maximum or a softmax).
+/// a product of matrices, the lowest value for a maximum or a softmax, the
+/// highest for a minimum).
 struct PaddingFill {
   enum Fill { Zero, Lowest, Highest };
   int input = 0;
@@ -74,7 +75,8 @@ public:
   /// product of two values that vary along it pairs its positions
   /// (attention's scores), and a slice of shared data up to the length
   /// (positional embeddings) varies along it (PaddedLength.cpp).
-  void followPaddedLength() { paddedLength = true; }
+  /// `bound` is the length's bound, the size the model is imported at.
+  void followPaddedLength(int64_t bound) { paddedBound = bound; }
   /// The padding `node` must have filled before it is imported; none when
   /// it combines no positions along the length.
   llvm::SmallVector<PaddingFill, 2> paddingFills(const onnx::NodeProto &node) const;
@@ -149,12 +151,18 @@ private:
   /// The axes along which `name` varies with the padded length: none, one,
   /// or a pair's two; none for a length merged with other dimensions.
   llvm::SmallVector<int64_t, 2> paddedAxes(const std::string &name) const;
+  /// Whether `name` depends on the length in a way paddedAxes does not
+  /// describe: merged with other dimensions, or holding its size.
+  bool variesOtherwise(const std::string &name) const;
+  /// Whether constant integer `name` holds the bound at entry `entry`: the
+  /// length itself, not a multiple of it.
+  bool holdsBound(const std::string &name, int64_t entry) const;
   /// A node that combines positions along the padded length, or reads a
   /// pair of them: its outputs' axes, or why it is not followed; none when
   /// the general rules apply (PaddedLength.cpp).
   std::optional<Result> followPadded(const onnx::NodeProto &node);
-  /// The padding `node` combines, as paddingFills, with what already holds
-  /// its fill.
+  /// Every fill the combination in `node` needs, before paddingFills drops
+  /// those whose input already holds zeros.
   llvm::SmallVector<PaddingFill, 2> combinedPadding(const onnx::NodeProto &node) const;
   Result followCombining(const onnx::NodeProto &node, llvm::ArrayRef<PaddingFill> fills);
   Result followPairs(const onnx::NodeProto &node);
@@ -171,7 +179,8 @@ private:
   int64_t opset;
   std::function<mlir::Value(const std::string &)> valueOf;
   llvm::StringMap<BatchLayout> axes;
-  bool paddedLength = false;
+  /// The padded length's bound; 0 when following a batch.
+  int64_t paddedBound = 0;
   llvm::StringMap<PairedAxes> pairs;
   /// The axes along which a value's padding holds zeros.
   llvm::StringMap<llvm::SmallVector<int64_t, 2>> zeroPadding;

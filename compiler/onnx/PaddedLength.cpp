@@ -6,9 +6,9 @@
 // Those that combine positions (a Softmax, a sum or a maximum over the
 // length, a matrix product contracting it) compute at the bound what they
 // compute at the length once the padding they read is filled with the value
-// that leaves them unchanged: zeros for sums and products, the lowest value
-// for maxima and softmax. The importer fills it (VaryingLength.cpp) where
-// paddingFills says.
+// that leaves them unchanged: zeros for sums and matrix products, the lowest
+// value for maxima and softmax, the highest for minima. The importer fills it (VaryingLength.cpp)
+// where paddingFills says.
 //
 // Attention multiplies queries by keys that both vary along the length:
 // its scores pair the positions, queries along one axis and keys along
@@ -56,6 +56,15 @@ SmallVector<int64_t, 2> BatchAxes::paddedAxes(const std::string &name) const {
   return {};
 }
 
+bool BatchAxes::variesOtherwise(const std::string &name) const {
+  return holdsBatchSize(name) || (axisOf(name) && paddedAxes(name).empty());
+}
+
+bool BatchAxes::holdsBound(const std::string &name, int64_t entry) const {
+  std::optional<SmallVector<int64_t>> values = constantInts(name);
+  return values && entry < int64_t(values->size()) && (*values)[entry] == paddedBound;
+}
+
 void BatchAxes::setPaddedAxes(const std::string &name, ArrayRef<int64_t> varying) {
   if (varying.size() == 1)
     axes[name] = BatchLayout{varying.front(), 1, 1};
@@ -65,10 +74,12 @@ void BatchAxes::setPaddedAxes(const std::string &name, ArrayRef<int64_t> varying
 
 SmallVector<PaddingFill, 2> BatchAxes::paddingFills(const onnx::NodeProto &node) const {
   // A Softmax's weights past the length are already zeros when it read
-  // lowest values there: the product with the values needs no fill of them.
-  // (A mean keeps its fill: the importer rescales what it fills.)
+  // lowest values there: attention's product with the values needs no fill
+  // of them. (Its rows vary and are trimmed: at length 0, where the weights
+  // are NaN, none is kept. A mean keeps its fill: the importer rescales what
+  // it fills.)
   SmallVector<PaddingFill, 2> fills = combinedPadding(node);
-  if (node.op_type() == "MatMul")
+  if (node.op_type() == "MatMul" && isPaired(node.input(0)))
     llvm::erase_if(fills, [&](const PaddingFill &fill) {
       auto zeros = zeroPadding.find(node.input(fill.input));
       return zeros != zeroPadding.end() && llvm::is_contained(zeros->second, fill.axis);
@@ -79,7 +90,8 @@ SmallVector<PaddingFill, 2> BatchAxes::paddingFills(const onnx::NodeProto &node)
 SmallVector<PaddingFill, 2> BatchAxes::combinedPadding(const onnx::NodeProto &node) const {
   const std::string &op = node.op_type();
   SmallVector<PaddingFill, 2> fills;
-  if (!paddedLength || node.input_size() == 0 || !typeOf(node.input(0)))
+  if (!paddedBound || node.input_size() == 0 || !typeOf(node.input(0)) ||
+      variesOtherwise(node.input(0)))
     return fills;
   RankedTensorType type = typeOf(node.input(0));
   int64_t rank = type.getRank();
@@ -94,7 +106,8 @@ SmallVector<PaddingFill, 2> BatchAxes::combinedPadding(const onnx::NodeProto &no
       if (legacy ? along >= axis : along == axis)
         fills.push_back({0, along, PaddingFill::Lowest});
   } else if (std::optional<PaddingFill::Fill> fill = reductionFill(op)) {
-    if (*fill != PaddingFill::Zero && !floats)
+    // Integers lack infinities, and their mean would round twice.
+    if ((*fill != PaddingFill::Zero || op == "ReduceMean") && !floats)
       return fills;
     std::optional<SmallVector<int64_t>> over = intsOf(node, "axes", 1);
     bool namesAxes =
@@ -111,7 +124,8 @@ SmallVector<PaddingFill, 2> BatchAxes::combinedPadding(const onnx::NodeProto &no
     // Contracting the length: both operands must vary along it, or the
     // other would span the bound where the model spans the length.
     int64_t rankB = typeOf(node.input(1)).getRank();
-    if (rank >= 2 && rankB >= 2 && llvm::is_contained(varying, rank - 1) &&
+    if (rank >= 2 && rankB >= 2 && !variesOtherwise(node.input(1)) &&
+        llvm::is_contained(varying, rank - 1) &&
         llvm::is_contained(paddedAxes(node.input(1)), rankB - 2))
       fills = {{0, rank - 1, PaddingFill::Zero}, {1, rankB - 2, PaddingFill::Zero}};
   }
@@ -156,9 +170,9 @@ BatchAxes::Result BatchAxes::followCombining(const onnx::NodeProto &node,
     return llvm::any_of(
         fills, [&](const PaddingFill &fill) { return fill.input == input && fill.axis == axis; });
   };
-  int products = op == "MatMul" ? 2 : 1;
-  for (int i = products; i < node.input_size(); ++i)
-    if (!paddedAxes(node.input(i)).empty() || holdsBatchSize(node.input(i)))
+  int firstParameter = op == "MatMul" ? 2 : 1;
+  for (int i = firstParameter; i < node.input_size(); ++i)
+    if (!paddedAxes(node.input(i)).empty() || variesOtherwise(node.input(i)))
       return "input '" + node.input(i) + "' gives a parameter that depends on the length";
   SmallVector<int64_t, 2> out;
   if (isSoftmax(op)) {
@@ -209,9 +223,16 @@ BatchAxes::Result BatchAxes::followPairs(const onnx::NodeProto &node) {
   const char *notFollowed = "reads positions paired along the length (attention's scores), "
                             "which the op is not known to keep apart";
   int64_t rank = 0;
-  for (const std::string &input : node.input())
-    if (RankedTensorType type = typeOf(input))
-      rank = std::max(rank, type.getRank());
+  for (const std::string &input : node.input()) {
+    if (input.empty())
+      continue;
+    if (variesOtherwise(input))
+      return "input '" + input + "' depends on the length otherwise than along an axis";
+    RankedTensorType type = typeOf(input);
+    if (!type)
+      return "input '" + input + "' has no known type to follow the length through";
+    rank = std::max(rank, type.getRank());
+  }
   SmallVector<int64_t, 2> out;
   if (elementwiseUnaryOps().contains(op)) {
     for (int i = 1; i < node.input_size(); ++i)
@@ -253,8 +274,12 @@ BatchAxes::Result BatchAxes::followPairs(const onnx::NodeProto &node) {
     if (permutation.empty())
       for (int64_t axis = rank - 1; axis >= 0; --axis)
         permutation.push_back(axis);
-    for (int64_t axis : paddedAxes(node.input(0)))
-      out.push_back(llvm::find(permutation, axis) - permutation.begin());
+    for (int64_t axis : paddedAxes(node.input(0))) {
+      auto found = llvm::find(permutation, axis);
+      if (found == permutation.end())
+        return std::string(notFollowed);
+      out.push_back(found - permutation.begin());
+    }
   } else if (op == "Unsqueeze" || op == "Squeeze") {
     // The kept axes keep their order around those inserted or removed.
     std::optional<SmallVector<int64_t>> listed = intsOf(node, "axes", 1);
@@ -264,14 +289,20 @@ BatchAxes::Result BatchAxes::followPairs(const onnx::NodeProto &node) {
     bool inserting = op == "Unsqueeze";
     int64_t listedRank = inserting ? result.getRank() : rank;
     SmallVector<bool> listedAxis(listedRank, false);
-    for (int64_t axis : *listed)
-      listedAxis[normalized(axis, listedRank)] = true;
+    for (int64_t axis : *listed) {
+      axis = normalized(axis, listedRank);
+      if (axis < 0 || axis >= listedRank)
+        return std::string(notFollowed);
+      listedAxis[axis] = true;
+    }
     SmallVector<int64_t> kept;
     for (int64_t axis = 0; axis < listedRank; ++axis)
       if (!listedAxis[axis])
         kept.push_back(axis);
     for (int64_t axis : paddedAxes(node.input(0))) {
       if (inserting) {
+        if (axis >= int64_t(kept.size()))
+          return std::string(notFollowed);
         out.push_back(kept[axis]);
         continue;
       }
@@ -294,9 +325,10 @@ std::optional<BatchAxes::Result> BatchAxes::upToLength(const onnx::NodeProto &no
     // torch.arange(length): the positions, imported up to the bound.
     std::optional<SmallVector<int64_t>> start = constantInts(node.input(0));
     std::optional<SmallVector<int64_t>> delta = constantInts(node.input(2));
-    if (!start || !delta || (*start)[0] != 0 || (*delta)[0] != 1)
-      return Result("counts up to the length from a start other than a constant 0, or by a "
-                    "step other than 1");
+    if (!start || !delta || start->size() != 1 || delta->size() != 1 || (*start)[0] != 0 ||
+        (*delta)[0] != 1 || !holdsBound(node.input(1), 0))
+      return Result("counts up to the length from a start other than a constant 0, by a "
+                    "step other than 1, or up to a multiple of the length");
     setPaddedAxes(node.output(0), {0});
     return Result();
   }
@@ -305,7 +337,7 @@ std::optional<BatchAxes::Result> BatchAxes::upToLength(const onnx::NodeProto &no
   SmallVector<int64_t, 2> varying = paddedAxes(node.input(0));
   if (op != "Slice" || node.input_size() < 3 || !holdsBatchSize(node.input(2)) ||
       holdsBatchSize(node.input(0)) || isPaired(node.input(0)) ||
-      (axisOf(node.input(0)) && varying.empty()))
+      (axisOf(node.input(0)) && varying.empty()) || !typeOf(node.input(0)))
     return std::nullopt;
   // Imported at the bound, the slice keeps the first `bound` positions,
   // which at each position below the length are the model's.
@@ -321,16 +353,20 @@ std::optional<BatchAxes::Result> BatchAxes::upToLength(const onnx::NodeProto &no
     along = *given;
   }
   std::optional<SmallVector<int64_t>> steps = intsOf(node, "steps", 4);
+  if (!steps && node.input_size() > 4 && !node.input(4).empty())
+    return Result("slices up to the length with steps that are not constants");
   SmallVector<int64_t> sized = *sizeEntriesOf(node.input(2));
   for (auto [entry, axis] : llvm::enumerate(along))
     if (!llvm::is_contained(sized, int64_t(entry)) &&
         llvm::is_contained(varying, normalized(axis, rank)))
-      return Result("slices the varying length by constants");
+      return Result("slices the varying length by other bounds than the length");
   for (int64_t entry : sized) {
     if (!starts || entry >= int64_t(starts->size()) || entry >= int64_t(along.size()) ||
-        (*starts)[entry] != 0 || (steps && (*steps)[entry] != 1))
-      return Result("slices up to the length from a start other than a constant 0, or with a "
-                    "step other than 1");
+        (*starts)[entry] != 0 ||
+        (steps && (entry >= int64_t(steps->size()) || (*steps)[entry] != 1)) ||
+        !holdsBound(node.input(2), entry))
+      return Result("slices up to the length from a start other than a constant 0, with a "
+                    "step other than 1, or up to a multiple of the length");
     int64_t axis = normalized(along[entry], rank);
     if (!llvm::is_contained(varying, axis))
       varying.push_back(axis);

@@ -75,7 +75,12 @@ void GraphImporter::startFollowingLength(func::FuncOp function) {
 
   lengthAxes =
       std::make_unique<BatchAxes>(opset, [&](const std::string &name) { return lookup(name); });
-  lengthAxes->followPaddedLength();
+  int64_t bound = 0;
+  for (unsigned i = 0; i < position; ++i)
+    for (const auto &[input, axis] : varyingInputs)
+      if (input == function.getArgAttrOfType<StringAttr>(i, kValueNameAttr).str())
+        bound = cast<RankedTensorType>(function.getArgument(i).getType()).getDimSize(axis);
+  lengthAxes->followPaddedLength(bound);
   for (unsigned i = 0; i < position; ++i) {
     std::string name = function.getArgAttrOfType<StringAttr>(i, kValueNameAttr).str();
     for (const auto &[input, axis] : varyingInputs)
@@ -158,7 +163,7 @@ void GraphImporter::importFollowingLength(const onnx::NodeProto &node, int index
   if (std::optional<int64_t> position = positionPicked(node))
     return importPositionAtLength(node, index, *position);
   if ((node.op_type() == "Div" || node.op_type() == "Mod") && node.input_size() == 2 &&
-      lengthAxes->layoutOf(node.input(1))) {
+      (lengthAxes->layoutOf(node.input(1)) || lengthAxes->isPaired(node.input(1)))) {
     Value divisor = lookup(node.input(1));
     if (divisor && getElementTypeOrSelf(divisor.getType()).isInteger())
       return refuse(node, label,
@@ -268,7 +273,9 @@ void GraphImporter::importFilled(const onnx::NodeProto &node, int index) {
   for (auto [i, fill] : llvm::enumerate(fills)) {
     Value input = lookup(node.input(fill.input));
     if (!input)
-      return importNode(node, index);
+      return refuse(node, onnx_import::nodeContext(node, index, opsetOf(node)),
+                    "--max-shape: input '" + node.input(fill.input) +
+                        "' has no value to fill past the length");
     std::string filled = "tessel.length.filled." + label + "." + std::to_string(i);
     values[filled] = filledPastLength(input, fill, NameLoc::get(builder.getStringAttr(filled)));
     reading.set_input(fill.input, filled);
@@ -284,8 +291,12 @@ void GraphImporter::importFilled(const onnx::NodeProto &node, int index) {
     return;
   auto type = cast<RankedTensorType>(mean.getType());
   Location loc = NameLoc::get(builder.getStringAttr("tessel.length.mean." + label));
-  auto vector = RankedTensorType::get({1}, type.getElementType());
-  Value length = CastOp::create(builder, loc, vector, lengthArgument);
+  // The scale has the mean's rank (all ones), so that it broadcasts to it.
+  auto vector =
+      RankedTensorType::get(SmallVector<int64_t>(type.getRank(), 1), type.getElementType());
+  Value length = CastOp::create(
+      builder, loc, vector,
+      ReshapeOp::create(builder, loc, vector.clone(builder.getI64Type()), lengthArgument));
   for (int64_t bound : bounds) {
     Value scale = DivOp::create(
         builder, loc, vector,

@@ -124,6 +124,8 @@ struct TensorInfo {
   std::vector<double> scales;
   std::vector<int64_t> zeroPoints;
   std::optional<int32_t> quantizationAxis;
+  /// The dimension that is the varying length (max_shapes); None when none.
+  std::optional<int32_t> varyingAxis;
   tsl_dtype runtimeDtype;
 };
 
@@ -197,11 +199,15 @@ private:
       tsl_tensor_info info;
       check(tsl_module_input_info(module, i, &info));
       inputs.push_back(toInfo(info));
+      if (int32_t axis = tsl_module_input_varying_axis(module, i); axis >= 0)
+        inputs.back().varyingAxis = axis;
     }
     for (size_t i = 0; i < tsl_module_output_count(module); ++i) {
       tsl_tensor_info info;
       check(tsl_module_output_info(module, i, &info));
       outputs.push_back(toInfo(info));
+      if (int32_t axis = tsl_module_output_varying_axis(module, i); axis >= 0)
+        outputs.back().varyingAxis = axis;
     }
   }
   static std::string joinKeys(const std::vector<nb::bytes> &keys) {
@@ -460,6 +466,9 @@ NB_MODULE(_tessel, m) {
       .def_ro("scales", &TensorInfo::scales, "Quantization scales; empty when not quantized")
       .def_ro("zero_points", &TensorInfo::zeroPoints)
       .def_ro("quantization_axis", &TensorInfo::quantizationAxis)
+      .def_ro("varying_axis", &TensorInfo::varyingAxis,
+              "The dimension that is the varying length (max_shapes); None when it does "
+              "not vary. Another None dimension is the batch (dynamic_batch)")
       .def("__repr__", [](const TensorInfo &info) {
         return "TensorInfo('" + info.name + "', " + numpyName(info.runtimeDtype) + ", " +
                formatShape(info.shape) + ")";
@@ -474,8 +483,9 @@ NB_MODULE(_tessel, m) {
       .def_prop_ro("outputs", &Module::outputInfos)
       .def_prop_ro("max_length", &Module::maxLength,
                    "The bound of the varying length (compiled with max_shapes): the None "
-                   "dimensions take any size up to it, the same in every such tensor; 0 when "
-                   "no dimension varies")
+                   "dimensions but the batch's (dimension 0 of a model compiled with "
+                   "dynamic_batch too) take any size up to it, the same in every such tensor; "
+                   "0 when no dimension varies")
       .def_prop_ro("provenance", &Module::provenance)
       .def_prop_ro("memory", &Module::memory)
       .def(

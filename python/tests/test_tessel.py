@@ -178,6 +178,8 @@ def test_max_shapes_runs_any_sequence_length_up_to_the_bound():
     module = tessel.load(tessel.compile(model, max_shapes={"x": "10x2x3"}, progress=False))
     assert module.max_length == 10
     assert module.inputs[0].shape == (None, 2, 3) and module.outputs[0].shape == (None, 1, 2, 5)
+    assert module.inputs[0].varying_axis == 0 and module.outputs[0].varying_axis == 0
+    assert module.outputs[1].varying_axis is None
     reference = onnxruntime.InferenceSession(model.SerializeToString(),
                                              providers=["CPUExecutionProvider"])
     session = module.session(threads=1)

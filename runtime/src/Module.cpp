@@ -337,6 +337,12 @@ int32_t tsl_module_input_varying_axis(const tsl_module *module, size_t index) {
   return module->inputVarying[index];
 }
 
+int32_t tsl_module_output_varying_axis(const tsl_module *module, size_t index) {
+  if (!module || index >= module->outputVarying.size())
+    return -1;
+  return module->outputVarying[index];
+}
+
 size_t tsl_module_output_count(const tsl_module *module) {
   return module ? module->outputs.size() : 0;
 }

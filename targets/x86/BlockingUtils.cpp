@@ -32,7 +32,10 @@ bool isPlainSlice(tensor::ExtractSliceOp slice) {
 std::optional<unsigned> epilogueInput(linalg::GenericOp op, Value value) {
   // The result may change the element type (an INT8 accumulator's
   // requantization), not the shape.
+  // Nor would a vector of sub-byte results (a comparison's booleans) be
+  // stored a byte each.
   if (op.getNumDpsInits() != 1 || op->getNumResults() != 1 ||
+      getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() < 8 ||
       op.getNumParallelLoops() != op.getNumLoops() ||
       cast<ShapedType>(op->getResult(0).getType()).getShape() !=
           cast<ShapedType>(value.getType()).getShape() ||
@@ -58,9 +61,9 @@ std::optional<unsigned> epilogueInput(linalg::GenericOp op, Value value) {
     Type element = getElementTypeOrSelf(operand->get().getType());
     if (!element.isIntOrFloat())
       return std::nullopt;
-    // Booleans are a byte each in memory, but LLVM loads a vector of them
-    // as packed bits: a condition varying along the last axis would be
-    // misread.
+    // Booleans and 4- and 2-bit types are a byte each in memory, but LLVM
+    // loads a vector of them as packed bits: a condition varying along the
+    // last axis would be misread.
     if (element.getIntOrFloatBitWidth() < 8 && map.isFunctionOfDim(last))
       return std::nullopt;
   }

@@ -12,7 +12,8 @@ attention's products) read the padding filled. An empty
 sequence gives an empty Y and zero final states. Then what must be
 refused: at compile time, nodes that let positions along the length meet
 where no filled padding undoes it (a CumSum over it, attention's scores as
-an output or into a TopK, positions picked by a list), a position no
+an output or into a TopK, positions counted up to twice the length or
+picked by a list), a position no
 length up to the bound has, an integer division by the (zero) padding; at
 run time, a length past the bound, a position past the length (y[3] at
 length 3) and two inputs of different lengths.
@@ -183,6 +184,13 @@ def refused(seed, case):
         keys = b.node("Transpose", [steps], ["keys"], perm=[1, 0])
         scores = b.node("MatMul", [steps, keys], ["scores"])
         out = b.node("TopK", [scores, b.ints("k", [1])], ["out", "indices"], axis=-1)
+    elif case == "Range up to twice the length":
+        shape = b.node("Shape", ["x"], ["shape"])
+        size = b.node("Gather", [shape, b.ints("length_entry", 0)], ["size"])
+        limit = b.node("Mul", [size, b.ints("two", 2)], ["limit"])
+        positions = b.node("Range", [b.ints("zero", 0), limit, b.ints("one", 1)], ["positions"])
+        out = b.node("Cast", [positions], ["out"], to=TensorProto.FLOAT)
+        return b.model("refused", [out, y]), ["x"], 8, []
     elif case == "Gather of a list of positions":
         out = b.node("Gather", [y, b.ints("first_and_last", [0, -1])], ["out"], axis=0)
     elif case == "Gather of position 9 below bound 8":
@@ -259,6 +267,7 @@ def main():
                     f"{'; '.join(errors) if errors else 'match onnxruntime'}")
 
     cases = ["CumSum along the length", "attention scores as an output", "TopK over the keys",
+             "Range up to twice the length",
              "Gather of a list of positions", "Gather of position 9 below bound 8",
              "integer Div by a varying input"]
     for seed, case in enumerate(cases):

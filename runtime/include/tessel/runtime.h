@@ -168,9 +168,10 @@ TSL_API size_t tsl_module_input_count(const tsl_module *module);
  * (outputs take the inputs' size). 0 for other models, whose -1
  * dimensions are the batch. */
 TSL_API int64_t tsl_module_max_length(const tsl_module *module);
-/* The dimension of input `index` that is the varying length, or -1 when
- * the input does not vary (or there is no such input). */
+/* The dimension of input (output) `index` that is the varying length, or
+ * -1 when it does not vary (or there is no such tensor). */
 TSL_API int32_t tsl_module_input_varying_axis(const tsl_module *module, size_t index);
+TSL_API int32_t tsl_module_output_varying_axis(const tsl_module *module, size_t index);
 TSL_API size_t tsl_module_output_count(const tsl_module *module);
 TSL_API tsl_status tsl_module_input_info(const tsl_module *module, size_t index,
                                          tsl_tensor_info *out_info);

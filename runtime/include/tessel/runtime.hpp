@@ -239,6 +239,9 @@ public:
   int32_t inputVaryingAxis(size_t index) const {
     return tsl_module_input_varying_axis(get(), index);
   }
+  int32_t outputVaryingAxis(size_t index) const {
+    return tsl_module_output_varying_axis(get(), index);
+  }
   TensorInfo input(size_t index) const {
     tsl_tensor_info info;
     detail::check(tsl_module_input_info(get(), index, &info));

@@ -414,6 +414,8 @@ TEST(BatchedVaryingModelTest, SignatureReportsTheBatchAndTheLength) {
   EXPECT_EQ(tsl_module_input_varying_axis(module.get(), 0), 1);
   EXPECT_EQ(tsl_module_input_varying_axis(module.get(), 1), -1);
   EXPECT_EQ(tsl_module_input_varying_axis(module.get(), 2), -1);
+  EXPECT_EQ(tsl_module_output_varying_axis(module.get(), 0), 1);
+  EXPECT_EQ(tsl_module_output_varying_axis(module.get(), 1), -1);
 }
 
 TEST(BatchedVaryingModelTest, EachSampleIsPaddedAndTrimmed) {
