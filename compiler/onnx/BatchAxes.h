@@ -151,6 +151,11 @@ private:
   /// The axes along which `name` varies with the padded length: none, one,
   /// or a pair's two; none for a length merged with other dimensions.
   llvm::SmallVector<int64_t, 2> paddedAxes(const std::string &name) const;
+  /// The axes a Reduce* node reduces, counted from the front: every axis
+  /// when it names none (none with noop_with_empty_axes); nullopt when they
+  /// are not constants.
+  std::optional<llvm::SmallVector<int64_t>> reducedAxes(const onnx::NodeProto &node,
+                                                        int64_t rank) const;
   /// Whether `name` depends on the length in a way paddedAxes does not
   /// describe: merged with other dimensions, or holding its size.
   bool variesOtherwise(const std::string &name) const;

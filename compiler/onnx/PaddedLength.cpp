@@ -56,6 +56,23 @@ SmallVector<int64_t, 2> BatchAxes::paddedAxes(const std::string &name) const {
   return {};
 }
 
+std::optional<SmallVector<int64_t>> BatchAxes::reducedAxes(const onnx::NodeProto &node,
+                                                           int64_t rank) const {
+  std::optional<SmallVector<int64_t>> given = intsOf(node, "axes", 1);
+  bool namesAxes = findAttribute(node, "axes") || (node.input_size() > 1 && !node.input(1).empty());
+  if (namesAxes && !given)
+    return std::nullopt;
+  SmallVector<int64_t> over;
+  if (given && !given->empty()) {
+    for (int64_t axis : *given)
+      over.push_back(normalized(axis, rank));
+  } else if (!intAttribute(node, "noop_with_empty_axes", 0)) {
+    for (int64_t axis = 0; axis < rank; ++axis)
+      over.push_back(axis);
+  }
+  return over;
+}
+
 bool BatchAxes::variesOtherwise(const std::string &name) const {
   return holdsBatchSize(name) || (axisOf(name) && paddedAxes(name).empty());
 }
@@ -109,16 +126,11 @@ SmallVector<PaddingFill, 2> BatchAxes::combinedPadding(const onnx::NodeProto &no
     // Integers lack infinities, and their mean would round twice.
     if ((*fill != PaddingFill::Zero || op == "ReduceMean") && !floats)
       return fills;
-    std::optional<SmallVector<int64_t>> over = intsOf(node, "axes", 1);
-    bool namesAxes =
-        findAttribute(node, "axes") || (node.input_size() > 1 && !node.input(1).empty());
-    if (namesAxes && !over)
-      return fills;
-    bool all = !over || over->empty();
-    if (all && intAttribute(node, "noop_with_empty_axes", 0))
+    std::optional<SmallVector<int64_t>> over = reducedAxes(node, rank);
+    if (!over)
       return fills;
     for (int64_t along : varying)
-      if (all || llvm::any_of(*over, [&](int64_t axis) { return normalized(axis, rank) == along; }))
+      if (llvm::is_contained(*over, along))
         fills.push_back({0, along, *fill});
   } else if (op == "MatMul" && node.input_size() == 2 && typeOf(node.input(1))) {
     // Contracting the length: both operands must vary along it, or the
@@ -202,9 +214,7 @@ BatchAxes::Result BatchAxes::followCombining(const onnx::NodeProto &node,
       }
   } else {
     // A reduction: the axes it keeps move down past those it drops.
-    SmallVector<int64_t> over = intsOf(node, "axes", 1).value_or(SmallVector<int64_t>{});
-    for (int64_t &axis : over)
-      axis = normalized(axis, rank);
+    SmallVector<int64_t> over = *reducedAxes(node, rank);
     bool keep = intAttribute(node, "keepdims", 1) != 0;
     for (int64_t axis : varying)
       if (!filled(0, axis))

@@ -60,13 +60,17 @@ ArtifactSpec addModel() {
   return spec;
 }
 
-ArtifactSpec varyingAddModel() {
-  ArtifactSpec spec = addModel();
-  spec.inputs[0].varyingAxis = 0;
-  spec.outputs[0].varyingAxis = 0;
+void varyAlong(ArtifactSpec &spec, int32_t axis) {
+  spec.inputs[0].varyingAxis = axis;
+  spec.outputs[0].varyingAxis = axis;
   TensorSpec length{"tessel.length", sc::DType_i64, {1}};
   length.holdsLength = true;
   spec.inputs.push_back(length);
+}
+
+ArtifactSpec varyingAddModel() {
+  ArtifactSpec spec = addModel();
+  varyAlong(spec, 0);
   return spec;
 }
 

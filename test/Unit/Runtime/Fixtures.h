@@ -30,6 +30,9 @@ ExecutableSpec kernelExecutable(std::vector<EntrySpec> entries);
 /// z = x + y: one dispatch of add_f32_entry, 4 workgroups, straight from the
 /// inputs into the output.
 ArtifactSpec addModel();
+/// Makes x and z of an add model vary along `axis` (--max-shape), adding
+/// the last input that holds the length.
+void varyAlong(ArtifactSpec &spec, int32_t axis);
 /// The add model compiled with --max-shape: x and z vary along dimension 0
 /// up to kElements, y does not, and a last input holds the length.
 ArtifactSpec varyingAddModel();

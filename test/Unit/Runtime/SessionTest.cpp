@@ -395,11 +395,7 @@ TEST(VaryingModelTest, OutputOfAnotherLengthIsRefused) {
 /// kElements (--dynamic-batch with --max-shape).
 ArtifactSpec batchedVaryingAddModel() {
   ArtifactSpec spec = batchedAddModel();
-  spec.inputs[0].varyingAxis = 1;
-  spec.outputs[0].varyingAxis = 1;
-  TensorSpec length{"tessel.length", schema::DType_i64, {1}};
-  length.holdsLength = true;
-  spec.inputs.push_back(length);
+  varyAlong(spec, 1);
   return spec;
 }
 
