@@ -188,4 +188,22 @@ def ConvertTesselToLinalgPass : Pass<"convert-tessel-to-linalg", "mlir::ModuleOp
   ];
 }
 
+def TesselLengthAxesPass : Pass<"tessel-length-axes", "mlir::ModuleOp"> {
+  let summary = "Mark the positions past the varying length that nothing reads";
+  let description = [{
+    For a model compiled with --max-shape (@main's arguments carry
+    `tessel.varying`, one of them `tessel.length`): walks @main back from
+    its results, which the runtime trims to the length, into each kernel it
+    calls once, and finds the positions past the length that nothing reads.
+    Ops that keep positions apart (a linalg loop that is parallel and
+    indexes the same axis of its results, reshapes, slices that keep an
+    axis whole) pass that on to their operands; a `tessel.where` with
+    `fills_past_length` reads its value only below the length; any other
+    reader reads everything. A kernel whose result's positions past the
+    length along an axis are never read gets `tessel.length_axis` on that
+    result, and so does each linalg op in it (the outermost such axis of
+    its result): a target may leave those positions uncomputed.
+  }];
+}
+
 #endif // TESSEL_PASSES

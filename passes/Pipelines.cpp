@@ -42,6 +42,7 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
 void buildLinalgPipeline(OpPassManager &pm) {
   pm.addPass(createConvertTesselToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createTesselLengthAxesPass());
 }
 
 void registerPipelines() {

@@ -63,6 +63,13 @@ struct KernelEntry {
   std::string symbol;        // the entry's symbol in the executable
   int64_t workgroupCount = 1; // independent tiles the runtime may spread
   int64_t scratchBytes = 0;   // per-thread scratch the entry needs
+  /// When the workgroups run in rows along the varying length (--max-shape):
+  /// the positions each row computes and the workgroups of a row.
+  struct LengthRows {
+    int64_t positions = 0;
+    int64_t workgroups = 0;
+  };
+  std::optional<LengthRows> lengthRows;
   /// The byte size of each buffer passed, in kernel argument order: what
   /// the entry was compiled for and checks each call against.
   std::vector<uint64_t> bindingBytes;

@@ -3,6 +3,8 @@
 #ifndef TESSEL_COMPILER_ONNX_ONNXIMPORTER_H
 #define TESSEL_COMPILER_ONNX_ONNXIMPORTER_H
 
+#include "passes/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
@@ -87,11 +89,6 @@ inline constexpr llvm::StringLiteral kValueNameAttr = "tessel.name";
 /// On @main's arguments and results whose dimension 0 is the batch
 /// (--dynamic-batch).
 inline constexpr llvm::StringLiteral kBatchedAttr = "tessel.batched";
-/// On @main's arguments and results whose size along one dimension is the
-/// varying length (--max-shape): that dimension's index.
-inline constexpr llvm::StringLiteral kVaryingAttr = "tessel.varying";
-/// On @main's last argument, a tensor<1xi64> holding the varying length.
-inline constexpr llvm::StringLiteral kLengthAttr = "tessel.length";
 /// On @main when a graph output is a sequence or an optional: per graph
 /// output, a dictionary of its `name`, `kind` ("tensor", "sequence",
 /// "optional" or "optional_sequence"), whether it is `present` (an

@@ -260,7 +260,9 @@ Value GraphImporter::filledPastLength(Value value, const PaddingFill &fill, Loca
   else
     filler = builder.getIntegerAttr(type.getElementType(), 0);
   Value padding = ConstantOp::create(builder, loc, DenseElementsAttr::get(scalar, filler));
-  return WhereOp::create(builder, loc, type, inside, value, padding);
+  auto filled = WhereOp::create(builder, loc, type, inside, value, padding);
+  filled.setFillsPastLength(true);
+  return filled;
 }
 
 void GraphImporter::importFilled(const onnx::NodeProto &node, int index) {

@@ -267,9 +267,15 @@ def Tessel_WhereOp : Tessel_Op<"where", [InferTypeOpAdaptor,
     %0 = tessel.where %c, %a, %b
         : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
     ```
+
+    With `fills_past_length`, the op is the importer's fill of a value padded
+    to the bound of the varying length (--max-shape): the condition holds
+    exactly at the positions below the length along its one axis longer
+    than 1, so `on_true` is never read past the length along that axis.
+    Targets may then leave those positions of `on_true` uncomputed.
   }];
   let arguments = (ins RankedTensorOf<[I1]>:$condition, Tessel_Tensor:$on_true,
-                       Tessel_Tensor:$on_false);
+                       Tessel_Tensor:$on_false, UnitAttr:$fills_past_length);
   let results = (outs Tessel_Tensor:$result);
   let assemblyFormat = [{
     $condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)

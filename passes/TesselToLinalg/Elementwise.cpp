@@ -1,6 +1,7 @@
 //===- Elementwise.cpp - Elementwise tessel ops to linalg.generic ---------===//
 
 #include "dialects/tessel/TesselDialect.h"
+#include "passes/Passes.h"
 #include "passes/TesselToLinalg/LoweringUtils.h"
 #include "passes/TesselToLinalg/Minifloat.h"
 #include "passes/TesselToLinalg/TesselToLinalg.h"
@@ -275,6 +276,8 @@ struct WhereLowering : OpConversionPattern<WhereOp> {
           return arith::SelectOp::create(b, loc, args[0], args[1], args[2])
               .getResult();
         });
+    if (op.getFillsPastLength())
+      result.getDefiningOp()->setAttr(kFillsPastLengthAttr, rewriter.getUnitAttr());
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -54,9 +54,24 @@ tsl_status checkCpuFeatures(const schema::Executable &executable,
 struct CpuEntry {
   tsl_cpu_kernel_entry function;
   int64_t workgroupCount;
+  /// Rows along the varying length (KernelEntry.length_row_positions):
+  /// positions and workgroups per row; 0 when the entry has none.
+  int64_t rowPositions;
+  int64_t rowWorkgroups;
   /// For messages; points into the module's bytes.
   const char *symbol;
 };
+
+/// The workgroups of `kernel` that compute positions below `length`: the
+/// rows that start below it, or all of them.
+int64_t workgroupsBelow(const CpuEntry &kernel, int64_t length) {
+  if (length < 0 || kernel.rowPositions == 0)
+    return kernel.workgroupCount;
+  // The verifier checked that rows of rowWorkgroups split the count.
+  int64_t rows = length / kernel.rowPositions + (length % kernel.rowPositions != 0);
+  int64_t allRows = kernel.workgroupCount / kernel.rowWorkgroups;
+  return rows >= allRows ? kernel.workgroupCount : rows * kernel.rowWorkgroups;
+}
 
 class CpuExecutable final : public Executable {
 public:
@@ -79,11 +94,13 @@ public:
       : scratch(std::move(scratch)), scratchBytes(scratchBytes), pool(workerCount) {}
 
   tsl_status dispatch(const Executable &executable, uint32_t entry, const Bindings &bindings,
-                      uint32_t step) override {
+                      int64_t length, uint32_t step) override {
     const CpuEntry &kernel =
         static_cast<const CpuExecutable &>(executable).entry(entry);
     NearestRounding rounding; // the pool's workers keep it from their start
-    int64_t count = kernel.workgroupCount;
+    int64_t count = workgroupsBelow(kernel, length);
+    if (count == 0)
+      return nullptr;
     auto run = [&](int64_t begin, int64_t end, unsigned thread) {
       tsl_cpu_kernel_call call{bindings.pointers, bindings.sizes, bindings.count, begin, end,
                                scratch[thread].get(), scratchBytes};
@@ -170,7 +187,9 @@ public:
                          "%s entry %zu: the shared object has no symbol '%s'",
                          what.c_str(), entries.size(), symbol);
       entries.push_back({reinterpret_cast<tsl_cpu_kernel_entry>(address),
-                         static_cast<int64_t>(entry->workgroup_count()), symbol});
+                         static_cast<int64_t>(entry->workgroup_count()),
+                         static_cast<int64_t>(entry->length_row_positions()),
+                         static_cast<int64_t>(entry->length_row_workgroups()), symbol});
     }
     loaded =
         std::make_unique<CpuExecutable>(std::move(object), std::move(entries));

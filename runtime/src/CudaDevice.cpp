@@ -66,7 +66,7 @@ public:
   ~CudaStream() override;
 
   tsl_status dispatch(const Executable &executable, uint32_t entry, const Bindings &bindings,
-                      uint32_t step) override;
+                      int64_t length, uint32_t step) override;
   tsl_status synchronize() override;
 
 private:
@@ -253,7 +253,7 @@ CudaStream::~CudaStream() {
 }
 
 tsl_status CudaStream::dispatch(const Executable &executable, uint32_t entry,
-                                const Bindings &bindings, uint32_t step) {
+                                const Bindings &bindings, int64_t /*length*/, uint32_t step) {
   const CudaEntry &kernel = static_cast<const CudaExecutable &>(executable).entry(entry);
   TSL_RETURN_IF_ERROR(device.enter());
   for (const CudaLaunchPlan &launch : kernel.launches) {

@@ -80,9 +80,12 @@ class Stream {
 public:
   virtual ~Stream();
   /// Runs entry `entry` of `executable` (loaded by this stream's device)
-  /// with `bindings`; `step` (the schedule step) names it in errors.
+  /// with `bindings`; `step` (the schedule step) names it in errors. A
+  /// device may leave out the entry's work past the run's varying `length`
+  /// (--max-shape; -1 for a model without one) that the artifact marks as
+  /// never read (KernelEntry.length_row_positions).
   virtual tsl_status dispatch(const Executable &executable, uint32_t entry,
-                              const Bindings &bindings, uint32_t step) = 0;
+                              const Bindings &bindings, int64_t length, uint32_t step) = 0;
   /// Returns once every dispatch enqueued so far has finished.
   virtual tsl_status synchronize() = 0;
   /// Adds what a simulated device counted for the last dispatch to

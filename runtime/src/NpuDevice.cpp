@@ -45,7 +45,7 @@ public:
   explicit NpuStream(bool keepSpans) : keepSpans(keepSpans) {}
 
   tsl_status dispatch(const Executable &executable, uint32_t entry, const Bindings &bindings,
-                      uint32_t step) override {
+                      int64_t /*length*/, uint32_t step) override {
     const auto &npuExecutable = static_cast<const NpuExecutable &>(executable);
     const NpuEntry &kernel = npuExecutable.entries[entry];
     // One machine per configuration the stream meets (an artifact has one).

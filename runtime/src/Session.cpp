@@ -120,6 +120,9 @@ struct tsl_session_t {
   /// The sample the schedule computes, for messages; -1 for a model
   /// without batched tensors.
   int64_t sample = -1;
+  /// The varying length of the current run (--max-shape); -1 for a model
+  /// without one.
+  int64_t length = -1;
   std::atomic<bool> running{false};
 };
 
@@ -617,7 +620,8 @@ tsl_status executeStep(tsl_session &session, const StepPlan &step, Stream *&curr
   current = stream;
   if (step.executable) {
     Bindings bindings{slots, session.slotSizes.data() + step.firstSlot, step.slotCount};
-    TSL_RETURN_IF_ERROR(stream->dispatch(*step.executable, step.entry, bindings, step.index));
+    TSL_RETURN_IF_ERROR(
+        stream->dispatch(*step.executable, step.entry, bindings, session.length, step.index));
     if (step.npuRecord >= 0) {
       size_t record = size_t(step.npuRecord);
       tsl_npu_step_statistics &statistics = session.npuStatistics[record];
@@ -679,6 +683,7 @@ tsl_status runSample(tsl_session &session, tsl_tensor *const *inputs,
     TSL_RETURN_IF_ERROR(bindRegion(session, i, region, true));
   }
   // The hidden last input: the varying length.
+  session.length = module.lengthBound > 0 ? length : -1;
   if (module.artifactInputCount > inputCount) {
     if (!session.lengthValue &&
         !(session.lengthValue = allocateAligned(sizeof(int64_t), kBufferAlignment, true)))

@@ -488,6 +488,17 @@ private:
                        " ('%s'): scratch_bytes %" PRIu64
                        " exceeds the 1 GiB limit",
                        index, e, symbol.c_str(), entry.scratch_bytes());
+      // Rows along the length split the workgroups (a CPU dispatch counts
+      // the rows below a run's length in int64_t).
+      uint64_t rowPositions = entry.length_row_positions(),
+               rowWorkgroups = entry.length_row_workgroups();
+      if ((rowPositions == 0) != (rowWorkgroups == 0) ||
+          (rowWorkgroups != 0 && (entry.workgroup_count() % rowWorkgroups != 0 ||
+                                  rowPositions > static_cast<uint64_t>(INT64_MAX))))
+        return invalid(
+            "artifact executable %" PRIu32 " entry %" PRIu32 " ('%s'): length rows of %" PRIu64
+            " positions and %" PRIu64 " workgroups do not split its %" PRIu64 " workgroups",
+            index, e, symbol.c_str(), rowPositions, rowWorkgroups, entry.workgroup_count());
       const fb::Vector<uint64_t> *sizes = entry.binding_sizes();
       uint32_t sizeCount = sizes ? sizes->size() : 0;
       if (sizeCount != entry.binding_count())

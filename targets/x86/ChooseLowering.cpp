@@ -1,5 +1,6 @@
 //===- ChooseLowering.cpp - Register blocks chosen once per op ------------===//
 
+#include "passes/Passes.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ContractionBlocking.h"
@@ -47,18 +48,23 @@ std::optional<LoweringConfig> chooseForContraction(linalg::LinalgOp op,
   if (loops.dot)
     dot = context.dotProductFor(*op.getDpsInputOperand(1));
   SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  AffineMap resultMap = op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0)));
+  // Rows along the length axis go to workgroups lengthTile() at a time.
+  int64_t rows = extents[loops.m];
+  if (auto axis = op->getAttrOfType<IntegerAttr>(kLengthAxisAttr);
+      axis && resultMap.getDimPosition(axis.getInt()) == loops.m)
+    rows = lengthTile(rows);
   std::optional<ContractionBlock> block;
   if (context.amx && contractionFitsAmxTiles(op, loops)) {
     dot = DotProductKind::Amx;
     block = chooseAmxContractionBlock(op, loops);
   } else {
-    block = chooseContractionBlock(extents[loops.m], extents[loops.n], context.width, dot);
+    block = chooseContractionBlock(rows, extents[loops.n], context.width, dot);
   }
   if (!block)
     return std::nullopt;
   LoweringConfig config;
   config.dotProduct = dot;
-  AffineMap resultMap = op.getIndexingMapMatchingResult(cast<OpResult>(op->getResult(0)));
   for (AffineExpr result : resultMap.getResults()) {
     unsigned loop = cast<AffineDimExpr>(result).getPosition();
     config.registerBlock.push_back(loop == loops.n   ? block->columns

@@ -88,7 +88,8 @@ LogicalResult emitEntry(LLVM::LLVMFuncOp kernel, OpBuilder &builder) {
   auto entryType = LLVM::LLVMFunctionType::get(b.i32Type, {b.ptrType});
   auto entry =
       LLVM::LLVMFuncOp::create(builder, loc, (kernel.getName() + kEntrySuffix).str(), entryType);
-  for (StringRef name : {kWorkgroupCountAttr, kScratchBytesAttr})
+  for (StringRef name :
+       {kWorkgroupCountAttr, kScratchBytesAttr, kLengthRowPositionsAttr, kLengthRowWorkgroupsAttr})
     if (Attribute value = kernel->getAttr(name))
       entry->setAttr(name, value);
   entry->setAttr(kBindingBytesAttr, bindingBytes);

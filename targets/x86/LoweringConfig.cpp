@@ -114,4 +114,12 @@ LogicalResult verifyLoweringConfig(linalg::LinalgOp op, int64_t width) {
   return success();
 }
 
+int64_t lengthTile(int64_t bound) {
+  constexpr int64_t kLeastTile = 8, kTilesAtBound = 8;
+  for (int64_t tile = std::max(kLeastTile, bound / kTilesAtBound); tile < bound; ++tile)
+    if (bound % tile == 0)
+      return tile;
+  return bound;
+}
+
 } // namespace tessel::x86

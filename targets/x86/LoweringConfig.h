@@ -55,6 +55,13 @@ void setLoweringConfig(mlir::Operation *op, const LoweringConfig &config);
 /// `op` otherwise.
 mlir::LogicalResult verifyLoweringConfig(mlir::linalg::LinalgOp op, int64_t width);
 
+/// The positions that one workgroup computes along a kernel's length axis
+/// (tessel.length_axis), whose bound is `bound`: about an eighth of it and
+/// at least 8, dividing it, so that a run at a short length skips most
+/// workgroups while each still holds whole register blocks of rows (which
+/// are chosen for this many rows).
+int64_t lengthTile(int64_t bound);
+
 } // namespace tessel::x86
 
 #endif // TESSEL_TARGETS_X86_LOWERINGCONFIG_H

@@ -18,6 +18,16 @@ namespace tessel::x86 {
 /// Attributes the passes leave on kernel functions for the target to read.
 inline constexpr llvm::StringLiteral kWorkgroupCountAttr = "tessel.workgroup_count";
 inline constexpr llvm::StringLiteral kScratchBytesAttr = "tessel.scratch_bytes";
+/// On a kernel whose workgroups run in rows along its result's length axis
+/// (tessel.length_axis): the positions of the varying length that each row
+/// computes, and the workgroups of a row (workgroup w is in row
+/// w / row_workgroups). A run at a shorter length may run only the rows
+/// that reach below it.
+inline constexpr llvm::StringLiteral kLengthRowPositionsAttr = "tessel.length_row_positions";
+inline constexpr llvm::StringLiteral kLengthRowWorkgroupsAttr = "tessel.length_row_workgroups";
+/// On a workgroup forall of tessel-x86-tile-and-fuse: its loop along the
+/// kernel's length axis.
+inline constexpr llvm::StringLiteral kLengthLoopAttr = "tessel.length_loop";
 /// The byte size of each binding, in argument order (DenseI64ArrayAttr);
 /// on an exported entry, it also marks it as one.
 inline constexpr llvm::StringLiteral kBindingBytesAttr = "tessel.binding_bytes";

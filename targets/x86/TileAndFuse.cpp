@@ -1,5 +1,6 @@
 //===- TileAndFuse.cpp - Workgroup tiling with producer fusion ------------===//
 
+#include "passes/Passes.h"
 #include "targets/x86/BlockingUtils.h"
 #include "targets/x86/ChannelsLastBlocking.h"
 #include "targets/x86/ConcatenationTiles.h"
@@ -218,6 +219,57 @@ TileConstraints constraintsFor(func::FuncOp function, TilingInterface root) {
   return constraints;
 }
 
+/// The root loop along the kernel's length axis (tessel.length_axis on its
+/// result), when the root is a linalg op whose result reaches the kernel's
+/// through reshapes: they keep the elements' order, so the axis is the one
+/// as long as the bound with as many elements after it.
+std::optional<unsigned> lengthLoop(func::FuncOp function, TilingInterface root) {
+  auto axis = function.getResultAttrOfType<IntegerAttr>(0, kLengthAxisAttr);
+  auto rootOp = dyn_cast<linalg::LinalgOp>(root.getOperation());
+  if (!axis || !rootOp || rootOp->getNumResults() != 1)
+    return std::nullopt;
+  auto kernelType = cast<RankedTensorType>(function.getResultTypes()[0]);
+  auto rootType = cast<RankedTensorType>(rootOp->getResult(0).getType());
+  if (!kernelType.hasStaticShape() || !rootType.hasStaticShape() ||
+      axis.getInt() >= kernelType.getRank())
+    return std::nullopt;
+  int64_t bound = kernelType.getDimSize(axis.getInt());
+  int64_t inner = elementsAfter(kernelType, axis.getInt());
+  AffineMap map = rootOp.getIndexingMapMatchingResult(cast<OpResult>(rootOp->getResult(0)));
+  for (int64_t rootAxis = 0; rootAxis < rootType.getRank(); ++rootAxis) {
+    if (rootType.getDimSize(rootAxis) != bound || elementsAfter(rootType, rootAxis) != inner)
+      continue;
+    auto dim = dyn_cast<AffineDimExpr>(map.getResult(rootAxis));
+    if (!dim || rootOp.getIteratorTypesArray()[dim.getPosition()] != utils::IteratorType::parallel)
+      return std::nullopt;
+    return dim.getPosition();
+  }
+  return std::nullopt;
+}
+
+/// Splits `loop`, along the kernel's length axis, first and into tiles of
+/// about lengthTile() positions, so that a run at a shorter length skips
+/// the workgroups past it; false if no such tile fits the constraints.
+/// Tiles hold whole register blocks where blocks divide the extent; where
+/// they do not, each tile ends in a shorter block of its own, as all of
+/// them do when the extent is one tile.
+bool splitLengthFirst(unsigned loop, int64_t extent, TileConstraints &constraints) {
+  bool wholeBlocks = constraints.granules[loop] < extent;
+  int64_t granule = wholeBlocks ? constraints.granules[loop] : 1;
+  int64_t least = std::max(lengthTile(extent), wholeBlocks ? constraints.minTiles[loop] : 1);
+  int64_t most = constraints.maxTiles[loop] ? constraints.maxTiles[loop] : extent;
+  for (int64_t tile = llvm::alignTo(least, granule); tile < extent && tile <= most;
+       tile += granule) {
+    if (extent % tile != 0)
+      continue;
+    constraints.granules[loop] = granule;
+    constraints.minTiles[loop] = constraints.maxTiles[loop] = tile;
+    constraints.first = loop;
+    return true;
+  }
+  return false;
+}
+
 /// Splits the parallel loops, outermost first (or `constraints.first`
 /// first), so that the kernel has about `work / minWork` workgroups (at most
 /// `maxWorkgroups`). Tile sizes divide the loop extents, so every workgroup
@@ -296,9 +348,17 @@ struct TesselX86TileAndFusePass
       tileConcatenation(rewriter, function, maxWorkgroups, minWorkPerWorkgroup);
       return;
     }
-    SmallVector<int64_t> tiles =
-        chooseWorkgroupTiles(root, kernelWork(function), maxWorkgroups, minWorkPerWorkgroup,
-                             constraintsFor(function, root));
+    TileConstraints constraints = constraintsFor(function, root);
+    std::optional<unsigned> length = lengthLoop(function, root);
+    if (length) {
+      OpBuilder builder(root);
+      std::optional<int64_t> extent =
+          getConstantIntValue(root.getIterationDomain(builder)[*length].size);
+      if (!extent || !splitLengthFirst(*length, *extent, constraints))
+        length.reset();
+    }
+    SmallVector<int64_t> tiles = chooseWorkgroupTiles(root, kernelWork(function), maxWorkgroups,
+                                                      minWorkPerWorkgroup, constraints);
     if (llvm::all_of(tiles, [](int64_t t) { return t == 0; }))
       return;
 
@@ -331,6 +391,12 @@ struct TesselX86TileAndFusePass
     }
     for (OpResult value : root->getResults())
       rewriter.replaceAllUsesWith(value, result->replacements.lookup(value));
+    // The forall's loops are the split ones, in order.
+    if (length && tiles[*length] != 0 && result->loops.size() == 1) {
+      int64_t position = llvm::count_if(ArrayRef(tiles).take_front(*length),
+                                        [](int64_t tile) { return tile != 0; });
+      result->loops.front()->setAttr(kLengthLoopAttr, rewriter.getI64IntegerAttr(position));
+    }
   }
 };
 

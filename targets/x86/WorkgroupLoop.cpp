@@ -53,6 +53,19 @@ std::optional<SmallVector<int64_t>> tripCounts(scf::ForallOp forall) {
   return counts;
 }
 
+/// The forall's loop along the kernel's length axis (kLengthLoopAttr), if
+/// it starts at 0: its workgroups' positions are its index times its step.
+std::optional<unsigned> lengthLoop(scf::ForallOp forall) {
+  auto attr = forall->getAttrOfType<IntegerAttr>(kLengthLoopAttr);
+  if (!attr || attr.getInt() < 0 || attr.getInt() >= forall.getRank())
+    return std::nullopt;
+  unsigned loop = attr.getInt();
+  std::optional<int64_t> lower = getConstantIntValue(forall.getMixedLowerBound()[loop]);
+  if (!lower || *lower != 0)
+    return std::nullopt;
+  return loop;
+}
+
 /// The byte size of each of `function`'s buffer arguments, which the entry
 /// checks its call against; nullopt (after an error) for one that is not a
 /// statically shaped memref with the identity layout.
@@ -109,15 +122,33 @@ struct TesselX86WorkgroupLoopPass
     if (forall && counts) {
       for (int64_t count : *counts)
         workgroups *= count;
+      // The loop along the length axis outermost: the workgroups past a
+      // length are then the last ones, which a run may leave out.
+      SmallVector<unsigned> order = llvm::to_vector(llvm::seq<unsigned>(0, counts->size()));
+      std::optional<unsigned> length = lengthLoop(forall);
+      if (length) {
+        order.erase(order.begin() + *length);
+        order.insert(order.begin(), *length);
+        function->setAttr(kLengthRowPositionsAttr, builder.getI64IntegerAttr(*getConstantIntValue(
+                                                       forall.getMixedStep()[*length])));
+        function->setAttr(kLengthRowWorkgroupsAttr,
+                          builder.getI64IntegerAttr(workgroups / (*counts)[*length]));
+      }
+      SmallVector<int64_t> basis;
+      for (unsigned loop : order)
+        basis.push_back((*counts)[loop]);
       builder.setInsertionPoint(forall);
       Value one = arith::ConstantIndexOp::create(builder, loc, 1);
       auto loop = scf::ForOp::create(builder, loc, begin, end, one);
       builder.setInsertionPointToStart(loop.getBody());
-      SmallVector<Value> indices{loop.getInductionVar()};
+      SmallVector<Value> delinearized{loop.getInductionVar()};
       if (counts->size() > 1)
-        indices = affine::AffineDelinearizeIndexOp::create(
-                      builder, loc, loop.getInductionVar(), *counts)
-                      .getResults();
+        delinearized =
+            affine::AffineDelinearizeIndexOp::create(builder, loc, loop.getInductionVar(), basis)
+                .getResults();
+      SmallVector<Value> indices(counts->size());
+      for (auto [position, loop] : llvm::enumerate(order))
+        indices[loop] = delinearized[position];
       IRMapping mapping;
       for (auto [iv, idx, lb, step] :
            llvm::zip(forall.getInductionVars(), indices,

@@ -156,6 +156,10 @@ public:
           entry->getAttrOfType<IntegerAttr>(x86::kWorkgroupCountAttr).getInt();
       info.scratchBytes =
           entry->getAttrOfType<IntegerAttr>(x86::kScratchBytesAttr).getInt();
+      if (auto positions = entry->getAttrOfType<IntegerAttr>(x86::kLengthRowPositionsAttr))
+        info.lengthRows = {
+            positions.getInt(),
+            entry->getAttrOfType<IntegerAttr>(x86::kLengthRowWorkgroupsAttr).getInt()};
       info.bindingBytes.assign(bindingBytes.asArrayRef().begin(), bindingBytes.asArrayRef().end());
       executable.entries.push_back(std::move(info));
     }

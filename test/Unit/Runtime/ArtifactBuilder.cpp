@@ -69,11 +69,10 @@ fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
       launches = builder.CreateVector(created);
     }
     entries.push_back(sc::CreateKernelEntry(
-        builder, builder.CreateString(entry.symbol), entry.workgroupCount,
-        entry.bindingCount, entry.scratchBytes,
-        builder.CreateVector(sizes), /*source_nodes=*/0, /*float_operations=*/0,
-        /*integer_operations=*/0, entry.npuFirstInstruction, entry.npuInstructionCount,
-        launches));
+        builder, builder.CreateString(entry.symbol), entry.workgroupCount, entry.bindingCount,
+        entry.scratchBytes, builder.CreateVector(sizes), /*source_nodes=*/0, /*float_operations=*/0,
+        /*integer_operations=*/0, entry.npuFirstInstruction, entry.npuInstructionCount, launches,
+        entry.lengthRowPositions, entry.lengthRowWorkgroups));
   }
   fb::Offset<sc::NpuProgram> npu;
   if (spec.npu) {

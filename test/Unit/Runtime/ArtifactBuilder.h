@@ -60,6 +60,8 @@ struct EntrySpec {
     std::vector<schema::CudaArgument> arguments;
   };
   std::vector<Launch> cudaLaunches = {};
+  /// CPU: rows of workgroups along the varying length (0: none).
+  uint64_t lengthRowPositions = 0, lengthRowWorkgroups = 0;
 };
 
 /// An NPU executable's program: the schema's default configuration but for

@@ -391,6 +391,39 @@ TEST(VaryingModelTest, OutputOfAnotherLengthIsRefused) {
                                         "the varying length to 4"));
 }
 
+/// The varying add model whose workgroups (4 positions each) run in rows
+/// along the length, and whose z does not vary: it shows which positions a
+/// run computed (a compiled artifact marks rows only where nothing reads
+/// the positions past the length).
+ArtifactSpec rowsAlongLengthModel() {
+  ArtifactSpec spec = varyingAddModel();
+  spec.outputs[0].varyingAxis = -1;
+  EntrySpec &entry = spec.executables[0].entries[0];
+  entry.lengthRowPositions = kElements / entry.workgroupCount;
+  entry.lengthRowWorkgroups = 1;
+  return spec;
+}
+
+TEST(VaryingModelTest, RowsPastTheLengthAreLeftOut) {
+  ModulePtr module = loadModule(buildArtifact(rowsAlongLengthModel()));
+  SessionPtr session = createSession(module.get());
+  for (int64_t length : {16, 5, 4, 0}) {
+    std::vector<float> values(static_cast<size_t>(length), 1.0f);
+    TensorPtr z = floatTensor(std::vector<float>(kElements, -1.0f));
+    tsl_tensor *output = z.get();
+    StatusResult status =
+        runAdd(session.get(), floatTensor(values), floatTensor(ramp(100, -2)), &output);
+    ASSERT_EQ(status.code, TSL_OK) << status.message;
+    // Rows of 4 positions up to the first that reaches the length.
+    int64_t computed = (length + 3) / 4 * 4;
+    std::vector<float> sums = floats(output);
+    for (int64_t i = 0; i < kElements; ++i) {
+      float expected = i >= computed ? -1.0f : (i < length ? 1.0f : 0.0f) + (100.0f - 2.0f * i);
+      EXPECT_EQ(sums[i], expected) << "length " << length << ", position " << i;
+    }
+  }
+}
+
 /// The batched add model whose x and z also vary along dimension 1 up to
 /// kElements (--dynamic-batch with --max-shape).
 ArtifactSpec batchedVaryingAddModel() {

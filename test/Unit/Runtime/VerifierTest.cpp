@@ -47,6 +47,18 @@ TEST(VerifierTest, BatchedOutputWithoutABatchedInputIsRefused) {
 
 TEST(VerifierTest, VaryingModelIsAccepted) { EXPECT_EQ(load(varyingAddModel()).code, TSL_OK); }
 
+TEST(VerifierTest, LengthRowsMustSplitTheWorkgroups) {
+  for (auto [positions, workgroups] : {std::pair<uint64_t, uint64_t>{4, 0}, {0, 1}, {4, 3}}) {
+    ArtifactSpec spec = varyingAddModel();
+    spec.executables[0].entries[0].lengthRowPositions = positions;
+    spec.executables[0].entries[0].lengthRowWorkgroups = workgroups;
+    StatusResult status = load(spec);
+    EXPECT_EQ(status.code, TSL_INVALID_ARTIFACT);
+    EXPECT_THAT(status.message, HasSubstr("entry 0 ('add_f32_entry'): length rows of"));
+    EXPECT_THAT(status.message, HasSubstr("do not split its 4 workgroups"));
+  }
+}
+
 TEST(VerifierTest, VaryingInputWithoutTheLengthIsRefused) {
   ArtifactSpec spec = varyingAddModel();
   spec.inputs.pop_back();
