@@ -26,7 +26,8 @@ inline constexpr llvm::StringLiteral kScratchBytesAttr = "tessel.scratch_bytes";
 inline constexpr llvm::StringLiteral kLengthRowPositionsAttr = "tessel.length_row_positions";
 inline constexpr llvm::StringLiteral kLengthRowWorkgroupsAttr = "tessel.length_row_workgroups";
 /// On a workgroup forall of tessel-x86-tile-and-fuse: its loop along the
-/// kernel's length axis.
+/// kernel's length axis and its number of loops, [loop, loops], so that a
+/// forall that lost a loop since is not read wrongly.
 inline constexpr llvm::StringLiteral kLengthLoopAttr = "tessel.length_loop";
 /// The byte size of each binding, in argument order (DenseI64ArrayAttr);
 /// on an exported entry, it also marks it as one.

@@ -395,7 +395,9 @@ struct TesselX86TileAndFusePass
     if (length && tiles[*length] != 0 && result->loops.size() == 1) {
       int64_t position = llvm::count_if(ArrayRef(tiles).take_front(*length),
                                         [](int64_t tile) { return tile != 0; });
-      result->loops.front()->setAttr(kLengthLoopAttr, rewriter.getI64IntegerAttr(position));
+      int64_t loops = llvm::count_if(tiles, [](int64_t tile) { return tile != 0; });
+      result->loops.front()->setAttr(kLengthLoopAttr,
+                                     rewriter.getDenseI64ArrayAttr({position, loops}));
     }
   }
 };

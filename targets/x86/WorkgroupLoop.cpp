@@ -54,12 +54,14 @@ std::optional<SmallVector<int64_t>> tripCounts(scf::ForallOp forall) {
 }
 
 /// The forall's loop along the kernel's length axis (kLengthLoopAttr), if
-/// it starts at 0: its workgroups' positions are its index times its step.
+/// the forall still has the loops it was marked with and that one starts at
+/// 0: its workgroups' positions are its index times its step.
 std::optional<unsigned> lengthLoop(scf::ForallOp forall) {
-  auto attr = forall->getAttrOfType<IntegerAttr>(kLengthLoopAttr);
-  if (!attr || attr.getInt() < 0 || attr.getInt() >= forall.getRank())
+  auto attr = forall->getAttrOfType<DenseI64ArrayAttr>(kLengthLoopAttr);
+  if (!attr || attr.size() != 2 || attr[1] != forall.getRank() || attr[0] < 0 ||
+      attr[0] >= forall.getRank())
     return std::nullopt;
-  unsigned loop = attr.getInt();
+  unsigned loop = attr[0];
   std::optional<int64_t> lower = getConstantIntValue(forall.getMixedLowerBound()[loop]);
   if (!lower || *lower != 0)
     return std::nullopt;

@@ -12,7 +12,7 @@
 // CHECK: scf.forall (%{{.+}}) = (0) to (128) step (16)
 // CHECK: linalg.generic
 // CHECK-SAME: register_block = array<i64: {{[1-9]|1[0-6]}}, {{[0-9]+}}>
-// CHECK: } {tessel.length_loop = 0 : i64}
+// CHECK: } {tessel.length_loop = array<i64: 0, 1>}
 #lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
 #rhs = affine_map<(d0, d1, d2) -> (d2, d1)>
 #result = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -91,6 +91,32 @@ func.func private @two_loops(%x: tensor<3x8x16xf32>) -> tensor<3x8x16xf32> {
     scf.forall.in_parallel {
       tensor.parallel_insert_slice %neg into %o[%h, %i, 0] [1, 2, 16] [1, 1, 1] : tensor<2x16xf32> into tensor<3x8x16xf32>
     }
-  } {tessel.length_loop = 1 : i64}
+  } {tessel.length_loop = array<i64: 1, 2>}
   return %r : tensor<3x8x16xf32>
+}
+
+// -----
+
+// A mark made when the forall had more loops (one folded away since) no
+// longer names its loop: the workgroups are not put in rows.
+// ROWS-LABEL: func.func private @stale_mark
+// ROWS-NOT: tessel.length_row
+// ROWS-SAME: tessel.workgroup_count = 4 : i64
+func.func private @stale_mark(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %r = scf.forall (%i) = (0) to (8) step (2) shared_outs(%o = %e) -> (tensor<8x16xf32>) {
+    %in = tensor.extract_slice %x[%i, 0] [2, 16] [1, 1] : tensor<8x16xf32> to tensor<2x16xf32>
+    %slice = tensor.extract_slice %o[%i, 0] [2, 16] [1, 1] : tensor<8x16xf32> to tensor<2x16xf32>
+    %neg = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                           iterator_types = ["parallel", "parallel"]}
+        ins(%in : tensor<2x16xf32>) outs(%slice : tensor<2x16xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %n = arith.negf %a : f32
+      linalg.yield %n : f32
+    } -> tensor<2x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %neg into %o[%i, 0] [2, 16] [1, 1] : tensor<2x16xf32> into tensor<8x16xf32>
+    }
+  } {tessel.length_loop = array<i64: 0, 2>}
+  return %r : tensor<8x16xf32>
 }
