@@ -75,10 +75,20 @@ private:
   /// A reader of every position of each tensor that `op` (or its regions)
   /// reads: an op this pass does not follow.
   void readsEverything(Operation *op) {
+    for (Value operand : op->getOperands())
+      restrict(operand, {});
+    readsCapturedWhole(op);
+  }
+
+  /// A reader of every position of each tensor that ops nested in `op`
+  /// read from outside it (a gather's table).
+  void readsCapturedWhole(Operation *op) {
     op->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        if (inner == op || !op->isAncestor(operand.getParentRegion()->getParentOp()))
-          restrict(operand, {});
+      if (inner == op)
+        return;
+      for (Value value : inner->getOperands())
+        if (!op->isAncestor(value.getParentRegion()->getParentOp()))
+          restrict(value, {});
     });
   }
 
@@ -167,14 +177,7 @@ void LengthAxes::visitLinalg(linalg::LinalgOp op) {
     }
     restrict(operand.get(), allowed);
   }
-  // Tensors the body reads from outside (a gather's table) are read whole.
-  op->walk([&](Operation *inner) {
-    if (inner == op.getOperation())
-      return;
-    for (Value value : inner->getOperands())
-      if (!op->isAncestor(value.getParentRegion()->getParentOp()))
-        restrict(value, {});
-  });
+  readsCapturedWhole(op);
 }
 
 void LengthAxes::visitExtractSlice(tensor::ExtractSliceOp op) {

@@ -52,7 +52,8 @@ std::optional<LoweringConfig> chooseForContraction(linalg::LinalgOp op,
   // Rows along the length axis go to workgroups lengthTile() at a time.
   int64_t rows = extents[loops.m];
   if (auto axis = op->getAttrOfType<IntegerAttr>(kLengthAxisAttr);
-      axis && resultMap.getDimPosition(axis.getInt()) == loops.m)
+      axis && axis.getInt() >= 0 && axis.getInt() < resultMap.getNumResults() &&
+      resultMap.getDimPosition(axis.getInt()) == loops.m)
     rows = lengthTile(rows);
   std::optional<ContractionBlock> block;
   if (context.amx && contractionFitsAmxTiles(op, loops)) {

@@ -230,7 +230,7 @@ std::optional<unsigned> lengthLoop(func::FuncOp function, TilingInterface root) 
     return std::nullopt;
   auto kernelType = cast<RankedTensorType>(function.getResultTypes()[0]);
   auto rootType = cast<RankedTensorType>(rootOp->getResult(0).getType());
-  if (!kernelType.hasStaticShape() || !rootType.hasStaticShape() ||
+  if (!kernelType.hasStaticShape() || !rootType.hasStaticShape() || axis.getInt() < 0 ||
       axis.getInt() >= kernelType.getRank())
     return std::nullopt;
   int64_t bound = kernelType.getDimSize(axis.getInt());
