@@ -16,6 +16,7 @@
 #include "runtime/schema/Artifact.h"
 #include "runtime/schema/Checksum.h"
 #include "targets/Registry.h"
+#include "targets/cuda/CudaTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -209,15 +210,6 @@ std::string describeOptions(const CompileOptions &options) {
       os << " --no-bias-correction";
   }
   return text;
-}
-
-/// The precision --precision names, if it names one.
-std::optional<ProductPrecision> parseProductPrecision(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<ProductPrecision>>(name)
-      .Case("fp32", ProductPrecision::F32)
-      .Case("fp16", ProductPrecision::F16)
-      .Case("bf16", ProductPrecision::BF16)
-      .Default(std::nullopt);
 }
 
 /// What every target is configured with (options.precision is known to

@@ -37,6 +37,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -182,6 +183,14 @@ private:
 };
 
 } // namespace
+
+std::optional<ProductPrecision> parseProductPrecision(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ProductPrecision>>(name)
+      .Case("fp32", ProductPrecision::F32)
+      .Case("fp16", ProductPrecision::F16)
+      .Case("bf16", ProductPrecision::BF16)
+      .Default(std::nullopt);
+}
 
 llvm::Expected<std::unique_ptr<Target>> createCudaTarget(const TargetOptions &options) {
   std::vector<const cuda::Architecture *> architectures;

@@ -24,6 +24,10 @@ namespace tessel::cuda {
 /// warp's mma tiles in M and N. On tensors or buffers alike; never at F32.
 bool takesTensorCores(mlir::Operation *op, ProductPrecision precision);
 
+/// The type the tensor cores read a product's operands as at `precision`
+/// (fp16 or bf16).
+mlir::Type operandTypeOf(mlir::MLIRContext *context, ProductPrecision precision);
+
 /// Replaces every matrix product of `kernels` (bufferized, its ops at the
 /// top level of their kernel function) that takesTensorCores by a
 /// gpu.launch that computes it on tensor cores, its operands rounded to
