@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/cuda/TensorCoreProducts.h"
+#include "targets/cuda/ProductEpilogues.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -210,6 +211,8 @@ public:
         loc(op.getLoc()) {}
 
   void build() {
+    epilogue = findEpilogue(op);
+    Value output = op.getDpsInits()[0];
     int64_t rows = product.count(product.m), columns = product.count(product.n);
     int64_t batchCount = product.count(product.batch);
     auto workgroup = gpu::AddressSpaceAttr::get(builder.getContext(),
@@ -271,6 +274,7 @@ public:
     b = staged(op.getDpsInputOperand(1), product.n, kBlockN, blockColumn, tiles[1], bKFastest);
     emitMainLoop(thread);
     op->erase();
+    eraseFused(epilogue, output);
   }
 
 private:
@@ -523,7 +527,10 @@ private:
     emitEpilogue(loop.getResults().take_front(kAccumulators));
   }
 
-  /// C += the accumulators, element by element, inside C.
+  /// C += the accumulators, element by element, inside C; where the
+  /// epilogue took over the op that fills C, its value instead of C's, and
+  /// where it took over C's consumer, the consumer's value stored in its
+  /// output instead of C.
   void emitEpilogue(ValueRange accumulators) {
     OpOperand *output = op.getDpsInitOperand(0);
     int64_t rows = product.count(product.m), columns = product.count(product.n);
@@ -543,9 +550,14 @@ private:
               assignLoops(product.m, row);
               assignLoops(product.n, column);
               SmallVector<Value> indices = indicesOf(output);
-              Value old = memref::LoadOp::create(builder, loc, output->get(), indices);
+              Value old = epilogue.init
+                              ? emitInitValue(builder, loc, epilogue.init, indices)
+                              : memref::LoadOp::create(builder, loc, output->get(), indices);
               Value updated = arith::AddFOp::create(builder, loc, old, sum);
-              memref::StoreOp::create(builder, loc, updated, output->get(), indices);
+              if (epilogue.consumer)
+                emitConsumer(builder, loc, epilogue, indices, updated);
+              else
+                memref::StoreOp::create(builder, loc, updated, output->get(), indices);
             };
             if (!inside) {
               store();
@@ -564,6 +576,7 @@ private:
   OpBuilder builder;
   Location loc;
   Staged a, b;
+  ProductEpilogue epilogue;
   /// The value of every loop of the op where the kernel reads or writes.
   SmallVector<Value> loops;
   Value lane, group, inGroup, warpRow, warpColumn, blockRow, blockColumn;
