@@ -31,6 +31,9 @@ mlir::LogicalResult bufferizeKernels(mlir::ModuleOp kernels, ProductPrecision pr
 /// parallel dimensions around scf.for over its reductions.
 mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels, ProductPrecision precision);
 
+/// The buffer that `value` is a view of (itself when it is no view).
+mlir::Value rootBuffer(mlir::Value value);
+
 /// The bytes a static buffer of `type` takes (a byte per element under 8
 /// bits).
 uint64_t bufferBytes(mlir::MemRefType type);

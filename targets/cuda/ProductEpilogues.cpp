@@ -1,6 +1,7 @@
 //===- ProductEpilogues.cpp - Elementwise ops computed in a product's epilogue ---===//
 
 #include "targets/cuda/ProductEpilogues.h"
+#include "targets/cuda/Loops.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -14,13 +15,6 @@ using namespace mlir;
 namespace tessel::cuda {
 
 namespace {
-
-/// The buffer that `value` is a view of (itself when it is no view).
-Value rootOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
 
 /// Ops that leave every buffer as it is: they only name memory.
 bool isAddressOnly(Operation *op) {
@@ -71,7 +65,7 @@ linalg::LinalgOp findInit(linalg::LinalgOp product, Value output) {
       init.payloadUsesValueFromOperand(init.getDpsInitOperand(0)))
     return nullptr;
   for (Value input : init.getDpsInputs())
-    if (isa<MemRefType>(input.getType()) && rootOf(input) == rootOf(output))
+    if (isa<MemRefType>(input.getType()) && rootBuffer(input) == rootBuffer(output))
       return nullptr;
   return init;
 }
@@ -87,7 +81,7 @@ findConsumer(linalg::LinalgOp product, Value output, linalg::LinalgOp init) {
       !isElementwiseInto(consumer, consumer.getDpsInits()[0]) ||
       consumer.getNumLoops() != cast<MemRefType>(output.getType()).getRank())
     return std::nullopt;
-  Value result = rootOf(consumer.getDpsInits()[0]);
+  Value result = rootBuffer(consumer.getDpsInits()[0]);
   std::optional<unsigned> consumed;
   for (OpOperand *input : consumer.getDpsInputOperands()) {
     if (input->get() == output) {
@@ -95,14 +89,15 @@ findConsumer(linalg::LinalgOp product, Value output, linalg::LinalgOp init) {
         return std::nullopt;
       consumed = input->getOperandNumber();
     } else if (isa<MemRefType>(input->get().getType()) &&
-               (rootOf(input->get()) == rootOf(output) || rootOf(input->get()) == result)) {
+               (rootBuffer(input->get()) == rootBuffer(output) ||
+                rootBuffer(input->get()) == result)) {
       return std::nullopt;
     }
   }
   for (Value operand : product->getOperands())
-    if (rootOf(operand) == result)
+    if (rootBuffer(operand) == result)
       return std::nullopt;
-  Value buffer = rootOf(output);
+  Value buffer = rootBuffer(output);
   SmallVector<Operation *> users = {product, consumer};
   if (init)
     users.push_back(init);

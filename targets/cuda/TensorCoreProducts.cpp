@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/cuda/TensorCoreProducts.h"
+#include "targets/cuda/PaddedOperands.h"
 #include "targets/cuda/ProductEpilogues.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -267,6 +268,7 @@ public:
       staged.tile = tile;
       staged.kFastest = kFastest;
       staged.elementType = getElementTypeOrSelf(operand->get().getType());
+      staged.padding = findPadding(op, operand);
       staged.width = vectorWidth(staged);
       return staged;
     };
@@ -275,6 +277,9 @@ public:
     emitMainLoop(thread);
     op->erase();
     eraseFused(epilogue, output);
+    for (const Staged &operand : {a, b})
+      if (operand.padding)
+        erasePadding(*operand.padding);
   }
 
 private:
@@ -295,6 +300,9 @@ private:
     int64_t width = 1;
     /// The operand's own element type: f32, or already operandType.
     Type elementType;
+    /// Where the operand is a padded copy of another buffer (an image),
+    /// that buffer, which the staging reads instead.
+    std::optional<PaddedOperand> padding;
   };
 
   int64_t extent(unsigned loop) const { return product.extents[loop]; }
@@ -332,7 +340,8 @@ private:
     unsigned loop = staged.kFastest ? product.k.back() : staged.rowLoops.back();
     int64_t width = kVectorBytes / (staged.elementType.getIntOrFloatBitWidth() / 8);
     if (!type.getLayout().isIdentity() || !innermost || innermost.getPosition() != loop ||
-        type.getShape().back() % width != 0 || extent(loop) % width != 0)
+        type.getShape().back() % width != 0 || extent(loop) % width != 0 ||
+        (staged.padding && !innermostUnpadded(*staged.padding)))
       return 1;
     return width;
   }
@@ -402,10 +411,13 @@ private:
       int64_t rowWidth = staged.kFastest ? 1 : width, kWidth = staged.kFastest ? width : 1;
       assignLoops(staged.rowLoops, rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row);
       assignLoops(product.k, clampBelow(k, depth, kWidth));
-      Value value = vector::LoadOp::create(
-          builder, loc, loaded, staged.operand->get(), indicesOf(staged.operand),
-          /*nontemporal=*/false,
-          llvm::Align(staged.elementType.getIntOrFloatBitWidth() / 8 * width));
+      llvm::Align alignment(staged.elementType.getIntOrFloatBitWidth() / 8 * width);
+      Value value =
+          staged.padding
+              ? loadPadded(builder, loc, *staged.padding, loaded, indicesOf(staged.operand),
+                           alignment)
+              : vector::LoadOp::create(builder, loc, loaded, staged.operand->get(),
+                                       indicesOf(staged.operand), /*nontemporal=*/false, alignment);
       if (staged.elementType != operandType)
         value = arith::TruncFOp::create(builder, loc, rounded, value);
       if (depth % kBlockK)

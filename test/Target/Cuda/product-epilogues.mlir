@@ -1,7 +1,7 @@
 // RUN: tessel-cuda-emulate %s --precision fp16 | FileCheck %s
 //
-// What a tensor-core product's epilogue takes over, and what it leaves
-// alone. Each kernel, run on the host thread by thread, matches upstream
+// What a tensor-core product's epilogue and its staging take over, and
+// what they leave alone. Each kernel, run on the host thread by thread, matches upstream
 // linalg's loops; the launch counts show what was fused.
 
 #row = affine_map<(m, n, k) -> (m, k)>
@@ -71,4 +71,41 @@ func.func private @transposed(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>)
   return %y : tensor<48x64xf32>
 }
 
-// CHECK: 3 kernels: 3 match, 0 differ
+// A padded image that one convolution reads is read in place (no launch
+// pads it): one launch. One that two convolutions read is padded once, by a
+// fill and a copy: four launches.
+// CHECK: padded_once: 1 launch (1 as threads), outputs match
+// CHECK: padded_twice: 4 launches (2 as threads), outputs match
+func.func private @padded_once(%image: tensor<1x10x10x32xf32>, %filter: tensor<3x3x32x32xf32>)
+    -> tensor<1x10x10x32xf32> attributes {tessel.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %image low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x10x10x32xf32> to tensor<1x12x12x32xf32>
+  %empty = tensor.empty() : tensor<1x10x10x32xf32>
+  %filled = linalg.fill ins(%zero : f32) outs(%empty : tensor<1x10x10x32xf32>) -> tensor<1x10x10x32xf32>
+  %y = linalg.conv_2d_nhwc_hwcf ins(%padded, %filter : tensor<1x12x12x32xf32>, tensor<3x3x32x32xf32>)
+                                outs(%filled : tensor<1x10x10x32xf32>) -> tensor<1x10x10x32xf32>
+  return %y : tensor<1x10x10x32xf32>
+}
+func.func private @padded_twice(%image: tensor<1x10x10x32xf32>, %f1: tensor<3x3x32x32xf32>,
+                                %f2: tensor<3x3x32x32xf32>)
+    -> (tensor<1x10x10x32xf32>, tensor<1x10x10x32xf32>) attributes {tessel.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %image low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x10x10x32xf32> to tensor<1x12x12x32xf32>
+  %empty = tensor.empty() : tensor<1x10x10x32xf32>
+  %filled = linalg.fill ins(%zero : f32) outs(%empty : tensor<1x10x10x32xf32>) -> tensor<1x10x10x32xf32>
+  %y1 = linalg.conv_2d_nhwc_hwcf ins(%padded, %f1 : tensor<1x12x12x32xf32>, tensor<3x3x32x32xf32>)
+                                 outs(%filled : tensor<1x10x10x32xf32>) -> tensor<1x10x10x32xf32>
+  %empty2 = tensor.empty() : tensor<1x10x10x32xf32>
+  %filled2 = linalg.fill ins(%zero : f32) outs(%empty2 : tensor<1x10x10x32xf32>) -> tensor<1x10x10x32xf32>
+  %y2 = linalg.conv_2d_nhwc_hwcf ins(%padded, %f2 : tensor<1x12x12x32xf32>, tensor<3x3x32x32xf32>)
+                                 outs(%filled2 : tensor<1x10x10x32xf32>) -> tensor<1x10x10x32xf32>
+  return %y1, %y2 : tensor<1x10x10x32xf32>, tensor<1x10x10x32xf32>
+}
+
+// CHECK: 5 kernels: 5 match, 0 differ

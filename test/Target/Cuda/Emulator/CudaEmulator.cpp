@@ -57,7 +57,6 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -149,21 +148,30 @@ void roundOperands(linalg::LinalgOp product, Type operandType) {
 struct TensorCoreProducts {
   /// The terms of the deepest product's sums; 0 when there is no product.
   int64_t depth = 0;
-  /// Whether a product reads an operand that the kernel computes with
-  /// another product (attention's probabilities).
+  /// Whether a product reads what the kernel computes from another
+  /// product's result (attention's probabilities).
   bool readsComputedOperand = false;
   /// What the products read their operands as.
   Type operandType;
 };
 
-/// Whether `product` reads an operand that its kernel computes rather than
-/// one of the kernel's arguments (or a view of one).
-bool readsComputedOperand(linalg::LinalgOp product) {
-  return llvm::any_of(product.getDpsInputs(), [](Value operand) {
-    while (auto view = operand.getDefiningOp<ViewLikeOpInterface>())
-      operand = view.getViewSource();
-    return !isa<BlockArgument>(operand);
+/// Whether one of `products` reads a buffer that the kernel computes from
+/// another one's result (through elementwise ops, a softmax), following
+/// the ops of each kernel function in order.
+bool readsProductResult(ModuleOp module, ArrayRef<linalg::LinalgOp> products) {
+  llvm::DenseSet<Value> fromProducts;
+  bool reads = false;
+  module.walk([&](linalg::LinalgOp op) {
+    bool isProduct = llvm::is_contained(products, op);
+    bool readsOne = llvm::any_of(op.getDpsInputs(), [&](Value input) {
+      return fromProducts.contains(tessel::cuda::rootBuffer(input));
+    });
+    reads |= isProduct && readsOne;
+    if (isProduct || readsOne)
+      for (Value init : op.getDpsInits())
+        fromProducts.insert(tessel::cuda::rootBuffer(init));
   });
+  return reads;
 }
 
 /// The reference: upstream's bufferization and loops, nothing of the CUDA
@@ -185,8 +193,8 @@ LogicalResult lowerReference(ModuleOp module, TensorCoreProducts &summary) {
       if (iterator == utils::IteratorType::reduction)
         terms *= range;
     summary.depth = std::max(summary.depth, terms);
-    summary.readsComputedOperand |= products.size() > 1 && readsComputedOperand(product);
   }
+  summary.readsComputedOperand = readsProductResult(module, products);
   summary.operandType = tessel::cuda::operandTypeOf(module.getContext(), precision);
   for (linalg::LinalgOp product : products)
     roundOperands(product, summary.operandType);
