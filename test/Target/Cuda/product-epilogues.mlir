@@ -1,4 +1,8 @@
 // RUN: tessel-cuda-emulate %s --precision fp16 | FileCheck %s
+// A kernel must be private, as tessel-compile --emit linalg writes it:
+// RUN: sed 's/func.func private @read_twice/func.func @read_twice/' %s > %t.mlir
+// RUN: not tessel-cuda-emulate %t.mlir --kernel read_twice | FileCheck %s --check-prefix=PUBLIC
+// PUBLIC: read_twice: not a private function
 //
 // What a tensor-core product's epilogue and its staging take over, and
 // what they leave alone. Each kernel, run on the host thread by thread, matches upstream
