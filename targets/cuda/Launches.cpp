@@ -155,12 +155,8 @@ void sinkAddressComputations(gpu::LaunchOp launch) {
 /// Whether `function` stores into `argument`, directly or through views.
 bool isWritten(BlockArgument argument, gpu::GPUFuncOp function) {
   bool written = false;
-  function.walk([&](memref::StoreOp store) {
-    Value buffer = store.getMemRef();
-    while (auto view = buffer.getDefiningOp<ViewLikeOpInterface>())
-      buffer = view.getViewSource();
-    written |= buffer == argument;
-  });
+  function.walk(
+      [&](memref::StoreOp store) { written |= rootBuffer(store.getMemRef()) == argument; });
   return written;
 }
 

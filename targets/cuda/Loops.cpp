@@ -207,6 +207,13 @@ Value rootBuffer(Value value) {
   return value;
 }
 
+SmallVector<Value> indicesAt(OpBuilder &builder, Location loc, AffineMap map, ValueRange loops) {
+  SmallVector<Value> indices;
+  for (unsigned result = 0; result < map.getNumResults(); ++result)
+    indices.push_back(affine::AffineApplyOp::create(builder, loc, map.getSubMap({result}), loops));
+  return indices;
+}
+
 uint64_t bufferBytes(MemRefType type) {
   return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
 }

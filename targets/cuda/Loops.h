@@ -11,6 +11,7 @@
 
 #include "targets/Target.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -33,6 +34,11 @@ mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels, ProductPrecision
 
 /// The buffer that `value` is a view of (itself when it is no view).
 mlir::Value rootBuffer(mlir::Value value);
+
+/// The indices an op with indexing map `map` reads or writes of an operand
+/// when its loops have the values `loops`.
+llvm::SmallVector<mlir::Value> indicesAt(mlir::OpBuilder &builder, mlir::Location loc,
+                                         mlir::AffineMap map, mlir::ValueRange loops);
 
 /// The bytes a static buffer of `type` takes (a byte per element under 8
 /// bits).

@@ -3,7 +3,6 @@
 #include "targets/cuda/ProductEpilogues.h"
 #include "targets/cuda/Loops.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
@@ -120,11 +119,7 @@ SmallVector<Value> inputsAt(OpBuilder &builder, Location loc, linalg::LinalgOp o
       values.push_back(input->get());
       continue;
     }
-    AffineMap map = op.getMatchingIndexingMap(input);
-    SmallVector<Value> indices;
-    for (unsigned result = 0; result < map.getNumResults(); ++result)
-      indices.push_back(
-          affine::AffineApplyOp::create(builder, loc, map.getSubMap({result}), loops));
+    SmallVector<Value> indices = indicesAt(builder, loc, op.getMatchingIndexingMap(input), loops);
     values.push_back(memref::LoadOp::create(builder, loc, input->get(), indices));
   }
   return values;

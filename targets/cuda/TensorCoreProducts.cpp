@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/cuda/TensorCoreProducts.h"
+#include "targets/cuda/Loops.h"
 #include "targets/cuda/PaddedOperands.h"
 #include "targets/cuda/ProductEpilogues.h"
 
@@ -357,12 +358,7 @@ private:
 
   /// The element of `operand` at the loop values `loops`.
   SmallVector<Value> indicesOf(OpOperand *operand) {
-    AffineMap map = op.getMatchingIndexingMap(operand);
-    SmallVector<Value> indices;
-    for (unsigned result = 0; result < map.getNumResults(); ++result)
-      indices.push_back(
-          affine::AffineApplyOp::create(builder, loc, map.getSubMap({result}), loops));
-    return indices;
+    return indicesAt(builder, loc, op.getMatchingIndexingMap(operand), loops);
   }
 
   /// x && y, where a null condition holds always.
