@@ -13,8 +13,8 @@ FUZZ_SECONDS ?= 3600
 # Where `make install` puts the tools and the runtime package.
 PREFIX ?= /usr/local
 
-.PHONY: all setup configure build install wheel demo test conformance bench scalesim-compare \
-  sanitize fuzz tsan clean
+.PHONY: all setup configure build install wheel demo test conformance cuda-emulate bench \
+  scalesim-compare sanitize fuzz tsan clean
 
 all: build
 
@@ -45,6 +45,12 @@ test: build
 # ONNX backend node tests of both pinned releases -> docs/conformance.md.
 conformance: build
 	@.venv/bin/python scripts/conformance.py
+
+# The CUDA target's kernels of every ONNX node test, run on the host block by
+# block and thread by thread against upstream linalg's loops (`make test`
+# runs the reductions' and normalizations' alone).
+cuda-emulate: build
+	@.venv/bin/python scripts/emulate-node-tests.py
 
 # Tessel next to onnxruntime on the benchmark models -> docs/performance.md,
 # their INT8 quantizations -> docs/performance-int8.md, and the cost of

@@ -376,7 +376,10 @@ llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_os
       (*outputs)[i].shape.assign(shape.begin(), shape.end());
     }
   auto printModule = [&] {
-    module.print(out, OpPrintingFlags().elideLargeElementsAttrs(16));
+    OpPrintingFlags flags;
+    if (options.elideLargeConstants)
+      flags.elideLargeElementsAttrs(16);
+    module.print(out, flags);
     return llvm::Error::success();
   };
   if (emit == EmitKind::Tessel)

@@ -70,6 +70,10 @@ struct CompileOptions {
   std::function<void(const QuantizationReport &)> quantizationReport;
   /// Signs the artifact (--sign); not owned.
   const SigningKey *signingKey = nullptr;
+  /// Whether an intermediate form (--emit tessel, linalg) prints constants
+  /// of more than 16 elements as dense_resource<__elided__>, which keeps the
+  /// weights out of it but cannot be read back (--emit-all-constants).
+  bool elideLargeConstants = true;
 };
 
 /// The names of the targets compileModel accepts.

@@ -202,7 +202,7 @@ LogicalResult formLaunches(func::FuncOp kernel, unsigned threadsPerBlock) {
       flushSerial();
       continue;
     }
-    if (isa<gpu::LaunchOp>(op)) { // a tensor-core product, launched already
+    if (isa<gpu::LaunchOp>(op)) { // a tensor-core product or row kernel, launched already
       flushSerial();
       continue;
     }

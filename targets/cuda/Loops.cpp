@@ -1,8 +1,9 @@
 //===- Loops.cpp - Tessel kernels as buffers and loop nests ---------------===//
 
 #include "targets/cuda/Loops.h"
-#include "targets/cuda/TensorCoreProducts.h"
 #include "targets/KernelArguments.h"
+#include "targets/cuda/RowKernels.h"
+#include "targets/cuda/TensorCoreProducts.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -243,6 +244,7 @@ LogicalResult lowerKernelsToLoops(ModuleOp kernels, ProductPrecision precision) 
       failed(launchProductsOnTensorCores(kernels, precision)) || failed(tileProducts(kernels)))
     return failure();
   parallelLoopsFirst(kernels);
+  launchRowKernels(kernels);
   PassManager loops(kernels.getContext());
   loops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   loops.addNestedPass<func::FuncOp>(createCanonicalizerPass());

@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   int optLevel = 3;
   std::vector<std::string> shapes, maxShapes, statedShapes, frozen, sequences, absent;
   bool quiet = false, forceProgress = false, check = false, noBiasCorrection = false;
-  bool dynamicBatch = false;
+  bool dynamicBatch = false, emitAllConstants = false;
   std::string quantize, calibration, calibrationMethod = "percentile", activations = "u8",
               weightPairs = "auto";
   std::string quantizeReport;
@@ -204,6 +204,10 @@ int main(int argc, char **argv) {
                  "What to produce: the artifact, an intermediate form, or (qdq-onnx) the "
                  "graph as Tessel quantized it, as a QDQ ONNX model")
       ->check(CLI::IsMember(tessel::emitKindNames()));
+  app.add_flag("--emit-all-constants", emitAllConstants,
+               "With --emit tessel or linalg: print every constant in full, so that the "
+               "output can be read back (by tessel-opt or tessel-cuda-emulate); by default "
+               "constants of more than 16 elements print as dense_resource<__elided__>");
   app.add_option("--shape", shapes,
                  "Static shape for an input with symbolic dimensions: NAME=1x3x224x224");
   app.add_option("--max-shape", maxShapes,
@@ -288,6 +292,7 @@ int main(int argc, char **argv) {
   options.optLevel = optLevel;
   options.cpu = cpu;
   options.import.dynamicBatch = dynamicBatch;
+  options.elideLargeConstants = !emitAllConstants;
   options.precision = precision;
   llvm::SmallVector<llvm::StringRef> architectures;
   llvm::StringRef(cudaArchitectures).split(architectures, ',', -1, /*KeepEmpty=*/false);

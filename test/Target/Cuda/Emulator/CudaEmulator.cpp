@@ -3,9 +3,10 @@
 // tessel-cuda-emulate checks, without a GPU, what the CUDA target decides
 // about each kernel: its tiles, its launches and their grids, the flat
 // thread index and its delinearization, the views rebuilt inside each
-// launch, the scratch of its temporaries, and the tensor-core products'
-// shared-memory tiles, barriers and mma fragments. It reads the kernels of
-// a model (`tessel-compile --emit linalg`) and, for each kernel:
+// launch, the scratch of its temporaries, the tensor-core products'
+// shared-memory tiles, barriers and mma fragments, and the row kernels'
+// partial results and barriers. It reads the kernels of a model
+// (`tessel-compile --emit linalg`) and, for each kernel:
 //
 //   reference  bufferized and lowered to loops by upstream linalg alone,
 //              the operands of the products that take the tensor cores
@@ -15,7 +16,8 @@
 //              (Launches.h) at `--precision`. A launch whose threads never
 //              meet runs as loops over its blocks and threads (one of the
 //              schedules a GPU may pick). One that has barriers or warp
-//              instructions (the tensor-core products) runs each block's
+//              instructions (the tensor-core products, the row kernels of
+//              reductions, Softmax and LayerNorm) runs each block's
 //              threads as fibers that meet at them (ThreadFunctions.h,
 //              BlockThreads.h), and its ldmatrix and mma.sync execute per
 //              warp as the PTX ISA defines them (WarpInstructions.h).
@@ -36,6 +38,7 @@
 #include "targets/cuda/CudaTarget.h"
 #include "targets/cuda/Launches.h"
 #include "targets/cuda/Loops.h"
+#include "targets/cuda/RowKernels.h"
 #include "targets/cuda/TensorCoreProducts.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -57,6 +60,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -102,9 +106,35 @@ OwningOpRef<ModuleOp> isolate(func::FuncOp kernel) {
   return module;
 }
 
+/// Makes every integer division and remainder by a divisor that is not a
+/// constant divide by 1 where the divisor is 0. The emulator's wider
+/// integer inputs are zeros, and the host traps on a division by zero
+/// where the GPU gives some value: a Div or Mod node, or a Slice's step,
+/// would end the run. Both the reference and the emulated kernels get the
+/// same guard, so they still compute the same.
+void guardIntegerDivisions(ModuleOp module) {
+  module.walk([](Operation *op) {
+    if (!isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::CeilDivSIOp,
+             arith::CeilDivUIOp, arith::FloorDivSIOp>(op) ||
+        matchPattern(op->getOperand(1), m_Constant()))
+      return;
+    Value divisor = op->getOperand(1);
+    Type type = divisor.getType();
+    if (!type.isIntOrIndex()) // (vectors are left as they are)
+      return;
+    OpBuilder builder(op);
+    Location loc = op->getLoc();
+    Value zero = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(type));
+    Value one = arith::ConstantOp::create(builder, loc, builder.getIntegerAttr(type, 1));
+    Value isZero = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, divisor, zero);
+    op->setOperand(1, arith::SelectOp::create(builder, loc, isZero, one, divisor));
+  });
+}
+
 /// Lowers a module of functions on buffers and loops to LLVM for the host,
 /// memrefs passed as bare pointers.
 LogicalResult lowerToHost(ModuleOp module) {
+  guardIntegerDivisions(module);
   PassManager pm(module.getContext());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true; // bf16 roundings as integer arithmetic
@@ -143,10 +173,11 @@ void roundOperands(linalg::LinalgOp product, Type operandType) {
   }
 }
 
-/// What the tensor cores compute in a kernel, for the tolerance of its
-/// outputs (toleranceOf).
-struct TensorCoreProducts {
-  /// The terms of the deepest product's sums; 0 when there is no product.
+/// The sums that a kernel's launches compute in another order than the
+/// reference's loops, for the tolerance of its outputs (toleranceOf): the
+/// tensor-core products' and the row kernels' reductions.
+struct ReorderedSums {
+  /// The terms of the deepest of those sums; 0 when there is none.
   int64_t depth = 0;
   /// Whether a product reads what the kernel computes from another
   /// product's result (attention's probabilities).
@@ -177,23 +208,27 @@ bool readsProductResult(ModuleOp module, ArrayRef<linalg::LinalgOp> products) {
 /// The reference: upstream's bufferization and loops, nothing of the CUDA
 /// target's tiles or launches; the products that take the tensor cores
 /// read their operands rounded. Describes those products in `products`.
-LogicalResult lowerReference(ModuleOp module, TensorCoreProducts &summary) {
+LogicalResult lowerReference(ModuleOp module, ReorderedSums &summary) {
   if (failed(tessel::cuda::bufferizeKernels(module, precision)))
     return failure();
   SmallVector<linalg::LinalgOp> products;
+  summary = ReorderedSums();
   module.walk([&](linalg::LinalgOp op) {
-    if (tessel::cuda::takesTensorCores(op, precision))
+    bool product = tessel::cuda::takesTensorCores(op, precision);
+    if (product)
       products.push_back(op);
-  });
-  summary = TensorCoreProducts();
-  for (linalg::LinalgOp product : products) {
+    // (A maximum or minimum is the same in any order.)
+    bool rowSum = tessel::cuda::reducesAcrossThreads(op) &&
+                  isa_and_present<arith::AddFOp, arith::MulFOp>(
+                      op.getBlock()->getTerminator()->getOperand(0).getDefiningOp());
+    if (!product && !rowSum)
+      return;
     int64_t terms = 1;
-    for (auto [range, iterator] :
-         llvm::zip(product.getStaticLoopRanges(), product.getIteratorTypesArray()))
+    for (auto [range, iterator] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
       if (iterator == utils::IteratorType::reduction)
         terms *= range;
     summary.depth = std::max(summary.depth, terms);
-  }
+  });
   summary.readsComputedOperand = readsProductResult(module, products);
   summary.operandType = tessel::cuda::operandTypeOf(module.getContext(), precision);
   for (linalg::LinalgOp product : products)
@@ -281,7 +316,8 @@ double difference(const Buffer &a, const Buffer &b) {
   size_t count = a.bytes.size() * 8 / llvm::APFloat::getSizeInBits(*semantics);
   for (size_t i = 0; i < count; ++i) {
     double x = elementOf(a, *semantics, i), y = elementOf(b, *semantics, i);
-    if (std::isnan(x) && std::isnan(y))
+    // (Equal infinities too: the maximum of an empty set is -inf.)
+    if (x == y || (std::isnan(x) && std::isnan(y)))
       continue;
     double scaled = std::fabs(x - y) / std::max(1.0, std::fabs(y));
     worst = std::max(worst, std::isnan(scaled) ? INFINITY : scaled);
@@ -295,16 +331,17 @@ double unitOf(const llvm::fltSemantics &semantics) {
 }
 
 /// How far an output of `element` may be from the reference, relative to
-/// max(1, |reference|), when the tensor cores compute `products` (none
-/// where `threaded` is false):
+/// max(1, |reference|), when the launches compute `sums` in another order
+/// (none where `threaded` is false):
 ///   - 1e-5 where every launch computes as the reference does, in the same
 ///     order (only f32 rounding of the math's expansions differs);
 ///   - the tensor cores sum the same rounded products in another order
-///     (16-term chunks in an mma, then 32-deep steps). Two orders of f32
-///     sums of `depth` terms differ by up to about depth units of f32
-///     rounding (2^-24) of the partial sums: 3.4e-5 at 576 terms, where
-///     1.4e-5 is seen, and 2.7e-4 at 4608 (ResNet-50's last 3 x 3
-///     convolutions), where 9.6e-5 is;
+///     (16-term chunks in an mma, then 32-deep steps), and a row
+///     kernel's threads a row's terms (strided partial sums, then a
+///     tree). Two orders of f32 sums of `depth` terms differ by up to
+///     about depth units of f32 rounding (2^-24) of the partial sums:
+///     3.4e-5 at 576 terms, where 1.4e-5 is seen, and 2.7e-4 at 4608
+///     (ResNet-50's last 3 x 3 convolutions), where 9.6e-5 is;
 ///   - a product that reads what another computed (attention's
 ///     probabilities, the softmax of a product) rounds that operand to
 ///     16 bits, and the two sums' last bits may round it to neighbouring
@@ -314,16 +351,15 @@ double unitOf(const llvm::fltSemantics &semantics) {
 ///     units of its rounding.
 /// A wrong fragment, tile, edge or missing barrier gives differences of
 /// the outputs' own size (1 and more) or NaN.
-double toleranceOf(Type element, const TensorCoreProducts &products, bool threaded) {
-  if (!threaded || products.depth == 0)
+double toleranceOf(Type element, const ReorderedSums &sums, bool threaded) {
+  if (!threaded || sums.depth == 0)
     return 1e-5;
   const llvm::fltSemantics *semantics = semanticsOf(element);
   if (!semantics)
     return 0; // integers match exactly
-  double tolerance =
-      std::max({1e-5, std::ldexp(double(products.depth), -24), 2 * unitOf(*semantics)});
-  if (products.readsComputedOperand)
-    tolerance = std::max(tolerance, unitOf(*semanticsOf(products.operandType)));
+  double tolerance = std::max({1e-5, std::ldexp(double(sums.depth), -24), 2 * unitOf(*semantics)});
+  if (sums.readsComputedOperand)
+    tolerance = std::max(tolerance, unitOf(*semanticsOf(sums.operandType)));
   return tolerance;
 }
 
@@ -364,8 +400,8 @@ bool checkKernel(func::FuncOp kernel) {
   OwningOpRef<ModuleOp> reference = isolate(kernel), emulated = isolate(kernel);
   unsigned launches = 0;
   std::vector<tessel::cuda::emulator::ThreadedLaunch> threaded, none;
-  TensorCoreProducts products;
-  if (failed(lowerReference(*reference, products)) ||
+  ReorderedSums sums;
+  if (failed(lowerReference(*reference, sums)) ||
       failed(lowerEmulated(*emulated, launches, threaded))) {
     llvm::outs() << name << ": the lowering failed\n";
     return false;
@@ -396,7 +432,7 @@ bool checkKernel(func::FuncOp kernel) {
   // Each output's difference, as a share of its tolerance.
   double worst = 0, worstShare = 0, worstTolerance = 0;
   for (size_t i = inputs; i < referenceBuffers.size(); ++i) {
-    double tolerance = toleranceOf(referenceBuffers[i].element, products, !threaded.empty());
+    double tolerance = toleranceOf(referenceBuffers[i].element, sums, !threaded.empty());
     double error = difference(emulatedBuffers[i], referenceBuffers[i]);
     double share = error == 0 ? 0 : tolerance == 0 ? INFINITY : error / tolerance;
     if (share >= worstShare)

@@ -34,14 +34,17 @@ func::FuncOp declareHostCall(ModuleOp module, StringRef name, unsigned arguments
   return function;
 }
 
-/// Whether `launch` has threads that must meet.
+/// Whether `launch` has threads that must meet or share memory (a block's
+/// shared memory is its own, which loops over all blocks would not keep).
 bool synchronizes(gpu::LaunchOp launch) {
-  return launch
-      .walk([](Operation *op) {
-        return isa<gpu::BarrierOp, nvgpu::LdMatrixOp, NVVM::MmaOp>(op) ? WalkResult::interrupt()
-                                                                       : WalkResult::advance();
-      })
-      .wasInterrupted();
+  return !launch.getWorkgroupAttributions().empty() ||
+         launch
+             .walk([](Operation *op) {
+               return isa<gpu::BarrierOp, nvgpu::LdMatrixOp, NVVM::MmaOp>(op)
+                          ? WalkResult::interrupt()
+                          : WalkResult::advance();
+             })
+             .wasInterrupted();
 }
 
 /// A thread function's rewriting of its barriers and warp instructions

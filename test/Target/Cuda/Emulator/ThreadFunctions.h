@@ -1,11 +1,11 @@
 //===- ThreadFunctions.h - Launches that synchronize, as functions of one thread -*- C++ -*-===//
 //
-// A launch whose threads meet at barriers or run warp instructions
-// (ldmatrix, mma.sync: the tensor-core products) cannot become loops over
-// its threads. Its body becomes instead a function of one thread, which
-// the emulator runs for every thread of every block as fibers
-// (BlockThreads.h); its barriers and warp instructions become calls into
-// the emulator (HostCalls.h).
+// A launch whose threads meet at barriers, run warp instructions
+// (ldmatrix, mma.sync: the tensor-core products) or share memory (the row
+// kernels) cannot become loops over its threads. Its body becomes instead
+// a function of one thread, which the emulator runs for every thread of
+// every block as fibers (BlockThreads.h); its barriers and warp
+// instructions become calls into the emulator (HostCalls.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +33,7 @@ struct ThreadedLaunch {
 };
 
 /// Replaces every launch of `kernel` (after formLaunches) that has a
-/// barrier or a warp instruction by a call `tessel_emu_launch(id,
+/// barrier, a warp instruction or shared memory by a call `tessel_emu_launch(id,
 /// pointers)`, where `id` is its place in `launches` (to which its record
 /// is appended) and `pointers` an array of its captured buffers'
 /// addresses. Its thread function goes beside `kernel`. Fails, with a
