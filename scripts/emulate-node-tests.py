@@ -45,10 +45,15 @@ def emulate(tools, test, work, precisions, timeout):
     """(test name, outcome, detail) for one node test."""
     name = test.name
     kernels = work / (name + ".mlir")
-    compiled = subprocess.run(
-        [str(tools / "tessel-compile"), str(test / "model.onnx"), "--emit", "linalg",
-         "--emit-all-constants", "-q",
-         "-o", str(kernels)], capture_output=True, text=True)
+    try:
+        compiled = subprocess.run(
+            [str(tools / "tessel-compile"), str(test / "model.onnx"), "--emit", "linalg",
+             "--emit-all-constants", "-q", "-o", str(kernels)],
+            capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return name, "failed", "tessel-compile timed out after %d s" % timeout
+    if compiled.returncode < 0:  # a crash, never a refusal
+        return name, "failed", "tessel-compile died of signal %d" % -compiled.returncode
     if compiled.returncode != 0:
         return name, "not compiled", ""
     for precision in precisions:

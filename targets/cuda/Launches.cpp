@@ -8,6 +8,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -160,6 +161,23 @@ bool isWritten(BlockArgument argument, gpu::GPUFuncOp function) {
   return written;
 }
 
+/// Whether threads of `function` may read what others wrote to `argument`:
+/// it is read as well as written, across a barrier (a row kernel's row
+/// values, stored by thread 0 and read by all). LLVM takes a noalias
+/// argument that does not escape to be out of a barrier call's reach, and
+/// could move its loads and stores across the barrier.
+bool isSharedThroughBarrier(BlockArgument argument, gpu::GPUFuncOp function) {
+  bool barrier = false, read = false;
+  function.walk([&](Operation *op) {
+    barrier |= isa<gpu::BarrierOp>(op);
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      read |= rootBuffer(load.getMemRef()) == argument;
+    if (auto load = dyn_cast<vector::LoadOp>(op))
+      read |= rootBuffer(load.getBase()) == argument;
+  });
+  return barrier && read;
+}
+
 /// Where `value`, an argument of a launch, points: a binding of `kernel`
 /// or a temporary of `scratch`.
 FailureOr<CudaArgument> argumentOf(Value value, func::FuncOp kernel,
@@ -256,7 +274,8 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
     record.block = {dimension(block.x), dimension(block.y), dimension(block.z)};
     // Distinct arguments are distinct buffers or disjoint temporaries, so
     // LLVM may keep values in registers across stores to the ones written
-    // (an accumulator). Only those are marked: a read-only noalias pointer
+    // (an accumulator), unless threads share them through a barrier. Only
+    // written ones are marked: a read-only noalias pointer
     // makes NVPTX load through the non-coherent cache (ld.global.nc),
     // around which ptxas spills registers. Every buffer starts at least 16
     // bytes aligned (the arena's and the weights' 64, scratch offsets 256),
@@ -266,7 +285,7 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
     // shared-memory buffers.)
     for (BlockArgument argument :
          function.getArguments().take_front(function.getFunctionType().getNumInputs())) {
-      if (isWritten(argument, function))
+      if (isWritten(argument, function) && !isSharedThroughBarrier(argument, function))
         function.setArgAttr(argument.getArgNumber(), LLVM::LLVMDialect::getNoAliasAttrName(),
                             attributes.getUnitAttr());
       function.setArgAttr(argument.getArgNumber(), LLVM::LLVMDialect::getAlignAttrName(),

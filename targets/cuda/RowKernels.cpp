@@ -172,7 +172,7 @@ bool worksOnRows(linalg::LinalgOp op, const RowGroup &group) {
 /// what another writes: each op reaches every buffer that one of them writes
 /// through the same value, row by row. Nor can a thread read what another
 /// writes in the same op: an op that reads a buffer it writes reads it where
-/// it writes it.
+/// it writes it, and a reduction does not read its own output.
 bool keepsRowsApart(ArrayRef<linalg::LinalgOp> ops, unsigned rowLoops) {
   llvm::DenseMap<Value, Value> written; // root buffer -> the value written
   for (linalg::LinalgOp op : ops)
@@ -191,9 +191,14 @@ bool keepsRowsApart(ArrayRef<linalg::LinalgOp> ops, unsigned rowLoops) {
       AffineMap map = op.getMatchingIndexingMap(&operand);
       if (found->second != operand.get() || !isRowByRow(map, rowLoops))
         return false;
-      for (OpOperand &init : op.getDpsInitsMutable())
-        if (init.get() == operand.get() && op.getMatchingIndexingMap(&init) != map)
+      for (OpOperand &init : op.getDpsInitsMutable()) {
+        if (init.get() != operand.get() || &init == &operand)
+          continue;
+        // (A reduction's threads would all read the initial value where its
+        // loop reads the running one.)
+        if (op.getMatchingIndexingMap(&init) != map || op.getNumReductionLoops() > 0)
           return false;
+      }
     }
   return true;
 }
