@@ -31,8 +31,7 @@ constexpr int64_t kArgumentAlignment = 16;
 /// Ops that stay on the host side of a kernel function: they compute no
 /// elements, only addresses, which the launches take as arguments or sink.
 bool isAddressOnly(Operation *op) {
-  return isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, memref::GetGlobalOp,
-             arith::ConstantOp, func::ReturnOp, ViewLikeOpInterface>(op);
+  return leavesBuffersAlone(op) || isa<memref::DeallocOp, func::ReturnOp>(op);
 }
 
 /// What a launch may take in by cloning rather than as an argument.

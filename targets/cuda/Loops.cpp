@@ -208,6 +208,11 @@ Value rootBuffer(Value value) {
   return value;
 }
 
+bool leavesBuffersAlone(Operation *op) {
+  return isa<memref::AllocOp, memref::AllocaOp, memref::GetGlobalOp, arith::ConstantOp,
+             ViewLikeOpInterface>(op);
+}
+
 SmallVector<Value> indicesAt(OpBuilder &builder, Location loc, AffineMap map, ValueRange loops) {
   SmallVector<Value> indices;
   for (unsigned result = 0; result < map.getNumResults(); ++result)

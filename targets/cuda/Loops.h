@@ -35,6 +35,11 @@ mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels, ProductPrecision
 /// The buffer that `value` is a view of (itself when it is no view).
 mlir::Value rootBuffer(mlir::Value value);
 
+/// Whether `op` leaves every buffer as it is, only naming memory (an
+/// allocation, a view, a constant), so that ops that compute may move
+/// across it. A deallocation is not one of them.
+bool leavesBuffersAlone(mlir::Operation *op);
+
 /// The indices an op with indexing map `map` reads or writes of an operand
 /// when its loops have the values `loops`.
 llvm::SmallVector<mlir::Value> indicesAt(mlir::OpBuilder &builder, mlir::Location loc,

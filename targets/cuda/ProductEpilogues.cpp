@@ -15,16 +15,10 @@ namespace tessel::cuda {
 
 namespace {
 
-/// Ops that leave every buffer as it is: they only name memory.
-bool isAddressOnly(Operation *op) {
-  return isa<memref::AllocOp, memref::AllocaOp, memref::GetGlobalOp, arith::ConstantOp,
-             ViewLikeOpInterface>(op);
-}
-
 /// The nearest op before or after `op` in its block that may touch memory.
 Operation *nearestComputing(Operation *op, bool after) {
   Operation *next = after ? op->getNextNode() : op->getPrevNode();
-  while (next && isAddressOnly(next))
+  while (next && leavesBuffersAlone(next))
     next = after ? next->getNextNode() : next->getPrevNode();
   return next;
 }

@@ -63,13 +63,6 @@ constexpr int64_t kFewOutputs = 1024;
 constexpr int64_t kMinimumThreads = 32;
 constexpr int64_t kMaximumThreads = 256;
 
-/// Ops that leave every buffer as it is: the ops of a row kernel may move
-/// across them to the launch. (A deallocation is not one of them.)
-bool isAddressOnly(Operation *op) {
-  return isa<memref::AllocOp, memref::AllocaOp, memref::GetGlobalOp, arith::ConstantOp,
-             ViewLikeOpInterface>(op);
-}
-
 /// Whether `op` is on static buffers and its body can be evaluated for any
 /// one point of its loops on its own: no side effects, and its loop indices
 /// (linalg.index) read directly in the body.
@@ -135,6 +128,14 @@ struct RowGroup {
   SmallVector<linalg::LinalgOp> ops;
   /// The most elements or terms any of the ops has in a row.
   int64_t rowLength = 1;
+
+  /// The rows, one block each.
+  int64_t rowCount() const {
+    int64_t count = 1;
+    for (int64_t extent : rows)
+      count *= extent;
+    return count;
+  }
 };
 
 /// Whether `op` works on the rows `group.rows`: its leading loops are
@@ -231,7 +232,7 @@ std::optional<RowGroup> growGroup(ArrayRef<Operation *> ops, size_t position,
   if (!join(group, anchor, /*atFront=*/false))
     return std::nullopt;
   auto grow = [&](Operation *op, bool atFront) {
-    if (isAddressOnly(op))
+    if (leavesBuffersAlone(op))
       return true;
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
     return linalgOp && !taken.contains(op) && join(group, linalgOp, atFront);
@@ -251,9 +252,6 @@ public:
         loc(this->group.ops.back().getLoc()) {}
 
   void build() {
-    int64_t rowCount = 1;
-    for (int64_t extent : group.rows)
-      rowCount *= extent;
     threads =
         std::clamp<int64_t>(llvm::PowerOf2Ceil(group.rowLength), kMinimumThreads, kMaximumThreads);
     // One array of partial results per type that the reductions combine.
@@ -266,10 +264,11 @@ public:
     SmallVector<Type> sharedTypes = llvm::map_to_vector(partialTypes, [&](Type type) -> Type {
       return MemRefType::get({threads}, type, MemRefLayoutAttrInterface(), workgroup);
     });
-    auto launch = gpu::LaunchOp::create(
-        builder, loc, index(rowCount), index(1), index(1), index(threads), index(1), index(1),
-        /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
-        /*asyncDependencies=*/ValueRange(), sharedTypes);
+    auto launch =
+        gpu::LaunchOp::create(builder, loc, index(group.rowCount()), index(1), index(1),
+                              index(threads), index(1), index(1),
+                              /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
+                              /*asyncDependencies=*/ValueRange(), sharedTypes);
     Block &body = launch.getBody().front();
     builder.setInsertionPointToStart(&body);
     gpu::TerminatorOp::create(builder, loc);
@@ -454,9 +453,7 @@ SmallVector<RowGroup> findGroups(func::FuncOp kernel) {
     std::optional<RowGroup> group = growGroup(ops, i, taken);
     if (!group)
       continue;
-    int64_t rowCount = 1;
-    for (int64_t extent : group->rows)
-      rowCount *= extent;
+    int64_t rowCount = group->rowCount();
     if (rowCount == 0 || rowCount > INT32_MAX) // no block, or more than a grid's x holds
       continue;
     for (linalg::LinalgOp member : group->ops)
