@@ -4,15 +4,18 @@ of matrix products whose shapes reach every case of the kernel (edges that
 cut a block tile, batches, a second M loop, each operand with k innermost
 or not, packed weights) and of convolutions, which the kernel computes as
 implicit GEMMs (strides, padding, dilation, input channels in whole vectors
-or not, f32 or already half precision), each with a test-data folder per
-precision.
+or not, f32 or already half precision), and of INT8 models' integer
+products (u8 or s8 operands summed in i32, requantized or not), each with a
+test-data folder per precision.
 
 The expected outputs are the products computed in float64 from the inputs
 rounded to the precision the kernel reads (fp16 or bf16; fp32 unrounded).
 What is left between them and the GPU's outputs is the order of the f32
 sums, so a tight tolerance (rtol 1e-3, atol 1e-4 on outputs of magnitude
 about 10) catches any fragment, tile or edge that is wrong: those give
-errors of the outputs' own size.
+errors of the outputs' own size. An integer product is exact at every
+precision: its expected outputs are ONNX's reference implementation's
+(onnx.reference), which the kernels must match exactly.
 
   scripts/tensor-core-products.py -o DIR   # DIR/NAME/model.onnx, DIR/NAME/PRECISION/
 """
@@ -23,6 +26,7 @@ import os
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 PRECISIONS = ("fp16", "bf16", "fp32")
 
@@ -119,6 +123,66 @@ def conv_case(x_shape, w_shape, stride=1, pad=0, dilation=1):
     return build
 
 
+def reference_outputs(graph, feeds):
+    """The outputs of onnx.reference for `graph` on `feeds`."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    names = [value.name for value in graph.input]
+    return ReferenceEvaluator(model).run(None, dict(zip(names, feeds)))[0]
+
+
+def integer_matmul_case(a_shape, b_shape, a_dtype, b_dtype, b_constant):
+    """MatMulInteger of 8-bit operands (no zero points) into i32."""
+    def build(random):
+        def draw(shape, dtype):
+            info = np.iinfo(dtype)
+            return random.integers(info.min, info.max + 1, shape).astype(dtype)
+        a, b = draw(a_shape, a_dtype), draw(b_shape, b_dtype)
+        out_shape = list(np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape)
+        inputs = [helper.make_tensor_value_info(
+            "a", helper.np_dtype_to_tensor_dtype(a.dtype), a_shape)]
+        initializers = []
+        if b_constant:
+            initializers.append(numpy_helper.from_array(b, "b"))
+        else:
+            inputs.append(helper.make_tensor_value_info(
+                "b", helper.np_dtype_to_tensor_dtype(b.dtype), b_shape))
+        graph = helper.make_graph(
+            [helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "product", inputs,
+            [helper.make_tensor_value_info("y", TensorProto.INT32, out_shape)], initializers)
+        feeds = [a] if b_constant else [a, b]
+        expected = reference_outputs(graph, feeds)
+        return graph, feeds, lambda p: expected
+    return build
+
+
+def quantized_conv_case(x_shape, w_shape, pad):
+    """QLinearConv of a u8 image (zero point 120, so that padding holds
+    120) by an s8 weight with an i32 bias, requantized to u8."""
+    def build(random):
+        x = random.integers(0, 256, x_shape).astype(np.uint8)
+        w = random.integers(-127, 128, w_shape).astype(np.int8)
+        bias = random.integers(-2000, 2000, w_shape[:1]).astype(np.int32)
+        constants = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias"),
+                     numpy_helper.from_array(np.array(0.02, np.float32), "x_scale"),
+                     numpy_helper.from_array(np.array(120, np.uint8), "x_zero"),
+                     numpy_helper.from_array(np.array(0.01, np.float32), "w_scale"),
+                     numpy_helper.from_array(np.array(0, np.int8), "w_zero"),
+                     numpy_helper.from_array(np.array(0.9, np.float32), "y_scale"),
+                     numpy_helper.from_array(np.array(100, np.uint8), "y_zero")]
+        node = helper.make_node(
+            "QLinearConv",
+            ["x", "x_scale", "x_zero", "w", "w_scale", "w_zero", "y_scale", "y_zero", "bias"],
+            ["y"], pads=[pad] * 4)
+        out_shape = [x_shape[0], w_shape[0], x_shape[2] + 2 * pad - w_shape[2] + 1,
+                     x_shape[3] + 2 * pad - w_shape[3] + 1]
+        graph = helper.make_graph(
+            [node], "product", [helper.make_tensor_value_info("x", TensorProto.UINT8, x_shape)],
+            [helper.make_tensor_value_info("y", TensorProto.UINT8, out_shape)], constants)
+        expected = reference_outputs(graph, [x])
+        return graph, [x], lambda p: expected
+    return build
+
+
 CASES = {
     # M and N cut the 128 x 128 block tiles; K a whole number of steps.
     "ragged_200x136x96": matmul_case([200, 96], [96, 136]),
@@ -146,6 +210,14 @@ CASES = {
     "conv1x1s2_2x32x15x15_48": conv_case([2, 32, 15, 15], [48, 32, 1, 1], stride=2),
     # Dilated 3 x 3.
     "conv3x3d2_1x40x24x24_40": conv_case([1, 40, 24, 24], [40, 40, 3, 3], pad=2, dilation=2),
+    # Integer products (mma m16n8k32): u8 by an s8 weight, M and N cutting
+    # the tiles and K = 96 cutting the 64-deep steps; s8 by s8 in a batch,
+    # B with n innermost (staged element by element); a requantized 3 x 3
+    # convolution whose padding holds the input's zero point.
+    "int8_u8s8_200x136x96": integer_matmul_case([200, 96], [96, 136], np.uint8, np.int8, True),
+    "int8_s8s8_2x64x72x160": integer_matmul_case([2, 64, 160], [2, 160, 72], np.int8, np.int8,
+                                                 False),
+    "int8_qconv3x3_1x32x20x20_64": quantized_conv_case([1, 32, 20, 20], [64, 32, 3, 3], pad=1),
 }
 
 

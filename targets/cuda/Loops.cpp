@@ -155,13 +155,12 @@ void parallelLoopsFirst(ModuleOp module) {
 /// the CPU's layout packed) inside the product's loops.
 LogicalResult fuseElementwise(ModuleOp kernels, ProductPrecision precision) {
   MLIRContext *context = kernels.getContext();
-  bool keepProductsWhole = precision != ProductPrecision::F32;
-  linalg::ControlFusionFn control = [keepProductsWhole, precision](OpOperand *fused) {
+  linalg::ControlFusionFn control = [precision](OpOperand *fused) {
     Operation *producer = fused->get().getDefiningOp();
     if (!producer || !producer->hasOneUse())
       return false;
-    return !keepProductsWhole || (!takesTensorCores(producer, precision) &&
-                                  !takesTensorCores(fused->getOwner(), precision));
+    return !takesTensorCores(producer, precision) &&
+           !takesTensorCores(fused->getOwner(), precision);
   };
   RewritePatternSet patterns(context);
   linalg::populateElementwiseOpsFusionPatterns(patterns, control);

@@ -15,10 +15,11 @@ namespace tessel::cuda {
 
 namespace {
 
-/// The nearest op before or after `op` in its block that may touch memory.
-Operation *nearestComputing(Operation *op, bool after) {
+/// The nearest op before or after `op` in its block that may touch memory,
+/// other than `skipped`.
+Operation *nearestComputing(Operation *op, bool after, ArrayRef<Operation *> skipped = {}) {
   Operation *next = after ? op->getNextNode() : op->getPrevNode();
-  while (next && leavesBuffersAlone(next))
+  while (next && (leavesBuffersAlone(next) || llvm::is_contained(skipped, next)))
     next = after ? next->getNextNode() : next->getPrevNode();
   return next;
 }
@@ -50,10 +51,12 @@ bool isUsedOnlyBy(Value buffer, ArrayRef<Operation *> ops) {
   return true;
 }
 
-/// The fill of `output` just before `product`, if its epilogue can
-/// compute it: it reads neither C nor anything the product writes.
-linalg::LinalgOp findInit(linalg::LinalgOp product, Value output) {
-  auto init = dyn_cast_or_null<linalg::LinalgOp>(nearestComputing(product, /*after=*/false));
+/// The fill of `output` just before `product` (but for `unrelated`), if
+/// its epilogue can compute it: it reads neither C nor anything the product
+/// writes.
+linalg::LinalgOp findInit(linalg::LinalgOp product, Value output, ArrayRef<Operation *> unrelated) {
+  auto init =
+      dyn_cast_or_null<linalg::LinalgOp>(nearestComputing(product, /*after=*/false, unrelated));
   if (!isElementwiseInto(init, output) ||
       init.payloadUsesValueFromOperand(init.getDpsInitOperand(0)))
     return nullptr;
@@ -148,10 +151,10 @@ void hoistBefore(linalg::LinalgOp product, Operation *consumer) {
 
 } // namespace
 
-ProductEpilogue findEpilogue(linalg::LinalgOp product) {
+ProductEpilogue findEpilogue(linalg::LinalgOp product, ArrayRef<Operation *> unrelated) {
   ProductEpilogue epilogue;
   Value output = product.getDpsInits()[0];
-  epilogue.init = findInit(product, output);
+  epilogue.init = findInit(product, output, unrelated);
   if (auto consumer = findConsumer(product, output, epilogue.init)) {
     std::tie(epilogue.consumer, epilogue.consumedOperand) = *consumer;
     hoistBefore(product, epilogue.consumer);

@@ -31,9 +31,13 @@ struct ProductEpilogue {
 };
 
 /// The ops next to `product` (on buffers, at the top level of its kernel)
-/// that its epilogue can compute. The address computations that the
-/// consumer uses (its output's allocation) move before the product.
-ProductEpilogue findEpilogue(mlir::linalg::LinalgOp product);
+/// that its epilogue can compute, where the ops `unrelated` before the
+/// product, which touch neither C nor what fills it (the padding of an
+/// operand), do not count as ops between them. The address computations
+/// that the consumer uses (its output's allocation) move before the
+/// product.
+ProductEpilogue findEpilogue(mlir::linalg::LinalgOp product,
+                             llvm::ArrayRef<mlir::Operation *> unrelated);
 
 /// The value `init` writes at `indices` of its output.
 mlir::Value emitInitValue(mlir::OpBuilder &builder, mlir::Location loc, mlir::linalg::LinalgOp init,

@@ -8,12 +8,12 @@
 // element a block stages is read from the image where the indexing maps
 // put it, so the image is never copied into a matrix.
 //
-// Per step of kBlockK along the reduction, the block's threads load both
-// operands' tiles from global memory, round them to half precision and
-// store them in shared memory; each of its eight warps then multiplies its
-// 64 x 32 part with mma.sync (m16n8k16), keeping the sums in f32 registers.
-// The next step's tiles are loaded into registers while the warps multiply
-// the current ones, so global latency overlaps the math.
+// Per step of 64 bytes along the reduction (32 halves), the block's
+// threads load both operands' tiles from global memory, round them to half
+// precision and store them in shared memory; each of its eight warps then
+// multiplies its 64 x 32 part with mma.sync (m16n8k16), keeping the sums
+// in f32 registers. The next step's tiles are loaded into registers while
+// the warps multiply the current ones, so global latency overlaps the math.
 //
 // The fragment layouts are those of PTX's mma.m16n8k16 with A row-major
 // and B column-major: a thread (lane = 4 * group + t) holds
@@ -26,6 +26,15 @@
 // ldmatrix loads four such matrices per warp. An operand whose innermost
 // dimension is its rows (a weight [k][n]) is kept as [k][row], so that its
 // staging stores stay whole vectors, and ldmatrix transposes it.
+//
+// An INT8 model's products (8-bit operands, s8 or u8, summed in i32) take
+// mma.sync m16n8k32 the same way, at every precision since they are exact:
+// a step is 64 integers, and in bytes their fragments are those above (A:
+// rows group and group + 8, bytes 4t .. 4t + 3 of each 16-byte half of k;
+// B alike along its column; C the same, in i32). ldmatrix moves 16-bit
+// elements, so it loads these unchanged but cannot transpose bytes: an
+// integer operand is always kept as [row][k], stored element by element
+// when it was loaded along its rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,29 +62,36 @@ namespace tessel::cuda {
 
 namespace {
 
-// The tile of C a block computes, and the reduction step it stages.
-constexpr int64_t kBlockM = 128, kBlockN = 128, kBlockK = 32;
+// The tile of C a block computes.
+constexpr int64_t kBlockM = 128, kBlockN = 128;
+// Each reduction step stages 64 bytes of every row of both operands (32
+// halves, or 64 integers), and each mma reads 32 bytes of k (m16n8k16 of
+// halves, m16n8k32 of integers): in bytes, the tiles, the fragments and
+// the ldmatrix addresses are the same for either.
+constexpr int64_t kStepBytes = 64, kMmaKBytes = 32;
 // The block's warps as a 2 x 4 grid, each computing a 64 x 32 part of the
 // tile: 4 x 4 mma tiles, 64 f32 accumulators per thread.
 constexpr int64_t kWarpSize = 32, kWarpsM = 2, kWarpsN = 4;
 constexpr int64_t kThreads = kWarpSize * kWarpsM * kWarpsN;
 constexpr int64_t kWarpTileM = kBlockM / kWarpsM, kWarpTileN = kBlockN / kWarpsN;
-constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int64_t kMmaM = 16, kMmaN = 8;
 constexpr int64_t kTilesM = kWarpTileM / kMmaM, kTilesN = kWarpTileN / kMmaN;
 // Each mma tile's 16 x 8 f32 sums are four per thread.
 constexpr int64_t kAccumulators = kTilesM * kTilesN * 4;
 // One ldmatrix loads two neighbouring B tiles.
 static_assert(kTilesN % 2 == 0, "B tiles come in pairs");
-// A shared tile's rows are padded by 8 values (16 bytes): the 80-byte
-// ([row][k]) or 272-byte ([k][row]) stride puts the eight rows an ldmatrix
+// A shared tile's rows are padded by 16 bytes: the 80-byte ([row][k]) or
+// 272-byte ([k][row] of halves) stride puts the eight rows an ldmatrix
 // reads at once in distinct banks, and keeps every row 16-byte aligned.
-constexpr int64_t kSharedPadding = 8;
-// Staging loads 16 bytes at a time where the operand allows: 4 f32, or 8
-// halves of an operand already in the precision the mma reads.
+constexpr int64_t kSharedPaddingBytes = 16;
+// Staging loads 16 bytes at a time where the operand allows: 4 f32, 8
+// halves of an operand already in the precision the mma reads, or 16
+// integers.
 constexpr int64_t kVectorBytes = 16;
-// Products smaller than one warp's mma tiles in M or N waste most of each
-// mma; they stay on the FMA loops.
-constexpr int64_t kMinimumRows = 32, kMinimumColumns = 32, kMinimumDepth = kMmaK;
+// Products smaller than one warp's mma tiles in M or N, or than one mma in
+// K, waste most of each mma; they stay on the FMA loops. So does a
+// convolution whose filter has fewer terms than kMinimumFilterTerms.
+constexpr int64_t kMinimumRows = 32, kMinimumColumns = 32, kMinimumFilterTerms = 32;
 
 /// A product the tensor cores take: its loops by role and their extents.
 /// `batch` holds every loop each block takes one value of: the batch loops,
@@ -89,6 +105,17 @@ struct Product {
   linalg::LinalgOp op;
   SmallVector<unsigned> batch, m, n, k;
   SmallVector<int64_t> extents;
+  /// What the tensor cores read the operands as: the precision's f16 or
+  /// bf16, or i8 for an integer product (which sums in i32).
+  Type operandType;
+  /// For an integer product, whether A and B are unsigned (u8, else s8).
+  bool aUnsigned = false, bUnsigned = false;
+
+  bool isInteger() const { return operandType.isInteger(8); }
+  /// The bytes of one operand element on the tensor cores.
+  int64_t operandBytes() const { return operandType.getIntOrFloatBitWidth() / 8; }
+  /// The k of one mma, in elements.
+  int64_t mmaK() const { return kMmaKBytes / operandBytes(); }
 
   /// The iterations of `loops` together.
   int64_t count(ArrayRef<unsigned> loops) const {
@@ -126,6 +153,43 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
          (add.getRhs() == out && isProduct(add.getLhs()));
 }
 
+/// Whether `value` is the 8-bit `argument` widened to i32; sets
+/// `isUnsigned` by how.
+bool isWidenedOperand(Value value, Value argument, bool &isUnsigned) {
+  if (auto extended = value.getDefiningOp<arith::ExtSIOp>()) {
+    isUnsigned = false;
+    return extended.getIn() == argument;
+  }
+  if (auto extended = value.getDefiningOp<arith::ExtUIOp>()) {
+    isUnsigned = true;
+    return extended.getIn() == argument;
+  }
+  return false;
+}
+
+/// Whether A and B are unsigned, when `op`'s body is out + a * b (in either
+/// order) in i32, with a and b 8-bit integers widened (an INT8 model's
+/// product, its zero points folded into the accumulator's start).
+std::optional<std::pair<bool, bool>> matchIntegerMultiplyAccumulate(linalg::LinalgOp op) {
+  Block &body = op->getRegion(0).front();
+  if (body.getOperations().size() > 5 || body.getNumArguments() != 3)
+    return std::nullopt;
+  Value a = body.getArgument(0), b = body.getArgument(1), out = body.getArgument(2);
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddIOp>();
+  if (!add || !a.getType().isInteger(8) || !b.getType().isInteger(8) ||
+      !out.getType().isInteger(32))
+    return std::nullopt;
+  Value product = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
+  auto mul = product ? product.getDefiningOp<arith::MulIOp>() : arith::MulIOp();
+  bool aUnsigned = false, bUnsigned = false;
+  if (mul && ((isWidenedOperand(mul.getLhs(), a, aUnsigned) &&
+               isWidenedOperand(mul.getRhs(), b, bUnsigned)) ||
+              (isWidenedOperand(mul.getLhs(), b, bUnsigned) &&
+               isWidenedOperand(mul.getRhs(), a, aUnsigned))))
+    return std::make_pair(aUnsigned, bUnsigned);
+  return std::nullopt;
+}
+
 /// `op` as a matrix product (named or generic contraction) with one
 /// reduction loop.
 std::optional<Product> matchContraction(linalg::LinalgOp op) {
@@ -140,7 +204,10 @@ std::optional<Product> matchContraction(linalg::LinalgOp op) {
                   {dims->m.back()},
                   {dims->n.back()},
                   {dims->k.front()},
-                  op.getStaticLoopRanges()};
+                  op.getStaticLoopRanges(),
+                  /*operandType=*/Type(), // set by matchProduct
+                  /*aUnsigned=*/false,
+                  /*bUnsigned=*/false};
   product.batch.append(dims->m.begin(), dims->m.end() - 1);
   product.batch.append(dims->n.begin(), dims->n.end() - 1);
   return product;
@@ -169,36 +236,53 @@ std::optional<Product> matchConvolution(linalg::LinalgOp op) {
                   sorted(dims->batch, dims->outputImage),
                   SmallVector<unsigned>(dims->outputChannel.begin(), dims->outputChannel.end()),
                   sorted(dims->filterLoop, dims->inputChannel),
-                  op.getStaticLoopRanges()};
+                  op.getStaticLoopRanges(),
+                  /*operandType=*/Type(), // set by matchProduct
+                  /*aUnsigned=*/false,
+                  /*bUnsigned=*/false};
   if (product.m.size() + product.n.size() + product.k.size() != op.getNumLoops())
     return std::nullopt;
   // A filter of fewer terms than one step (3 x 3 over 3 channels: 27) does
   // too little work per output for the staging and the epilogue to pay;
   // such a kernel (SqueezeNet's first) also spilled on sm_90.
-  if (product.count(product.k) < kBlockK)
+  if (product.count(product.k) < kMinimumFilterTerms)
     return std::nullopt;
   return product;
 }
 
-/// The product `op` is when the tensor cores take it with `operandType`
-/// (f16 or bf16) operands, on tensors or buffers alike: its operands are
-/// f32, rounded as they are staged, or already of `operandType`; it sums in
-/// f32.
-std::optional<Product> matchProduct(linalg::LinalgOp op, Type operandType) {
-  if (op.hasDynamicShape() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      !isMultiplyAccumulate(op))
+/// The product `op` is when the tensor cores take it at `precision`, on
+/// tensors or buffers alike: an integer product of 8-bit operands summing
+/// in i32 (exact, so at every precision); or, at fp16 or bf16, a float
+/// product summing in f32 whose operands are f32, rounded as they are
+/// staged, or already of the precision's type.
+std::optional<Product> matchProduct(linalg::LinalgOp op, ProductPrecision precision) {
+  if (op.hasDynamicShape() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
-  for (OpOperand &operand : op->getOpOperands()) {
-    Type element = getElementTypeOrSelf(operand.get().getType());
-    if (!element.isF32() && (op.isDpsInit(&operand) || element != operandType))
+  Type operandType;
+  bool aUnsigned = false, bUnsigned = false;
+  if (std::optional<std::pair<bool, bool>> signedness = matchIntegerMultiplyAccumulate(op)) {
+    operandType = IntegerType::get(op.getContext(), 8);
+    std::tie(aUnsigned, bUnsigned) = *signedness;
+  } else {
+    if (precision == ProductPrecision::F32 || !isMultiplyAccumulate(op))
       return std::nullopt;
+    operandType = operandTypeOf(op.getContext(), precision);
+    for (OpOperand &operand : op->getOpOperands()) {
+      Type element = getElementTypeOrSelf(operand.get().getType());
+      if (!element.isF32() && (op.isDpsInit(&operand) || element != operandType))
+        return std::nullopt;
+    }
   }
   std::optional<Product> product = matchContraction(op);
   if (!product)
     product = matchConvolution(op);
-  if (!product || product->count(product->m) < kMinimumRows ||
-      product->count(product->n) < kMinimumColumns || product->count(product->k) < kMinimumDepth ||
-      product->count(product->batch) > 65535 ||
+  if (!product)
+    return std::nullopt;
+  product->operandType = operandType;
+  product->aUnsigned = aUnsigned;
+  product->bUnsigned = bUnsigned;
+  if (product->count(product->m) < kMinimumRows || product->count(product->n) < kMinimumColumns ||
+      product->count(product->k) < product->mmaK() || product->count(product->batch) > 65535 ||
       llvm::divideCeil(product->count(product->m), kBlockM) > 65535)
     return std::nullopt;
   return product;
@@ -208,35 +292,43 @@ std::optional<Product> matchProduct(linalg::LinalgOp op, Type operandType) {
 /// fragment layout in the file comment.
 class ProductKernelBuilder {
 public:
-  ProductKernelBuilder(const Product &product, Type operandType)
-      : product(product), op(product.op), operandType(operandType), builder(op),
-        loc(op.getLoc()) {}
+  explicit ProductKernelBuilder(const Product &product)
+      : product(product), op(product.op), operandType(product.operandType),
+        blockK(kStepBytes / product.operandBytes()), builder(op), loc(op.getLoc()) {}
 
   void build() {
-    epilogue = findEpilogue(op);
     Value output = op.getDpsInits()[0];
+    // The operands' paddings write neither C nor what fills it, so the
+    // epilogue may take a fill that comes before them, unless they read C.
+    std::optional<PaddedOperand> paddings[2] = {findPadding(op, op.getDpsInputOperand(0)),
+                                                findPadding(op, op.getDpsInputOperand(1))};
+    SmallVector<Operation *> paddingOps;
+    for (const std::optional<PaddedOperand> &padding : paddings)
+      if (padding && rootBuffer(padding->source) != rootBuffer(output))
+        paddingOps.append({padding->filling, padding->copying});
+    epilogue = findEpilogue(op, paddingOps);
     int64_t rows = product.count(product.m), columns = product.count(product.n);
     int64_t batchCount = product.count(product.batch);
     auto workgroup = gpu::AddressSpaceAttr::get(builder.getContext(),
                                                 gpu::AddressSpace::Workgroup);
     // A tile is [row][k] when k is its operand's innermost dimension, else
-    // [k][row], so that the staging stores are whole vectors either way;
-    // each row is padded by 16 bytes (kSharedPadding).
-    auto tileType = [&](int64_t tileRows, bool kFastest) {
-      SmallVector<int64_t> shape = kFastest
-                                       ? SmallVector<int64_t>{tileRows, kBlockK + kSharedPadding}
-                                       : SmallVector<int64_t>{kBlockK, tileRows + kSharedPadding};
+    // [k][row] (for halves: see tiledByK), so that the staging stores are
+    // whole vectors either way; each row is padded by kSharedPaddingBytes.
+    int64_t padding = kSharedPaddingBytes / product.operandBytes();
+    auto tileType = [&](int64_t tileRows, bool byK) {
+      SmallVector<int64_t> shape = byK ? SmallVector<int64_t>{tileRows, blockK + padding}
+                                       : SmallVector<int64_t>{blockK, tileRows + padding};
       return MemRefType::get(shape, operandType, MemRefLayoutAttrInterface(), workgroup);
     };
     bool aKFastest = isKFastest(op.getDpsInputOperand(0), product.m);
     bool bKFastest = isKFastest(op.getDpsInputOperand(1), product.n);
+    bool aByK = aKFastest || product.isInteger(), bByK = bKFastest || product.isInteger();
     auto launch = gpu::LaunchOp::create(
         builder, loc, index(llvm::divideCeil(columns, kBlockN)),
         index(llvm::divideCeil(rows, kBlockM)), index(batchCount), index(kThreads), index(1),
         index(1), /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
         /*asyncDependencies=*/ValueRange(),
-        /*workgroupAttributions=*/TypeRange{tileType(kBlockM, aKFastest),
-                                            tileType(kBlockN, bKFastest)});
+        /*workgroupAttributions=*/TypeRange{tileType(kBlockM, aByK), tileType(kBlockN, bByK)});
     Block &body = launch.getBody().front();
     builder.setInsertionPointToStart(&body);
     gpu::TerminatorOp::create(builder, loc);
@@ -259,22 +351,23 @@ public:
     }
 
     ArrayRef<BlockArgument> tiles = launch.getWorkgroupAttributions();
-    auto staged = [&](OpOperand *operand, ArrayRef<unsigned> rowLoops, int64_t tileRows,
-                      Value blockBase, Value tile, bool kFastest) {
+    auto staged = [&](unsigned input, ArrayRef<unsigned> rowLoops, int64_t tileRows,
+                      Value blockBase, Value tile, bool kFastest, bool tiledByK) {
       Staged staged;
-      staged.operand = operand;
+      staged.operand = op.getDpsInputOperand(input);
       staged.rowLoops = rowLoops;
       staged.tileRows = tileRows;
       staged.blockBase = blockBase;
       staged.tile = tile;
       staged.kFastest = kFastest;
-      staged.elementType = getElementTypeOrSelf(operand->get().getType());
-      staged.padding = findPadding(op, operand);
+      staged.tiledByK = tiledByK;
+      staged.elementType = getElementTypeOrSelf(staged.operand->get().getType());
+      staged.padding = paddings[input];
       staged.width = vectorWidth(staged);
       return staged;
     };
-    a = staged(op.getDpsInputOperand(0), product.m, kBlockM, blockRow, tiles[0], aKFastest);
-    b = staged(op.getDpsInputOperand(1), product.n, kBlockN, blockColumn, tiles[1], bKFastest);
+    a = staged(0, product.m, kBlockM, blockRow, tiles[0], aKFastest, aByK);
+    b = staged(1, product.n, kBlockN, blockColumn, tiles[1], bKFastest, bByK);
     emitMainLoop(thread);
     op->erase();
     eraseFused(epilogue, output);
@@ -296,6 +389,10 @@ private:
     /// neighbouring rows and the tile is [k][row], so that a warp's loads
     /// and stores are contiguous either way.
     bool kFastest = false;
+    /// Whether the tile is [row][k]. Integers are, whatever the operand's
+    /// layout, since ldmatrix transposes 16-bit elements only: then each
+    /// element loaded along the rows is stored on its own.
+    bool tiledByK = false;
     /// Elements per load: a 16-byte vector where the innermost dimension's
     /// rows are whole vectors (16-byte aligned), else 1.
     int64_t width = 1;
@@ -373,7 +470,7 @@ private:
   std::pair<Value, Value> stagedVector(const Staged &staged, Value thread, int64_t i) {
     Value vector = add(thread, i * kThreads);
     if (staged.kFastest) {
-      int64_t perRow = kBlockK / staged.width;
+      int64_t perRow = blockK / staged.width;
       return {div(vector, perRow), mul(rem(vector, perRow), staged.width)};
     }
     int64_t perK = staged.tileRows / staged.width;
@@ -398,7 +495,7 @@ private:
     auto loaded = VectorType::get({width}, staged.elementType);
     auto rounded = VectorType::get({width}, operandType);
     Value zeros = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(rounded));
-    int64_t perThread = staged.tileRows * kBlockK / (kThreads * width);
+    int64_t perThread = staged.tileRows * blockK / (kThreads * width);
     int64_t rows = product.count(staged.rowLoops), depth = product.count(product.k);
     for (int64_t i = 0; i < perThread; ++i) {
       std::pair<Value, Value> start = stagedVector(staged, thread, i);
@@ -416,35 +513,45 @@ private:
                                        indicesOf(staged.operand), /*nontemporal=*/false, alignment);
       if (staged.elementType != operandType)
         value = arith::TruncFOp::create(builder, loc, rounded, value);
-      if (depth % kBlockK)
+      if (depth % blockK)
         value = arith::SelectOp::create(builder, loc, below(k, depth), value, zeros);
       values.push_back(value);
     }
   }
 
   /// Stores what loadTile loaded into the shared tile, [row][k] or
-  /// [k][row]: each vector runs along the tile's rows.
+  /// [k][row]: a vector that runs along the tile's rows as a whole, one that
+  /// runs across them (integers loaded along the rows) element by element.
   void storeTile(const Staged &staged, Value thread, ValueRange values) {
     for (auto [i, value] : llvm::enumerate(values)) {
       auto [row, k] = stagedVector(staged, thread, i);
-      SmallVector<Value> indices = staged.kFastest ? SmallVector<Value>{row, k}
-                                                   : SmallVector<Value>{k, row};
-      vector::StoreOp::create(builder, loc, value, staged.tile, indices,
-                              /*nontemporal=*/false, llvm::Align(2 * staged.width));
+      if (staged.kFastest || !staged.tiledByK) {
+        SmallVector<Value> indices =
+            staged.kFastest ? SmallVector<Value>{row, k} : SmallVector<Value>{k, row};
+        vector::StoreOp::create(builder, loc, value, staged.tile, indices, /*nontemporal=*/false,
+                                llvm::Align(product.operandBytes() * staged.width));
+        continue;
+      }
+      for (int64_t e = 0; e < staged.width; ++e) {
+        Value element = vector::ExtractOp::create(builder, loc, value, ArrayRef<int64_t>{e});
+        memref::StoreOp::create(builder, loc, element, staged.tile, ValueRange{add(row, e), k});
+      }
     }
   }
 
-  /// Four 8 x 8 matrices of a shared tile with one ldmatrix: lane l names
-  /// row l % 8 of matrix l / 8 at (row, column), and gets in register i
-  /// the pair (group, 2 * inGroup) of matrix i, or of its transpose: as
-  /// mma.sync takes it.
+  /// Four 8 x 8 matrices of 16-bit elements (8 rows of 16 bytes) of a
+  /// shared tile with one ldmatrix: lane l names row l % 8 of matrix l / 8
+  /// at (row, column), and gets in register i the 32 bits at (group,
+  /// 4 * inGroup bytes) of matrix i, or of its transpose: as mma.sync takes
+  /// it (two halves or four integers of a row).
   Value loadMatrices(Value tile, Value row, Value column, bool transpose) {
-    return nvgpu::LdMatrixOp::create(builder, loc, VectorType::get({4, 2}, operandType), tile,
-                                     ValueRange{row, column}, transpose, /*numTiles=*/4);
+    auto registers = VectorType::get({4, 4 / product.operandBytes()}, operandType);
+    return nvgpu::LdMatrixOp::create(builder, loc, registers, tile, ValueRange{row, column},
+                                     transpose, /*numTiles=*/4);
   }
 
   /// Register `i` of the matrices ldmatrix loaded, as mma.sync takes it
-  /// (f16x2 as such, bf16x2 as 32 bits).
+  /// (f16x2 as such, bf16x2 and four integers as 32 bits).
   Value fragmentRegister(Value matrices, int64_t i) {
     Value pair = vector::ExtractOp::create(builder, loc, matrices, ArrayRef<int64_t>{i});
     if (operandType.isF16())
@@ -454,49 +561,73 @@ private:
     return vector::ExtractOp::create(builder, loc, bits, ArrayRef<int64_t>{0});
   }
 
-  /// The warp's mma tiles for one kMmaK slice of the shared tiles; each
-  /// tile's accumulators are four consecutive f32 of `accumulators`.
+  /// The warp's mma tiles for one mma's slice of k of the shared tiles;
+  /// each tile's accumulators are four consecutive values of
+  /// `accumulators`.
   void multiplySlice(int64_t kOffset, SmallVector<Value> &accumulators) {
-    // An A tile is the matrices (m 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15)
-    // and (8-15, 8-15): the mma's a0..a3. Two neighbouring B tiles are
-    // (n 0-7, k 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15): b0, b1 of each.
-    // A [k][row] tile holds them transposed, which ldmatrix undoes.
+    // In bytes, an A tile is the matrices (m 0-7, k 0-15), (8-15, 0-15),
+    // (0-7, 16-31) and (8-15, 16-31): the mma's a0..a3. Two neighbouring
+    // B tiles are (n 0-7, k 0-15), (0-7, 16-31), (8-15, 0-15) and (8-15,
+    // 16-31): b0, b1 of each. A [k][row] tile (of halves) holds them
+    // transposed, which ldmatrix undoes.
     Value rowInMatrix = rem(lane, 8), matrix = div(lane, 8);
-    Value low = mul(rem(matrix, 2), 8), high = mul(div(matrix, 2), 8);
+    int64_t matrixColumns = 16 / product.operandBytes();
+    Value aRows = mul(rem(matrix, 2), 8), aColumns = mul(div(matrix, 2), matrixColumns);
+    Value bRows = mul(div(matrix, 2), 8), bColumns = mul(rem(matrix, 2), matrixColumns);
     SmallVector<SmallVector<Value, 4>> aFragments, bFragments;
     for (int64_t i = 0; i < kTilesM; ++i) {
       Value m = add(warpRow, i * kMmaM);
       Value matrices =
-          a.kFastest
-              ? loadMatrices(a.tile, add(add(m, rowInMatrix), low), add(high, kOffset), false)
-              : loadMatrices(a.tile, add(add(high, rowInMatrix), kOffset), add(m, low), true);
+          a.tiledByK
+              ? loadMatrices(a.tile, add(add(m, rowInMatrix), aRows), add(aColumns, kOffset), false)
+              : loadMatrices(a.tile, add(add(aColumns, rowInMatrix), kOffset), add(m, aRows), true);
       aFragments.push_back({fragmentRegister(matrices, 0), fragmentRegister(matrices, 1),
                             fragmentRegister(matrices, 2), fragmentRegister(matrices, 3)});
     }
     for (int64_t j = 0; j < kTilesN; j += 2) {
       Value n = add(warpColumn, j * kMmaN);
       Value matrices =
-          b.kFastest
-              ? loadMatrices(b.tile, add(add(n, rowInMatrix), high), add(low, kOffset), false)
-              : loadMatrices(b.tile, add(add(low, rowInMatrix), kOffset), add(n, high), true);
+          b.tiledByK
+              ? loadMatrices(b.tile, add(add(n, rowInMatrix), bRows), add(bColumns, kOffset), false)
+              : loadMatrices(b.tile, add(add(bColumns, rowInMatrix), kOffset), add(n, bRows), true);
       bFragments.push_back({fragmentRegister(matrices, 0), fragmentRegister(matrices, 1)});
       bFragments.push_back({fragmentRegister(matrices, 2), fragmentRegister(matrices, 3)});
     }
-    Type f32 = builder.getF32Type();
-    auto resultType = LLVM::LLVMStructType::getLiteral(builder.getContext(), {f32, f32, f32, f32});
-    NVVM::MMATypes ptxType =
-        operandType.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    Type sumType = accumulatorType();
+    auto resultType = LLVM::LLVMStructType::getLiteral(builder.getContext(),
+                                                       {sumType, sumType, sumType, sumType});
+    std::array<NVVM::MMATypes, 2> ptxTypes = multiplicandTypes();
+    // An integer product wraps, as the linalg op's i32 sums do.
+    std::optional<NVVM::MMAIntOverflow> overflow;
+    if (product.isInteger())
+      overflow = NVVM::MMAIntOverflow::wrapped;
     for (int64_t i = 0; i < kTilesM; ++i)
       for (int64_t j = 0; j < kTilesN; ++j) {
         MutableArrayRef<Value> sums(&accumulators[(i * kTilesN + j) * 4], 4);
         auto mma = NVVM::MmaOp::create(
             builder, loc, resultType, aFragments[i], bFragments[j], sums,
-            ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK}, /*b1Op=*/std::nullopt,
-            /*intOverflow=*/std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+            ArrayRef<int64_t>{kMmaM, kMmaN, product.mmaK()}, /*b1Op=*/std::nullopt, overflow,
+            ptxTypes, std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
         for (int64_t e = 0; e < 4; ++e)
           sums[e] = LLVM::ExtractValueOp::create(builder, loc, mma.getRes(), e);
       }
+  }
+
+  /// What the mma sums in: i32 for an integer product, else f32.
+  Type accumulatorType() {
+    return product.isInteger() ? Type(builder.getI32Type()) : Type(builder.getF32Type());
+  }
+
+  /// The PTX types of A and B.
+  std::array<NVVM::MMATypes, 2> multiplicandTypes() const {
+    if (product.isInteger()) {
+      auto integer = [](bool isUnsigned) {
+        return isUnsigned ? NVVM::MMATypes::u8 : NVVM::MMATypes::s8;
+      };
+      return {integer(product.aUnsigned), integer(product.bUnsigned)};
+    }
+    NVVM::MMATypes half = operandType.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    return {half, half};
   }
 
   void emitMainLoop(Value thread) {
@@ -505,11 +636,11 @@ private:
     size_t aCount = staged.size();
     loadTile(b, thread, index(0), staged);
 
-    Value zero = arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(0));
+    Value zero = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(accumulatorType()));
     SmallVector<Value> initial(kAccumulators, zero);
     initial.append(staged);
     int64_t depth = product.count(product.k);
-    auto loop = scf::ForOp::create(builder, loc, index(0), index(depth), index(kBlockK), initial);
+    auto loop = scf::ForOp::create(builder, loc, index(0), index(depth), index(blockK), initial);
     {
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointToStart(loop.getBody());
@@ -522,10 +653,10 @@ private:
 
       // The next step's tiles, loaded while the warps multiply these.
       SmallVector<Value> next;
-      Value nextK = add(loop.getInductionVar(), kBlockK);
+      Value nextK = add(loop.getInductionVar(), blockK);
       loadTile(a, thread, nextK, next);
       loadTile(b, thread, nextK, next);
-      for (int64_t kOffset = 0; kOffset < kBlockK; kOffset += kMmaK)
+      for (int64_t kOffset = 0; kOffset < blockK; kOffset += product.mmaK())
         multiplySlice(kOffset, accumulators);
       gpu::BarrierOp::create(builder, loc);
       SmallVector<Value> yielded(accumulators);
@@ -561,7 +692,9 @@ private:
               Value old = epilogue.init
                               ? emitInitValue(builder, loc, epilogue.init, indices)
                               : memref::LoadOp::create(builder, loc, output->get(), indices);
-              Value updated = arith::AddFOp::create(builder, loc, old, sum);
+              Value updated = product.isInteger()
+                                  ? arith::AddIOp::create(builder, loc, old, sum).getResult()
+                                  : arith::AddFOp::create(builder, loc, old, sum).getResult();
               if (epilogue.consumer)
                 emitConsumer(builder, loc, epilogue, indices, updated);
               else
@@ -581,6 +714,8 @@ private:
   const Product &product;
   linalg::LinalgOp op;
   Type operandType;
+  /// The reduction step, in elements (kStepBytes).
+  int64_t blockK;
   OpBuilder builder;
   Location loc;
   Staged a, b;
@@ -600,26 +735,22 @@ Type operandTypeOf(MLIRContext *context, ProductPrecision precision) {
 
 bool takesTensorCores(Operation *op, ProductPrecision precision) {
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
-  return linalgOp && precision != ProductPrecision::F32 &&
-         matchProduct(linalgOp, operandTypeOf(op->getContext(), precision)).has_value();
+  return linalgOp && matchProduct(linalgOp, precision).has_value();
 }
 
 LogicalResult launchProductsOnTensorCores(ModuleOp kernels, ProductPrecision precision) {
-  if (precision == ProductPrecision::F32)
-    return success();
-  MLIRContext *context = kernels.getContext();
-  context->loadDialect<affine::AffineDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                       NVVM::NVVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect>();
-  Type operandType = operandTypeOf(context, precision);
+  kernels.getContext()
+      ->loadDialect<affine::AffineDialect, gpu::GPUDialect, LLVM::LLVMDialect, NVVM::NVVMDialect,
+                    nvgpu::NVGPUDialect, vector::VectorDialect>();
   std::vector<Product> products;
   kernels.walk([&](linalg::LinalgOp op) {
     if (!op.hasPureBufferSemantics() || !isa<func::FuncOp>(op->getParentOp()))
       return;
-    if (std::optional<Product> product = matchProduct(op, operandType))
+    if (std::optional<Product> product = matchProduct(op, precision))
       products.push_back(std::move(*product));
   });
   for (const Product &product : products)
-    ProductKernelBuilder(product, operandType).build();
+    ProductKernelBuilder(product).build();
   return success();
 }
 

@@ -88,14 +88,14 @@ void tessel_emu_launch(int64_t id, int64_t pointers) {
 
 void tessel_emu_barrier(int64_t site) { BlockThreads::waitAtBarrier(site); }
 
-void tessel_emu_ldmatrix(int64_t site, int64_t tile, int64_t tileElements, int64_t offset,
+void tessel_emu_ldmatrix(int64_t site, int64_t tile, int64_t tileBytes, int64_t offset,
                          int64_t transpose, int64_t result) {
-  if (offset < 0 || offset + 8 > tileElements)
-    BlockThreads::fail("ldmatrix reads a row at element " + std::to_string(offset) +
-                       " of a shared tile of " + std::to_string(tileElements));
-  auto *row = reinterpret_cast<const uint16_t *>(tile) + offset;
+  if (offset < 0 || offset + 16 > tileBytes)
+    BlockThreads::fail("ldmatrix reads a row at byte " + std::to_string(offset) +
+                       " of a shared tile of " + std::to_string(tileBytes) + " bytes");
+  auto *row = reinterpret_cast<const uint16_t *>(reinterpret_cast<const uint8_t *>(tile) + offset);
   if (reinterpret_cast<uintptr_t>(row) % 16)
-    BlockThreads::fail("ldmatrix reads a row at element " + std::to_string(offset) +
+    BlockThreads::fail("ldmatrix reads a row at byte " + std::to_string(offset) +
                        ", which is not 16-byte aligned");
   LoadMatrixOperands operands;
   operands.row = row;
@@ -114,7 +114,24 @@ void tessel_emu_mma(int64_t site, int64_t a, int64_t b, int64_t c, int64_t d, in
   std::memcpy(reinterpret_cast<void *>(d), operands.d, sizeof operands.d);
 }
 
+void tessel_emu_mma_integers(int64_t site, int64_t a, int64_t b, int64_t c, int64_t d,
+                             int64_t aUnsigned, int64_t bUnsigned) {
+  IntegerMultiplyOperands operands;
+  std::memcpy(operands.a, reinterpret_cast<void *>(a), sizeof operands.a);
+  std::memcpy(operands.b, reinterpret_cast<void *>(b), sizeof operands.b);
+  std::memcpy(operands.c, reinterpret_cast<void *>(c), sizeof operands.c);
+  operands.aUnsigned = aUnsigned != 0;
+  operands.bUnsigned = bUnsigned != 0;
+  BlockThreads::waitForWarp(site, multiplyAccumulateIntegers, &operands);
+  std::memcpy(reinterpret_cast<void *>(d), operands.d, sizeof operands.d);
+}
+
 } // namespace
+
+// compiler-rt's rounding of an f32 to bf16, which the JIT calls where the
+// host CPU has no instruction for it (AVX2 without AVX512-BF16). Only its
+// address is taken, so its signature does not matter here.
+extern "C" void __truncsfbf2();
 
 llvm::orc::SymbolMap hostCallSymbols(llvm::orc::MangleAndInterner interner) {
   llvm::orc::SymbolMap symbols;
@@ -126,6 +143,8 @@ llvm::orc::SymbolMap hostCallSymbols(llvm::orc::MangleAndInterner interner) {
   add("tessel_emu_barrier", &tessel_emu_barrier);
   add("tessel_emu_ldmatrix", &tessel_emu_ldmatrix);
   add("tessel_emu_mma", &tessel_emu_mma);
+  add("tessel_emu_mma_integers", &tessel_emu_mma_integers);
+  add("__truncsfbf2", &__truncsfbf2);
   return symbols;
 }
 

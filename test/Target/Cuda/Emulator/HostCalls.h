@@ -4,7 +4,8 @@
 //   tessel_emu_launch(id, pointers)   runs a launch's blocks, each as fibers
 //   tessel_emu_barrier(site)          a block's barrier
 //   tessel_emu_ldmatrix(...)          ldmatrix.x4, its row checked inside its tile
-//   tessel_emu_mma(...)               mma.sync.m16n8k16
+//   tessel_emu_mma(...)               mma.sync.m16n8k16 of halves
+//   tessel_emu_mma_integers(...)      mma.sync.m16n8k32 of 8-bit integers
 // Each takes only integers (addresses as such), so that one declaration
 // serves every call.
 //

@@ -95,37 +95,42 @@ private:
     return memref::AllocaOp::create(entry, function.getLoc(), MemRefType::get({count}, element));
   }
 
-  /// ldmatrix.x4: the lane's row address, as an element offset into its
-  /// tile (checked against the tile's size), and its four registers back.
+  /// ldmatrix.x4: the lane's row address, as a byte offset into its tile
+  /// (checked against the tile's size), and its four registers back. A
+  /// tile of halves or of bytes (untransposed: ldmatrix moves 16-bit
+  /// elements, four bytes a register).
   LogicalResult rewriteLoadMatrices(OpBuilder &builder, nvgpu::LdMatrixOp load) {
     Location loc = load.getLoc();
     auto tile = cast<MemRefType>(load.getSrcMemref().getType());
     auto result = cast<VectorType>(load.getResult().getType());
+    unsigned bits = result.getElementType().getIntOrFloatBitWidth();
     if (load.getNumTiles() != 4 || tile.getRank() != 2 || !tile.hasStaticShape() ||
-        !tile.getLayout().isIdentity() || result.getShape() != ArrayRef<int64_t>{4, 2} ||
-        result.getElementType().getIntOrFloatBitWidth() != 16)
-      return load.emitError("the emulator models ldmatrix.x4 of 16-bit elements from a "
-                            "row-major shared tile only");
+        !tile.getLayout().isIdentity() || result.getRank() != 2 || result.getDimSize(0) != 4 ||
+        result.getDimSize(1) * bits != 32 || (bits != 16 && (bits != 8 || load.getTranspose())))
+      return load.emitError("the emulator models ldmatrix.x4 of 16-bit elements or bytes "
+                            "(untransposed) from a row-major shared tile only");
     ValueRange indices = load.getIndices();
     Value offset = arith::AddIOp::create(
         builder, loc,
         arith::MulIOp::create(builder, loc, indices[0], index(builder, loc, tile.getDimSize(1))),
         indices[1]);
+    offset = arith::MulIOp::create(builder, loc, offset, index(builder, loc, bits / 8));
     Value &registers = loadedRegisters[result.getElementType()];
     if (!registers)
-      registers = stackBuffer(8, result.getElementType());
+      registers = stackBuffer(result.getNumElements(), result.getElementType());
     call(builder, loc, "tessel_emu_ldmatrix",
          {site(builder, loc), address(builder, loc, load.getSrcMemref()),
-          index(builder, loc, tile.getNumElements()), offset,
+          index(builder, loc, tile.getNumElements() * bits / 8), offset,
           index(builder, loc, load.getTranspose()), address(builder, loc, registers)});
-    Value flat = vector::LoadOp::create(builder, loc, VectorType::get({8}, result.getElementType()),
-                                        registers, ValueRange{index(builder, loc, 0)});
+    Value flat = vector::LoadOp::create(
+        builder, loc, VectorType::get({result.getNumElements()}, result.getElementType()),
+        registers, ValueRange{index(builder, loc, 0)});
     load.getResult().replaceAllUsesWith(vector::ShapeCastOp::create(builder, loc, result, flat));
     return success();
   }
 
   /// A fragment register as the 32-bit word it is: a pair of halves, or
-  /// already a word (bf16 pairs).
+  /// already a word (bf16 pairs, four bytes).
   Value word(OpBuilder &builder, Location loc, Value value) {
     if (value.getType().isInteger(32))
       return value;
@@ -134,23 +139,37 @@ private:
     return vector::ExtractOp::create(builder, loc, bits, ArrayRef<int64_t>{0});
   }
 
-  /// mma.sync.m16n8k16.row.col with f32 sums: the lane's fragments stored,
-  /// and its four sums, which the op's users extract, loaded back.
+  /// mma.sync.m16n8k16.row.col with f32 sums of halves, or m16n8k32 with
+  /// wrapping i32 sums of 8-bit integers: the lane's fragments stored, and
+  /// its four sums, which the op's users extract, loaded back.
   LogicalResult rewriteMultiply(OpBuilder &builder, NVVM::MmaOp mma) {
     Location loc = mma.getLoc();
     NVVM::MMAShapeAttr shape = mma.getShape();
-    std::optional<NVVM::MMATypes> type = mma.getMultiplicandAPtxType();
-    if (shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 16 ||
+    std::optional<NVVM::MMATypes> aType = mma.getMultiplicandAPtxType(),
+                                  bType = mma.getMultiplicandBPtxType();
+    auto isHalf = [](std::optional<NVVM::MMATypes> type) {
+      return type == NVVM::MMATypes::f16 || type == NVVM::MMATypes::bf16;
+    };
+    auto isByte = [](std::optional<NVVM::MMATypes> type) {
+      return type == NVVM::MMATypes::s8 || type == NVVM::MMATypes::u8;
+    };
+    bool halves = isHalf(aType) && bType == aType && shape.getK() == 16 &&
+                  mma.getOperandC()[0].getType().isF32();
+    bool integers = isByte(aType) && isByte(bType) && shape.getK() == 32 &&
+                    mma.getOperandC()[0].getType().isInteger(32) &&
+                    mma.getIntOverflowBehavior() == NVVM::MMAIntOverflow::wrapped;
+    if (shape.getM() != 16 || shape.getN() != 8 || !(halves || integers) ||
         mma.getLayoutA() != NVVM::MMALayout::row || mma.getLayoutB() != NVVM::MMALayout::col ||
-        !type || (*type != NVVM::MMATypes::f16 && *type != NVVM::MMATypes::bf16) ||
         mma.getOperandA().size() != 4 || mma.getOperandB().size() != 2 ||
-        mma.getOperandC().size() != 4 || !mma.getOperandC()[0].getType().isF32())
+        mma.getOperandC().size() != 4)
       return mma.emitError("the emulator models mma.sync.m16n8k16.row.col.f32 of f16 or bf16 "
-                           "only");
-    Type i32 = builder.getI32Type(), f32 = builder.getF32Type();
+                           "and mma.sync.m16n8k32.row.col.s32 of s8 or u8 (wrapping) only");
+    Type i32 = builder.getI32Type(), sumType = mma.getOperandC()[0].getType();
+    Value &c = sums[sumType], &d = results[sumType];
     if (!a)
-      a = stackBuffer(4, i32), b = stackBuffer(2, i32), c = stackBuffer(4, f32),
-      d = stackBuffer(4, f32);
+      a = stackBuffer(4, i32), b = stackBuffer(2, i32);
+    if (!c)
+      c = stackBuffer(4, sumType), d = stackBuffer(4, sumType);
     auto store = [&](ValueRange values, Value buffer, bool asWords) {
       for (auto [i, value] : llvm::enumerate(values))
         memref::StoreOp::create(builder, loc, asWords ? word(builder, loc, value) : value, buffer,
@@ -159,10 +178,17 @@ private:
     store(mma.getOperandA(), a, true);
     store(mma.getOperandB(), b, true);
     store(mma.getOperandC(), c, false);
-    call(builder, loc, "tessel_emu_mma",
-         {site(builder, loc), address(builder, loc, a), address(builder, loc, b),
-          address(builder, loc, c), address(builder, loc, d),
-          index(builder, loc, *type == NVVM::MMATypes::bf16)});
+    SmallVector<Value> arguments{site(builder, loc), address(builder, loc, a),
+                                 address(builder, loc, b), address(builder, loc, c),
+                                 address(builder, loc, d)};
+    if (halves) {
+      arguments.push_back(index(builder, loc, *aType == NVVM::MMATypes::bf16));
+      call(builder, loc, "tessel_emu_mma", arguments);
+    } else {
+      arguments.push_back(index(builder, loc, *aType == NVVM::MMATypes::u8));
+      arguments.push_back(index(builder, loc, *bType == NVVM::MMATypes::u8));
+      call(builder, loc, "tessel_emu_mma_integers", arguments);
+    }
     for (Operation *user : llvm::make_early_inc_range(mma->getUsers())) {
       auto extract = dyn_cast<LLVM::ExtractValueOp>(user);
       if (!extract || extract.getPosition().size() != 1)
@@ -179,9 +205,10 @@ private:
   func::FuncOp function;
   ModuleOp module;
   OpBuilder entry;
-  /// ldmatrix's registers per element type; mma.sync's fragments and sums.
-  llvm::DenseMap<Type, Value> loadedRegisters;
-  Value a, b, c, d;
+  /// ldmatrix's registers per element type; mma.sync's fragments, and its
+  /// sums per type (f32 or i32).
+  llvm::DenseMap<Type, Value> loadedRegisters, sums, results;
+  Value a, b;
 };
 
 /// `type` in the default memory space (shared memory is plain memory on

@@ -97,4 +97,47 @@ std::string multiplyAccumulate(const std::vector<void *> &lanes) {
   return "";
 }
 
+std::string multiplyAccumulateIntegers(const std::vector<void *> &lanes) {
+  if (lanes.size() != kLanes)
+    return "mma.sync needs a whole warp";
+  auto lane = [&](size_t l) { return static_cast<IntegerMultiplyOperands *>(lanes[l]); };
+  bool aUnsigned = lane(0)->aUnsigned, bUnsigned = lane(0)->bUnsigned;
+  int64_t a[16][32], b[32][8], c[16][8];
+  // Element i of a register file: byte i % 4 of register i / 4.
+  auto element = [](const uint32_t *registers, int i, bool isUnsigned) -> int64_t {
+    uint8_t byte = uint8_t(registers[i / 4] >> (8 * (i % 4)));
+    return isUnsigned ? int64_t(byte) : int64_t(int8_t(byte));
+  };
+  for (size_t l = 0; l < kLanes; ++l) {
+    const IntegerMultiplyOperands &operands = *lane(l);
+    if (operands.aUnsigned != aUnsigned || operands.bUnsigned != bUnsigned)
+      return "the lanes of an mma.sync disagree on its types";
+    size_t group = l / 4, inGroup = l % 4;
+    // A: a_i at row group for i in 0-3 and 8-11, else group + 8; column
+    // 4t + (i & 3), plus 16 for i >= 8.
+    for (int i = 0; i < 16; ++i) {
+      size_t row = group + ((i < 4 || (i >= 8 && i < 12)) ? 0 : 8);
+      size_t column = 4 * inGroup + (i & 3) + (i >= 8 ? 16 : 0);
+      a[row][column] = element(operands.a, i, aUnsigned);
+    }
+    // B: b_i at row 4t + (i & 3), plus 16 for i >= 4; column group.
+    for (int i = 0; i < 8; ++i)
+      b[4 * inGroup + (i & 3) + (i >= 4 ? 16 : 0)][group] = element(operands.b, i, bUnsigned);
+    // C: c_i at row group (i < 2) or group + 8, column 2t + (i & 1).
+    for (int i = 0; i < 4; ++i)
+      c[group + (i < 2 ? 0 : 8)][2 * inGroup + (i & 1)] = operands.c[i];
+  }
+  for (size_t l = 0; l < kLanes; ++l) {
+    size_t group = l / 4, inGroup = l % 4;
+    for (int i = 0; i < 4; ++i) {
+      size_t row = group + (i < 2 ? 0 : 8), column = 2 * inGroup + (i & 1);
+      int64_t sum = c[row][column];
+      for (size_t k = 0; k < 32; ++k)
+        sum += a[row][k] * b[k][column];
+      lane(l)->d[i] = int32_t(uint32_t(sum)); // wraps
+    }
+  }
+  return "";
+}
+
 } // namespace tessel::cuda::emulator

@@ -23,7 +23,8 @@ constexpr size_t kLanes = 32;
 
 /// One lane's part of `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16`:
 /// lane l names row l % 8 of matrix l / 8 (eight 16-bit elements at `row`)
-/// and receives, in `result`, one register (two elements) per matrix.
+/// and receives, in `result`, one register (two elements) per matrix. (A
+/// tile of bytes is read as such: each 16-bit element two bytes.)
 struct LoadMatrixOperands {
   const uint16_t *row = nullptr;
   bool transpose = false;
@@ -43,6 +44,18 @@ struct MultiplyOperands {
   HalfType type = HalfType::F16;
 };
 std::string multiplyAccumulate(const std::vector<void *> &lanes);
+
+/// One lane's part of `mma.sync.aligned.m16n8k32.row.col.s32.A.B.s32`:
+/// D = A (16 x 32) · B (32 x 8) + C of 8-bit integers, each operand signed
+/// (s8) or unsigned (u8), summed in i32 and wrapping (no .satfinite): four
+/// 32-bit registers of A (four elements each, the first in the low byte),
+/// two of B, and four i32 of C and D.
+struct IntegerMultiplyOperands {
+  uint32_t a[4] = {}, b[2] = {};
+  int32_t c[4] = {}, d[4] = {};
+  bool aUnsigned = false, bUnsigned = false;
+};
+std::string multiplyAccumulateIntegers(const std::vector<void *> &lanes);
 
 /// The value of a 16-bit float's bits, exactly.
 double halfValue(uint16_t bits, HalfType type);
