@@ -4,6 +4,7 @@
 #include "targets/KernelArguments.h"
 #include "targets/cuda/RowKernels.h"
 #include "targets/cuda/TensorCoreProducts.h"
+#include "targets/cuda/UnpackedOperands.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -212,6 +213,40 @@ bool leavesBuffersAlone(Operation *op) {
              ViewLikeOpInterface>(op);
 }
 
+bool mayWriteBetween(Operation *first, Operation *last, Value root) {
+  for (Operation *op = first->getNextNode(); op && op != last; op = op->getNextNode()) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      for (Value init : linalgOp.getDpsInits())
+        if (rootBuffer(init) == root)
+          return true;
+      continue;
+    }
+    if (isa<memref::AllocOp, memref::AllocaOp, ViewLikeOpInterface>(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (isa<MemRefType>(operand.getType()) && rootBuffer(operand) == root)
+        return true;
+  }
+  return false;
+}
+
+Value copiedBuffer(Operation *operation) {
+  auto op = dyn_cast_or_null<linalg::LinalgOp>(operation);
+  if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumParallelLoops() != op.getNumLoops() || !op.getBlock() ||
+      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) { return map.isIdentity(); }))
+    return Value();
+  Value yielded = op.getBlock()->getTerminator()->getOperand(0);
+  if (yielded != op.getBlock()->getArgument(0))
+    return Value();
+  return op.getDpsInputs()[0];
+}
+
+bool isPlainStatic(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  return memref && memref.hasStaticShape() && memref.getLayout().isIdentity();
+}
+
 SmallVector<Value> indicesAt(OpBuilder &builder, Location loc, AffineMap map, ValueRange loops) {
   SmallVector<Value> indices;
   for (unsigned result = 0; result < map.getNumResults(); ++result)
@@ -245,7 +280,10 @@ LogicalResult bufferizeKernels(ModuleOp kernels, ProductPrecision precision) {
 
 LogicalResult lowerKernelsToLoops(ModuleOp kernels, ProductPrecision precision) {
   if (failed(bufferizeKernels(kernels, precision)) ||
-      failed(launchProductsOnTensorCores(kernels, precision)) || failed(tileProducts(kernels)))
+      failed(launchProductsOnTensorCores(kernels, precision)))
+    return failure();
+  transposeInPlaceOfCopies(kernels);
+  if (failed(tileProducts(kernels)))
     return failure();
   parallelLoopsFirst(kernels);
   launchRowKernels(kernels);

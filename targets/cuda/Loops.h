@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
 
 namespace tessel::cuda {
 
@@ -27,9 +28,11 @@ mlir::LogicalResult bufferizeKernels(mlir::ModuleOp kernels, ProductPrecision pr
 
 /// bufferizeKernels, then the linalg ops as loops: matrix products that
 /// fill the tensor cores launched on them unless `precision` is F32
-/// (TensorCoreProducts.h), the other products tiled so that each thread
-/// computes a small block of outputs, every op an scf.parallel over its
-/// parallel dimensions around scf.for over its reductions.
+/// (TensorCoreProducts.h), transposes whose result a copy moves whole
+/// written where it goes (UnpackedOperands.h), the other products tiled so
+/// that each thread computes a small block of outputs, every op an
+/// scf.parallel over its parallel dimensions around scf.for over its
+/// reductions.
 mlir::LogicalResult lowerKernelsToLoops(mlir::ModuleOp kernels, ProductPrecision precision);
 
 /// The buffer that `value` is a view of (itself when it is no view).
@@ -39,6 +42,17 @@ mlir::Value rootBuffer(mlir::Value value);
 /// allocation, a view, a constant), so that ops that compute may move
 /// across it. A deallocation is not one of them.
 bool leavesBuffersAlone(mlir::Operation *op);
+
+/// Whether any op strictly between `first` and `last` (in one block) may
+/// write the buffer `root`.
+bool mayWriteBetween(mlir::Operation *first, mlir::Operation *last, mlir::Value root);
+
+/// The buffer `op` copies element by element into its one output, if it
+/// does only that (else null).
+mlir::Value copiedBuffer(mlir::Operation *op);
+
+/// Whether `type` is a memref of static shape and row-major layout.
+bool isPlainStatic(mlir::Type type);
 
 /// The indices an op with indexing map `map` reads or writes of an operand
 /// when its loops have the values `loops`.

@@ -6,7 +6,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -31,43 +30,6 @@ Value fillValue(linalg::LinalgOp op) {
     return Value();
   }
   return op->isAncestor(yielded.getDefiningOp()) ? Value() : yielded;
-}
-
-/// The buffer `op` copies element by element into its one output, if it
-/// does only that.
-Value copiedBuffer(linalg::LinalgOp op) {
-  if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getNumParallelLoops() != op.getNumLoops() || !op.getBlock() ||
-      !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) { return map.isIdentity(); }))
-    return Value();
-  Value yielded = op.getBlock()->getTerminator()->getOperand(0);
-  if (yielded != op.getBlock()->getArgument(0))
-    return Value();
-  return op.getDpsInputs()[0];
-}
-
-/// Whether any op strictly between `first` and `last` (in one block) may
-/// write the buffer `root`.
-bool mayWriteBetween(Operation *first, Operation *last, Value root) {
-  for (Operation *op = first->getNextNode(); op && op != last; op = op->getNextNode()) {
-    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-      for (Value init : linalgOp.getDpsInits())
-        if (rootBuffer(init) == root)
-          return true;
-      continue;
-    }
-    if (isa<memref::AllocOp, memref::AllocaOp, ViewLikeOpInterface>(op))
-      continue;
-    for (Value operand : op->getOperands())
-      if (isa<MemRefType>(operand.getType()) && rootBuffer(operand) == root)
-        return true;
-  }
-  return false;
-}
-
-bool isPlainStatic(Type type) {
-  auto memref = dyn_cast<MemRefType>(type);
-  return memref && memref.hasStaticShape() && memref.getLayout().isIdentity();
 }
 
 } // namespace
@@ -102,7 +64,7 @@ std::optional<PaddedOperand> findPadding(linalg::LinalgOp product, OpOperand *op
   auto copying = dyn_cast<linalg::LinalgOp>(padding.copying);
   if (!copying || copying.getDpsInits()[0] != interior.getResult())
     return std::nullopt;
-  padding.source = copiedBuffer(copying);
+  padding.source = copiedBuffer(padding.copying);
   if (!padding.source || !isPlainStatic(padding.source.getType()) ||
       getElementTypeOrSelf(padding.source.getType()) !=
           getElementTypeOrSelf(padding.padded.getType()) ||

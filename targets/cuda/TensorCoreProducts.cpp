@@ -36,12 +36,19 @@
 // integer operand is always kept as [row][k], stored element by element
 // when it was loaded along its rows.
 //
+// An operand that its kernel copies just before the product (an image into
+// a padded buffer, a weight the x86 layout packed into a plain one) is
+// read where it is copied from (PaddedOperands.h, UnpackedOperands.h), and
+// the copies go. For a packed weight, "innermost" above means the
+// dimension its panels keep innermost.
+//
 //===----------------------------------------------------------------------===//
 
 #include "targets/cuda/TensorCoreProducts.h"
 #include "targets/cuda/Loops.h"
 #include "targets/cuda/PaddedOperands.h"
 #include "targets/cuda/ProductEpilogues.h"
+#include "targets/cuda/UnpackedOperands.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -298,15 +305,23 @@ public:
 
   void build() {
     Value output = op.getDpsInits()[0];
-    // The operands' paddings write neither C nor what fills it, so the
+    // The staging reads a padded image or an unpacked weight from where it
+    // was copied. Those copies write neither C nor what fills it, so the
     // epilogue may take a fill that comes before them, unless they read C.
-    std::optional<PaddedOperand> paddings[2] = {findPadding(op, op.getDpsInputOperand(0)),
-                                                findPadding(op, op.getDpsInputOperand(1))};
-    SmallVector<Operation *> paddingOps;
-    for (const std::optional<PaddedOperand> &padding : paddings)
-      if (padding && rootBuffer(padding->source) != rootBuffer(output))
-        paddingOps.append({padding->filling, padding->copying});
-    epilogue = findEpilogue(op, paddingOps);
+    std::optional<PaddedOperand> paddings[2];
+    std::optional<UnpackedOperand> unpackings[2];
+    SmallVector<Operation *> copyingOps;
+    for (unsigned input : {0, 1}) {
+      OpOperand *operand = op.getDpsInputOperand(input);
+      if ((paddings[input] = findPadding(op, operand))) {
+        if (rootBuffer(paddings[input]->source) != rootBuffer(output))
+          copyingOps.append({paddings[input]->filling, paddings[input]->copying});
+      } else if ((unpackings[input] = findUnpacking(op, operand))) {
+        if (rootBuffer(unpackings[input]->packed) != rootBuffer(output))
+          copyingOps.append({unpackings[input]->transposing, unpackings[input]->copying});
+      }
+    }
+    epilogue = findEpilogue(op, copyingOps);
     int64_t rows = product.count(product.m), columns = product.count(product.n);
     int64_t batchCount = product.count(product.batch);
     auto workgroup = gpu::AddressSpaceAttr::get(builder.getContext(),
@@ -320,8 +335,8 @@ public:
                                        : SmallVector<int64_t>{blockK, tileRows + padding};
       return MemRefType::get(shape, operandType, MemRefLayoutAttrInterface(), workgroup);
     };
-    bool aKFastest = isKFastest(op.getDpsInputOperand(0), product.m);
-    bool bKFastest = isKFastest(op.getDpsInputOperand(1), product.n);
+    bool aKFastest = isKFastest(op.getDpsInputOperand(0), unpackings[0], product.m);
+    bool bKFastest = isKFastest(op.getDpsInputOperand(1), unpackings[1], product.n);
     bool aByK = aKFastest || product.isInteger(), bByK = bKFastest || product.isInteger();
     auto launch = gpu::LaunchOp::create(
         builder, loc, index(llvm::divideCeil(columns, kBlockN)),
@@ -363,6 +378,7 @@ public:
       staged.tiledByK = tiledByK;
       staged.elementType = getElementTypeOrSelf(staged.operand->get().getType());
       staged.padding = paddings[input];
+      staged.unpacking = unpackings[input];
       staged.width = vectorWidth(staged);
       return staged;
     };
@@ -371,9 +387,12 @@ public:
     emitMainLoop(thread);
     op->erase();
     eraseFused(epilogue, output);
-    for (const Staged &operand : {a, b})
+    for (const Staged &operand : {a, b}) {
       if (operand.padding)
         erasePadding(*operand.padding);
+      if (operand.unpacking)
+        eraseUnpacking(*operand.unpacking);
+    }
   }
 
 private:
@@ -393,14 +412,17 @@ private:
     /// layout, since ldmatrix transposes 16-bit elements only: then each
     /// element loaded along the rows is stored on its own.
     bool tiledByK = false;
-    /// Elements per load: a 16-byte vector where the innermost dimension's
-    /// rows are whole vectors (16-byte aligned), else 1.
+    /// Elements per load: the widest vector, 16 bytes at most, that the
+    /// contiguous dimension's rows hold whole (aligned to its size), else 1.
     int64_t width = 1;
     /// The operand's own element type: f32, or already operandType.
     Type elementType;
     /// Where the operand is a padded copy of another buffer (an image),
     /// that buffer, which the staging reads instead.
     std::optional<PaddedOperand> padding;
+    /// Where the operand is an unpacked copy of a weight the x86 layout
+    /// packed, the packed weight, which the staging reads instead.
+    std::optional<UnpackedOperand> unpacking;
   };
 
   int64_t extent(unsigned loop) const { return product.extents[loop]; }
@@ -414,33 +436,46 @@ private:
     return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult, x, index(bound));
   }
 
-  /// Whether the operand's innermost dimension follows the innermost
+  /// The dimension of `operand` whose neighbouring elements are
+  /// neighbours in the memory the staging reads: its innermost, or the one
+  /// the packed weight it is unpacked from keeps innermost.
+  unsigned contiguousDim(OpOperand *operand, const std::optional<UnpackedOperand> &unpacking) {
+    return unpacking ? unpacking->contiguousDim
+                     : cast<MemRefType>(operand->get().getType()).getRank() - 1;
+  }
+
+  /// Whether the operand's contiguous dimension follows the innermost
   /// reduction loop and not its innermost row loop (an image's columns
   /// follow both: its rows are the faster).
-  bool isKFastest(OpOperand *operand, ArrayRef<unsigned> rowLoops) {
+  bool isKFastest(OpOperand *operand, const std::optional<UnpackedOperand> &unpacking,
+                  ArrayRef<unsigned> rowLoops) {
     AffineMap map = op.getMatchingIndexingMap(operand);
     if (map.getNumResults() == 0)
       return false;
-    AffineExpr innermost = map.getResults().back();
-    return innermost.isFunctionOfDim(product.k.back()) &&
-           !innermost.isFunctionOfDim(rowLoops.back());
+    AffineExpr contiguous = map.getResult(contiguousDim(operand, unpacking));
+    return contiguous.isFunctionOfDim(product.k.back()) &&
+           !contiguous.isFunctionOfDim(rowLoops.back());
   }
 
-  /// The elements of a 16-byte vector when `staged`'s operand is a plain
-  /// row-major buffer whose innermost dimension is the innermost loop of k
-  /// or of the rows, in whole vectors, else 1. A vector then never crosses
-  /// that loop's end, since the flattened index it starts at is a multiple
-  /// of its width.
+  /// The elements of the widest vector, 16 bytes at most, when `staged`'s
+  /// operand is a plain row-major buffer whose contiguous dimension is the
+  /// innermost loop of k or of the rows, in whole vectors (and contiguous
+  /// in the packed weight it is unpacked from), else 1. A vector then never
+  /// crosses that loop's end, since the flattened index it starts at is a
+  /// multiple of its width.
   int64_t vectorWidth(const Staged &staged) {
     AffineMap map = op.getMatchingIndexingMap(staged.operand);
     auto type = cast<MemRefType>(staged.operand->get().getType());
-    auto innermost = dyn_cast<AffineDimExpr>(map.getResults().back());
+    unsigned dim = contiguousDim(staged.operand, staged.unpacking);
+    auto contiguous = dyn_cast<AffineDimExpr>(map.getResult(dim));
     unsigned loop = staged.kFastest ? product.k.back() : staged.rowLoops.back();
-    int64_t width = kVectorBytes / (staged.elementType.getIntOrFloatBitWidth() / 8);
-    if (!type.getLayout().isIdentity() || !innermost || innermost.getPosition() != loop ||
-        type.getShape().back() % width != 0 || extent(loop) % width != 0 ||
+    if (!type.getLayout().isIdentity() || !contiguous || contiguous.getPosition() != loop ||
         (staged.padding && !innermostUnpadded(*staged.padding)))
       return 1;
+    int64_t width = kVectorBytes / (staged.elementType.getIntOrFloatBitWidth() / 8);
+    while (width > 1 && (type.getShape()[dim] % width != 0 || extent(loop) % width != 0 ||
+                         (staged.unpacking && !packedVectorsContiguous(*staged.unpacking, width))))
+      width /= 2;
     return width;
   }
 
@@ -505,18 +540,25 @@ private:
       assignLoops(staged.rowLoops, rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row);
       assignLoops(product.k, clampBelow(k, depth, kWidth));
       llvm::Align alignment(staged.elementType.getIntOrFloatBitWidth() / 8 * width);
-      Value value =
-          staged.padding
-              ? loadPadded(builder, loc, *staged.padding, loaded, indicesOf(staged.operand),
-                           alignment)
-              : vector::LoadOp::create(builder, loc, loaded, staged.operand->get(),
-                                       indicesOf(staged.operand), /*nontemporal=*/false, alignment);
+      Value value = loadElements(staged, loaded, alignment);
       if (staged.elementType != operandType)
         value = arith::TruncFOp::create(builder, loc, rounded, value);
       if (depth % blockK)
         value = arith::SelectOp::create(builder, loc, below(k, depth), value, zeros);
       values.push_back(value);
     }
+  }
+
+  /// The `vectorType` at the loop values `loops` of `staged`'s operand,
+  /// read where the operand was copied from if it is a copy.
+  Value loadElements(const Staged &staged, VectorType vectorType, llvm::Align alignment) {
+    SmallVector<Value> indices = indicesOf(staged.operand);
+    if (staged.padding)
+      return loadPadded(builder, loc, *staged.padding, vectorType, indices, alignment);
+    if (staged.unpacking)
+      return loadUnpacked(builder, loc, *staged.unpacking, vectorType, indices, alignment);
+    return vector::LoadOp::create(builder, loc, vectorType, staged.operand->get(), indices,
+                                  /*nontemporal=*/false, alignment);
   }
 
   /// Stores what loadTile loaded into the shared tile, [row][k] or
