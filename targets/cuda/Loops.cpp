@@ -213,23 +213,6 @@ bool leavesBuffersAlone(Operation *op) {
              ViewLikeOpInterface>(op);
 }
 
-bool mayWriteBetween(Operation *first, Operation *last, Value root) {
-  for (Operation *op = first->getNextNode(); op && op != last; op = op->getNextNode()) {
-    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-      for (Value init : linalgOp.getDpsInits())
-        if (rootBuffer(init) == root)
-          return true;
-      continue;
-    }
-    if (isa<memref::AllocOp, memref::AllocaOp, ViewLikeOpInterface>(op))
-      continue;
-    for (Value operand : op->getOperands())
-      if (isa<MemRefType>(operand.getType()) && rootBuffer(operand) == root)
-        return true;
-  }
-  return false;
-}
-
 Value copiedBuffer(Operation *operation) {
   auto op = dyn_cast_or_null<linalg::LinalgOp>(operation);
   if (!op || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||

@@ -43,10 +43,6 @@ mlir::Value rootBuffer(mlir::Value value);
 /// across it. A deallocation is not one of them.
 bool leavesBuffersAlone(mlir::Operation *op);
 
-/// Whether any op strictly between `first` and `last` (in one block) may
-/// write the buffer `root`.
-bool mayWriteBetween(mlir::Operation *first, mlir::Operation *last, mlir::Value root);
-
 /// The buffer `op` copies element by element into its one output, if it
 /// does only that (else null).
 mlir::Value copiedBuffer(mlir::Operation *op);

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -30,6 +31,25 @@ Value fillValue(linalg::LinalgOp op) {
     return Value();
   }
   return op->isAncestor(yielded.getDefiningOp()) ? Value() : yielded;
+}
+
+/// Whether any op strictly between `first` and `last` (in one block) may
+/// write the buffer `root`.
+bool mayWriteBetween(Operation *first, Operation *last, Value root) {
+  for (Operation *op = first->getNextNode(); op && op != last; op = op->getNextNode()) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      for (Value init : linalgOp.getDpsInits())
+        if (rootBuffer(init) == root)
+          return true;
+      continue;
+    }
+    if (isa<memref::AllocOp, memref::AllocaOp, ViewLikeOpInterface>(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (isa<MemRefType>(operand.getType()) && rootBuffer(operand) == root)
+        return true;
+  }
+  return false;
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -61,6 +62,29 @@ Value emitIndex(OpBuilder &builder, Location loc, AffineExpr expr, ValueRange di
   default:
     llvm_unreachable("reshapes and slices give no ceiling division");
   }
+}
+
+/// Whether `buffer` and its views are only ever read: by loads, or as
+/// inputs of linalg ops (a kernel's operands and constants are; its
+/// outputs and temporaries are written). Reads inside the launches built
+/// so far count too, since a launch uses the buffers it captures directly.
+bool isOnlyRead(Value buffer) {
+  for (OpOperand &use : buffer.getUses()) {
+    Operation *owner = use.getOwner();
+    if (auto view = dyn_cast<ViewLikeOpInterface>(owner); view && view.getViewSource() == buffer) {
+      if (!isOnlyRead(owner->getResult(0)))
+        return false;
+      continue;
+    }
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(owner)) {
+      if (linalgOp.isDpsInit(&use))
+        return false;
+      continue;
+    }
+    if (!isa<memref::LoadOp, vector::LoadOp, vector::TransferReadOp>(owner))
+      return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -153,8 +177,7 @@ std::optional<UnpackedOperand> findUnpacking(linalg::LinalgOp product, OpOperand
   Block *block = product->getBlock();
   if (transpose->getBlock() != block || unpacking.copying->getBlock() != block ||
       !transpose->isBeforeInBlock(unpacking.copying) ||
-      !unpacking.copying->isBeforeInBlock(product) ||
-      mayWriteBetween(transpose, product, rootBuffer(unpacking.packed)))
+      !unpacking.copying->isBeforeInBlock(product) || !isOnlyRead(rootBuffer(unpacking.packed)))
     return std::nullopt;
   return unpacking;
 }
@@ -250,14 +273,19 @@ void transposeInPlaceOfCopies(ModuleOp kernels) {
     Operation *between = transpose->getNextNode();
     while (between != copy && leavesBuffersAlone(between))
       between = between->getNextNode();
-    if (between != copy || destination.getType() != temporary.getType())
+    // A transpose cannot write the buffer it reads.
+    if (between != copy || destination.getType() != temporary.getType() ||
+        rootBuffer(destination) == rootBuffer(transpose.getInput()))
       continue;
     // The destination's view must exist before the transpose writes it.
     Operation *view = destination.getDefiningOp<memref::ExpandShapeOp>();
     if (view) {
-      Operation *viewed = view->getOperand(0).getDefiningOp();
-      if (!viewed || viewed->getBlock() != transpose->getBlock() ||
-          !viewed->isBeforeInBlock(transpose))
+      auto definedBefore = [&](Value operand) {
+        Operation *definition = operand.getDefiningOp();
+        return !definition || definition->getBlock() != transpose->getBlock() ||
+               definition->isBeforeInBlock(transpose);
+      };
+      if (!llvm::all_of(view->getOperands(), definedBefore))
         continue;
       if (transpose->isBeforeInBlock(view))
         view->moveBefore(transpose);

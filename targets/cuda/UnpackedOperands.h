@@ -40,8 +40,9 @@ struct UnpackedOperand {
 /// `operand` of `product` (on buffers, at the top level of its kernel) as
 /// an unpacked weight that the product can read in place of: nothing but
 /// the copy and the product use it, nothing but the transpose and the copy
-/// use the temporary, and nothing writes the packed weight between the
-/// transpose and the product.
+/// use the temporary, and nothing in the kernel writes the packed weight
+/// (an operand of the kernel or a constant), so that the blocks of the
+/// product may read it while others store their outputs.
 std::optional<UnpackedOperand> findUnpacking(mlir::linalg::LinalgOp product,
                                              mlir::OpOperand *operand);
 

@@ -94,5 +94,33 @@ func.func private @unpacked_returned(%a: tensor<64x48xf32>, %packed: tensor<3x48
   return %y, %b : tensor<64x48xf32>, tensor<48x48xf32>
 }
 
-// CHECK: 4 kernels: 4 match, 0 differ
-// FP32: 4 kernels: 4 match, 0 differ
+// A packed weight that the kernel computes (here, scales) is written in
+// the kernel: only a kernel's operand or a constant, never written, is read
+// in place, so that no block can read it while another writes. One
+// transpose unpacks it first: three launches with the scaling.
+// CHECK: computed_panels: 3 launches (1 as threads), outputs match
+func.func private @computed_panels(%a: tensor<64x48xf32>, %packed: tensor<3x48x16xf32>)
+    -> tensor<64x48xf32> attributes {tessel.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %empty_packed = tensor.empty() : tensor<3x48x16xf32>
+  %scaled = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>,
+                                             affine_map<(i, j, k) -> (i, j, k)>],
+                            iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%packed : tensor<3x48x16xf32>) outs(%empty_packed : tensor<3x48x16xf32>) {
+  ^bb0(%w: f32, %o: f32):
+    %m = arith.mulf %w, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<3x48x16xf32>
+  %plain = tensor.empty() : tensor<48x48xf32>
+  %b = linalg.unpack %scaled outer_dims_perm = [1, 0] inner_dims_pos = [1] inner_tiles = [16]
+      into %plain : tensor<3x48x16xf32> -> tensor<48x48xf32>
+  %empty = tensor.empty() : tensor<64x48xf32>
+  %filled = linalg.fill ins(%zero : f32) outs(%empty : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %y = linalg.matmul ins(%a, %b : tensor<64x48xf32>, tensor<48x48xf32>)
+                     outs(%filled : tensor<64x48xf32>) -> tensor<64x48xf32>
+  return %y : tensor<64x48xf32>
+}
+
+// CHECK: 5 kernels: 5 match, 0 differ
+// FP32: 5 kernels: 5 match, 0 differ
