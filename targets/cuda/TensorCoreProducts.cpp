@@ -307,7 +307,8 @@ public:
     Value output = op.getDpsInits()[0];
     // The staging reads a padded image or an unpacked weight from where it
     // was copied. Those copies write neither C nor what fills it, so the
-    // epilogue may take a fill that comes before them, unless they read C.
+    // epilogue may take a fill that comes before them, unless they read C
+    // (a packed weight never is C: nothing in the kernel writes it).
     std::optional<PaddedOperand> paddings[2];
     std::optional<UnpackedOperand> unpackings[2];
     SmallVector<Operation *> copyingOps;
@@ -317,8 +318,7 @@ public:
         if (rootBuffer(paddings[input]->source) != rootBuffer(output))
           copyingOps.append({paddings[input]->filling, paddings[input]->copying});
       } else if ((unpackings[input] = findUnpacking(op, operand))) {
-        if (rootBuffer(unpackings[input]->packed) != rootBuffer(output))
-          copyingOps.append({unpackings[input]->transposing, unpackings[input]->copying});
+        copyingOps.append({unpackings[input]->transposing, unpackings[input]->copying});
       }
     }
     epilogue = findEpilogue(op, copyingOps);

@@ -64,6 +64,16 @@ Value emitIndex(OpBuilder &builder, Location loc, AffineExpr expr, ValueRange di
   }
 }
 
+/// The unpacked index that `expr`, one of the packed indices, follows:
+/// each follows one at most (the reshapes split indices, the transpose
+/// permutes them); the innermost for a constant.
+unsigned followedIndex(AffineExpr expr, unsigned rank) {
+  unsigned dim = rank - 1;
+  while (dim > 0 && !expr.isFunctionOfDim(dim))
+    --dim;
+  return dim;
+}
+
 /// Whether `buffer` and its views are only ever read: by loads, or as
 /// inputs of linalg ops (a kernel's operands and constants are; its
 /// outputs and temporaries are written). Reads inside the launches built
@@ -169,10 +179,7 @@ std::optional<UnpackedOperand> findUnpacking(linalg::LinalgOp product, OpOperand
   for (auto [index, dim] : llvm::zip_equal(indices, transpose.getPermutation()))
     packedIndices[dim] = index;
   unpacking.packedIndices = simplifyAffineMap(AffineMap::get(rank, 0, packedIndices, context));
-  unpacking.contiguousDim = rank - 1;
-  while (unpacking.contiguousDim > 0 &&
-         !unpacking.packedIndices.getResults().back().isFunctionOfDim(unpacking.contiguousDim))
-    --unpacking.contiguousDim;
+  unpacking.contiguousDim = followedIndex(unpacking.packedIndices.getResults().back(), rank);
 
   Block *block = product->getBlock();
   if (transpose->getBlock() != block || unpacking.copying->getBlock() != block ||
@@ -190,9 +197,9 @@ bool packedVectorsContiguous(const UnpackedOperand &unpacking, int64_t width) {
     return true;
   if (unpackedShape[dim] % width || packedShape.back() % width)
     return false;
-  // Each packed index follows one unpacked index only (the reshapes split
-  // dimensions, the transpose permutes them), so the vectors along `dim`
-  // may be checked with the other indices at zero.
+  // Each packed index follows one unpacked index at most (followedIndex),
+  // so the vectors along `dim` may be checked with the other indices at
+  // zero.
   SmallVector<int64_t> at(unpackedShape.size(), 0);
   for (int64_t start = 0; start < unpackedShape[dim]; start += width) {
     at[dim] = start;
@@ -221,9 +228,7 @@ Value loadUnpacked(OpBuilder &builder, Location loc, const UnpackedOperand &unpa
   SmallVector<AffineExpr> offsetPerIndex(indices.size(),
                                          getAffineConstantExpr(0, builder.getContext()));
   for (auto [expr, stride] : llvm::zip_equal(unpacking.packedIndices.getResults(), strides)) {
-    unsigned dim = indices.size() - 1;
-    while (dim > 0 && !expr.isFunctionOfDim(dim))
-      --dim;
+    unsigned dim = followedIndex(expr, indices.size());
     offsetPerIndex[dim] = offsetPerIndex[dim] + expr * stride;
   }
   Value offset;
