@@ -47,8 +47,9 @@ conformance: build
 	@.venv/bin/python scripts/conformance.py
 
 # The CUDA target's kernels of every ONNX node test, run on the host block by
-# block and thread by thread against upstream linalg's loops (`make test`
-# runs the reductions' and normalizations' alone).
+# block and thread by thread on the test's inputs: each kernel against
+# upstream linalg's loops, the outputs against the test's expected ones
+# (`make test` runs the reductions' and normalizations' alone).
 cuda-emulate: build
 	@.venv/bin/python scripts/emulate-node-tests.py
 

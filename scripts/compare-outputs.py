@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Compares the outputs a run wrote (tessel-run --output-dir: output_N.npy)
-with the expected ones of an ONNX test-data folder (output_N.pb), relative
-to the scale of each output: max |got - expected| / max |expected| must be
-at most --normwise.
+with the expected ones: those of an ONNX test-data folder (output_N.pb), or
+those another run wrote (output_N.npy: the x86 executable's, against which
+tessel-cuda-emulate's are held). Either relative to the scale of each
+output, max |got - expected| / max |expected| at most --normwise, or
+elementwise, |got - expected| <= atol + rtol * |expected| (--rtol, --atol).
 
 Reduced-precision products (fp16, bf16) round every operand relative to
 its own magnitude, so their errors scale with the activations, not with
@@ -17,6 +19,7 @@ With --larger-than LIMIT and no OUTPUT_DIR it compares nothing: it exits
 is (scripts/gpu-checks.sh picks by it how to compare a model at fp32).
 
   scripts/compare-outputs.py DATA_DIR OUTPUT_DIR --normwise 1e-3
+  scripts/compare-outputs.py X86_OUTPUT_DIR OUTPUT_DIR --rtol 1e-3 --atol 1e-4
   scripts/compare-outputs.py DATA_DIR --larger-than 100
 """
 
@@ -31,13 +34,19 @@ from onnx import numpy_helper
 
 
 def expected_outputs(folder):
-    """(name, values) of each output_N.pb of folder, in float64."""
+    """(name, values) of each output_N.pb of folder (or, where it has none,
+    each output_N.npy), in float64."""
     paths = sorted(glob.glob(os.path.join(folder, "output_*.pb")))
+    if paths:
+        for path in paths:
+            name = os.path.basename(path)[:-len(".pb")]
+            yield name, numpy_helper.to_array(onnx.load_tensor(path)).astype(np.float64)
+        return
+    paths = sorted(glob.glob(os.path.join(folder, "output_*.npy")))
     if not paths:
-        sys.exit("error: no output_N.pb in %s" % folder)
+        sys.exit("error: no output_N.pb or output_N.npy in %s" % folder)
     for path in paths:
-        name = os.path.basename(path)[:-len(".pb")]
-        yield name, numpy_helper.to_array(onnx.load_tensor(path)).astype(np.float64)
+        yield os.path.basename(path)[:-len(".npy")], np.load(path).astype(np.float64)
 
 
 def largest(values):
@@ -51,14 +60,18 @@ def main():
     parser.add_argument("outputs", nargs="?", help="folder with output_N.npy")
     parser.add_argument("--normwise", type=float,
                         help="bound on max |error| / max |expected| per output")
+    parser.add_argument("--rtol", type=float, help="elementwise: relative tolerance")
+    parser.add_argument("--atol", type=float, help="elementwise: absolute tolerance")
     parser.add_argument("--larger-than", type=float, metavar="LIMIT",
                         help="exit 0 when some max |expected| is above LIMIT, 1 when none is")
     args = parser.parse_args()
     if args.larger_than is not None:
         sys.exit(0 if any(largest(expected) > args.larger_than
                           for _, expected in expected_outputs(args.expected)) else 1)
-    if args.outputs is None or args.normwise is None:
-        parser.error("OUTPUT_DIR and --normwise are needed without --larger-than")
+    elementwise = args.rtol is not None and args.atol is not None
+    if args.outputs is None or (args.normwise is None) == (not elementwise):
+        parser.error("OUTPUT_DIR and either --normwise or --rtol and --atol are needed "
+                     "without --larger-than")
     passed = True
     for name, expected in expected_outputs(args.expected):
         got_path = os.path.join(args.outputs, name + ".npy")
@@ -69,11 +82,18 @@ def main():
             sys.exit("error: %s has shape %s, expected %s" % (name, got.shape, expected.shape))
         error = largest(got - expected)
         scale = largest(expected)
-        relative = error / scale if scale else error
-        ok = bool(np.all(np.isfinite(got))) and relative <= args.normwise
+        finite = bool(np.all(np.isfinite(got)))
+        if elementwise:
+            outside = int(np.sum(~(np.abs(got - expected) <= args.atol + args.rtol * np.abs(expected))))
+            ok = finite and outside == 0
+            summary = "%d of %d outside rtol %g atol %g" % (outside, got.size, args.rtol, args.atol)
+        else:
+            relative = error / scale if scale else error
+            ok = finite and relative <= args.normwise
+            summary = "normwise error %.3g (bound %g)" % (relative, args.normwise)
         passed &= ok
-        print("%s %s: max abs error %.3g, max |expected| %.3g, normwise error %.3g (bound %g)"
-              % ("PASS" if ok else "FAIL", name, error, scale, relative, args.normwise))
+        print("%s %s: max abs error %.3g, max |expected| %.3g, %s"
+              % ("PASS" if ok else "FAIL", name, error, scale, summary))
     sys.exit(0 if passed else 1)
 
 

@@ -8,10 +8,22 @@
 For each test's model.onnx, tessel-compile writes the kernels (--emit
 linalg) and tessel-cuda-emulate runs them as the CUDA target launches them,
 block by block and thread by thread, against upstream linalg's loops on the
-same inputs, at each precision asked for. A model is classified as:
+same inputs, at each precision asked for. The inputs are the test's own
+(test_data_set_0), the model run whole (tessel-cuda-emulate --input), and
+at fp32 its outputs are compared with the test's expected ones at ONNX's
+tolerances (rtol 1e-3, atol 1e-7). Where the model cannot run whole (an
+input that is a sequence, an op between the kernels that the emulator does
+not run), each kernel runs alone on pseudo-random inputs instead. A model
+is classified as:
 
-    match         every kernel's outputs within the emulator's tolerance
+    match         every kernel's outputs within the emulator's tolerance,
+                  and at fp32 the model's outputs those the test expects
+    kernels match every kernel's within tolerance, each run alone
     differ        a kernel's outputs differ (a wrong kernel)
+    wrong output  the kernels match upstream's loops, but the model's
+                  outputs are not those the test expects
+    stopped       the run stopped at one of the model's run-time checks, as
+                  the runtime stops it (a Dropout in training mode)
     failed        the CUDA lowering or the emulator failed, or timed out
     not compiled  tessel-compile refused the model as it stands (a model
                   that needs --freeze-input and the like: the conformance
@@ -19,8 +31,9 @@ same inputs, at each precision asked for. A model is classified as:
     no kernels    the model computes nothing at run time (a Constant)
 
 Prints each model that differs or fails and a summary line
-`N models: N match, N differ, N failed (N not compiled, N without
-kernels)`; exits non-zero when any differs or fails.
+`N models: N match, N differ, N wrong output, N failed (N of the matches
+kernel by kernel only; N stopped, N not compiled, N without kernels)`;
+exits non-zero when any differs, has a wrong output or fails.
 """
 
 import argparse
@@ -32,6 +45,10 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -39,6 +56,57 @@ def wheel_node_tests():
     import onnx
 
     return pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
+
+
+def whole_model_inputs(test):
+    """The input_N.pb of the test's first data set, or None where an input
+    or output of the model is not a tensor (the emulator reads and writes
+    tensors only)."""
+    model = onnx.load(str(test / "model.onnx"), load_external_data=False)
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    inputs = [value for value in model.graph.input if value.name not in initializers]
+    if any(not value.type.HasField("tensor_type")
+           for value in inputs + list(model.graph.output)):
+        return None
+    paths = sorted((test / "test_data_set_0").glob("input_*.pb"),
+                   key=lambda path: int(path.stem.split("_")[1]))
+    return paths if len(paths) == len(inputs) else None
+
+
+def wrong_outputs(test, outputs):
+    """A description of the first output that is not the test's expected
+    one at ONNX's tolerances (rtol 1e-3, atol 1e-7), or None."""
+    expected_paths = sorted((test / "test_data_set_0").glob("output_*.pb"),
+                            key=lambda path: int(path.stem.split("_")[1]))
+    for index, path in enumerate(expected_paths):
+        expected = numpy_helper.to_array(onnx.load_tensor(str(path)))
+        got_path = outputs / ("output_%d.npy" % index)
+        if not got_path.exists():
+            return "output %d was not written" % index
+        got = np.load(got_path)
+        # (The kernels' integers are signless, and NumPy has no bf16, 8-bit
+        # floats or 4-bit integers, whose bits the emulator writes as
+        # unsigned integers: the expected type says how to read them.)
+        if got.dtype != expected.dtype and got.dtype.itemsize == expected.dtype.itemsize:
+            got = got.view(expected.dtype)
+        if got.shape != expected.shape:
+            return "output %d has shape %s, expected %s" % (index, got.shape, expected.shape)
+        if expected.dtype.kind in "fc" or expected.dtype.kind == "V" or \
+                expected.dtype.name.startswith(("float8", "float4", "bfloat16")):
+            close = np.isclose(got.astype(np.float64), expected.astype(np.float64),
+                               rtol=1e-3, atol=1e-7, equal_nan=True)
+        else:
+            close = got == expected
+        if not np.all(close):
+            return "output %d: %d of %d elements outside rtol 1e-3, atol 1e-7" % (
+                index, int(np.sum(~close)), close.size)
+    return None
+
+
+def run_emulator(tools, kernels, precision, arguments, timeout):
+    return subprocess.run(
+        [str(tools / "tessel-cuda-emulate"), str(kernels), "--precision", precision] + arguments,
+        capture_output=True, text=True, timeout=timeout)
 
 
 def emulate(tools, test, work, precisions, timeout):
@@ -56,16 +124,32 @@ def emulate(tools, test, work, precisions, timeout):
         return name, "failed", "tessel-compile died of signal %d" % -compiled.returncode
     if compiled.returncode != 0:
         return name, "not compiled", ""
+    inputs = whole_model_inputs(test)
+    whole = inputs is not None
     for precision in precisions:
+        outputs = work / (name + "." + precision)
+        arguments = []
+        if whole:
+            arguments = ["--output-dir", str(outputs)]
+            for path in inputs:
+                arguments += ["--input", str(path)]
         try:
-            run = subprocess.run(
-                [str(tools / "tessel-cuda-emulate"), str(kernels), "--precision", precision],
-                capture_output=True, text=True, timeout=timeout)
+            run = run_emulator(tools, kernels, precision, arguments, timeout)
+            if whole and run.returncode != 0 and "error: @main:" in run.stderr:
+                # An op between the kernels that the emulator does not run.
+                whole = False
+                run = run_emulator(tools, kernels, precision, [], timeout)
         except subprocess.TimeoutExpired:
             return name, "failed", "%s: timed out after %d s" % (precision, timeout)
         if run.returncode == 0:
+            if whole and precision == "fp32":
+                wrong = wrong_outputs(test, outputs)
+                if wrong:
+                    return name, "wrong output", "fp32: " + wrong
             continue
-        if run.stdout.startswith("0 kernels:"):
+        if "error: run stopped:" in run.stderr:
+            return name, "stopped", ""
+        if run.stdout.startswith("0 kernels:") or run.stdout.startswith("0 calls of"):
             return name, "no kernels", ""
         differing = [line for line in run.stdout.splitlines() if "DIFFER" in line]
         if differing:
@@ -73,7 +157,7 @@ def emulate(tools, test, work, precisions, timeout):
         lines = (run.stdout + run.stderr).strip().splitlines()
         return name, "failed", "%s: %s" % (precision, lines[-1] if lines else
                                             "exit status %d" % run.returncode)
-    return name, "match", ""
+    return name, "match" if whole else "kernels match", ""
 
 
 def main():
@@ -101,7 +185,8 @@ def main():
         sys.exit("emulate-node-tests: no test in %s matches '%s'" % (suite, args.filter))
     precisions = [p for p in args.precision.split(",") if p]
 
-    counts = {"match": 0, "differ": 0, "failed": 0, "not compiled": 0, "no kernels": 0}
+    counts = {"match": 0, "kernels match": 0, "differ": 0, "wrong output": 0, "failed": 0,
+              "stopped": 0, "not compiled": 0, "no kernels": 0}
     with tempfile.TemporaryDirectory() as work, \
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(emulate, args.tools, test, pathlib.Path(work), precisions,
@@ -109,14 +194,17 @@ def main():
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
             name, outcome, detail = future.result()
             counts[outcome] += 1
-            if outcome in ("differ", "failed"):
+            if outcome in ("differ", "wrong output", "failed"):
                 print("%s: %s: %s" % (outcome.upper(), name, detail), flush=True)
             if done % 100 == 0:
                 print("... %d of %d models" % (done, len(tests)), file=sys.stderr, flush=True)
-    print("%d models: %d match, %d differ, %d failed (%d not compiled, %d without kernels)" % (
-        counts["match"] + counts["differ"] + counts["failed"], counts["match"], counts["differ"],
-        counts["failed"], counts["not compiled"], counts["no kernels"]))
-    sys.exit(1 if counts["differ"] or counts["failed"] else 0)
+    matches = counts["match"] + counts["kernels match"]
+    print("%d models: %d match, %d differ, %d wrong output, %d failed (%d of the matches kernel "
+          "by kernel only; %d stopped, %d not compiled, %d without kernels)" % (
+              matches + counts["differ"] + counts["wrong output"] + counts["failed"], matches,
+              counts["differ"], counts["wrong output"], counts["failed"], counts["kernels match"],
+              counts["stopped"], counts["not compiled"], counts["no kernels"]))
+    sys.exit(1 if counts["differ"] or counts["wrong output"] or counts["failed"] else 0)
 
 
 if __name__ == "__main__":

@@ -296,6 +296,13 @@ HostTensor readNpy(const std::string &path) {
   return tensor;
 }
 
+bool hasNpyType(tsl_dtype dtype) {
+  for (const auto &[name, type] : npyTypes())
+    if (type == dtype)
+      return true;
+  return false;
+}
+
 void writeNpy(const std::string &path, const HostTensor &tensor) {
   std::string descr;
   for (const auto &[name, dtype] : npyTypes())

@@ -48,6 +48,10 @@ ValueFile readValueProto(const std::string &path, ValueKind kind);
 /// Reads a NumPy .npy file (format 1.0-3.0, little-endian, C order).
 HostTensor readNpy(const std::string &path);
 
+/// Whether NumPy has a type for `dtype`; writeNpy throws for the others
+/// (bf16, the 8-bit floats, the sub-byte integers).
+bool hasNpyType(tsl_dtype dtype);
+
 /// Writes a NumPy .npy file (format 1.0).
 void writeNpy(const std::string &path, const HostTensor &tensor);
 
