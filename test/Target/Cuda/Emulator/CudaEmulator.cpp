@@ -18,10 +18,11 @@
 //     (ModelRun.h), and the model's outputs go to `--output-dir` as
 //     output_N.npy, for a comparison with the x86 executable's.
 //
-// Prints one line per kernel (per call with --input) and a summary `N
-// kernels: N match, N differ` (`N calls of M kernels: ...`); exits non-zero when any differs or
-// fails. What it cannot check is after the launches: the NVVM conversion and PTX (ptxas and the GPU
-// checks cover those).
+// Prints one line per kernel (per call with --input) and a summary, `N
+// kernels: N match, N differ` (`N calls of M kernels: ...` with --input);
+// exits non-zero when any differs or fails. What it cannot check is after
+// the launches: the NVVM conversion and PTX (ptxas and the GPU checks
+// cover those).
 //
 //===----------------------------------------------------------------------===//
 
