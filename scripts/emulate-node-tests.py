@@ -58,6 +58,12 @@ def wheel_node_tests():
     return pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
 
 
+def data_files(test, prefix):
+    """The test's first data set's PREFIX_N.pb files, in the order of N."""
+    return sorted((test / "test_data_set_0").glob(prefix + "_*.pb"),
+                  key=lambda path: int(path.stem.split("_")[1]))
+
+
 def whole_model_inputs(test):
     """The input_N.pb of the test's first data set, or None where an input
     or output of the model is not a tensor (the emulator reads and writes
@@ -68,17 +74,14 @@ def whole_model_inputs(test):
     if any(not value.type.HasField("tensor_type")
            for value in inputs + list(model.graph.output)):
         return None
-    paths = sorted((test / "test_data_set_0").glob("input_*.pb"),
-                   key=lambda path: int(path.stem.split("_")[1]))
+    paths = data_files(test, "input")
     return paths if len(paths) == len(inputs) else None
 
 
 def wrong_outputs(test, outputs):
     """A description of the first output that is not the test's expected
     one at ONNX's tolerances (rtol 1e-3, atol 1e-7), or None."""
-    expected_paths = sorted((test / "test_data_set_0").glob("output_*.pb"),
-                            key=lambda path: int(path.stem.split("_")[1]))
-    for index, path in enumerate(expected_paths):
+    for index, path in enumerate(data_files(test, "output")):
         expected = numpy_helper.to_array(onnx.load_tensor(str(path)))
         got_path = outputs / ("output_%d.npy" % index)
         if not got_path.exists():
@@ -91,12 +94,11 @@ def wrong_outputs(test, outputs):
             got = got.view(expected.dtype)
         if got.shape != expected.shape:
             return "output %d has shape %s, expected %s" % (index, got.shape, expected.shape)
-        if expected.dtype.kind in "fc" or expected.dtype.kind == "V" or \
-                expected.dtype.name.startswith(("float8", "float4", "bfloat16")):
+        if expected.dtype.kind in "iub":
+            close = got == expected
+        else:  # (floats, NumPy's own or ml_dtypes')
             close = np.isclose(got.astype(np.float64), expected.astype(np.float64),
                                rtol=1e-3, atol=1e-7, equal_nan=True)
-        else:
-            close = got == expected
         if not np.all(close):
             return "output %d: %d of %d elements outside rtol 1e-3, atol 1e-7" % (
                 index, int(np.sum(~close)), close.size)

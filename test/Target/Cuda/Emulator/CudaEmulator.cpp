@@ -111,12 +111,14 @@ bool checkKernel(func::FuncOp kernel, const EmulationOptions &options) {
     llvm::outs() << name << ": " << llvm::toString(pair.takeError()) << "\n";
     return false;
   }
-  std::vector<Buffer> inputs = (*pair)->buffers();
-  inputs.resize((*pair)->inputCount());
+  std::vector<Buffer> inputs = (*pair)->inputBuffers();
+  std::vector<const Buffer *> arguments;
   std::mt19937 random(1234);
-  for (Buffer &input : inputs)
+  for (Buffer &input : inputs) {
     fill(input, random);
-  llvm::Expected<KernelComparison> comparison = (*pair)->run(inputs);
+    arguments.push_back(&input);
+  }
+  llvm::Expected<KernelComparison> comparison = (*pair)->run(arguments);
   if (!comparison) {
     llvm::outs() << name << ": " << llvm::toString(comparison.takeError()) << "\n";
     return false;

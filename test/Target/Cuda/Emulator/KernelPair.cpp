@@ -31,6 +31,7 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/Format.h"
 
+#include <cinttypes>
 #include <cmath>
 #include <cstring>
 
@@ -238,7 +239,7 @@ double unitOf(const llvm::fltSemantics &semantics) {
 }
 
 /// How far an output of `element` may be from the reference when the
-/// launches compute `sums` in another order (none where `threaded` is
+/// launches compute `sums` in another order (none where `reordered` is
 /// false):
 ///   - 1e-5 where every launch computes as the reference does, in the same
 ///     order (only f32 rounding of the math's expansions differs), relative
@@ -263,8 +264,8 @@ double unitOf(const llvm::fltSemantics &semantics) {
 ///     units of its rounding.
 /// A wrong fragment, tile, edge or missing barrier gives differences of
 /// the outputs' own size (1 and more) or NaN.
-double toleranceOf(Type element, const ReorderedSums &sums, bool threaded) {
-  if (!threaded || sums.depth == 0)
+double toleranceOf(Type element, const ReorderedSums &sums, bool reordered) {
+  if (!reordered)
     return 1e-5;
   const llvm::fltSemantics *semantics = semanticsOf(element);
   if (!semantics)
@@ -273,6 +274,11 @@ double toleranceOf(Type element, const ReorderedSums &sums, bool threaded) {
   if (sums.readsComputedOperand)
     tolerance = std::max(tolerance, unitOf(*semanticsOf(sums.operandType)));
   return tolerance;
+}
+
+/// A buffer of `type`, zeroed.
+Buffer zeroed(MemRefType type) {
+  return {std::vector<uint8_t>(bufferBytes(type)), type.getElementType()};
 }
 
 /// Creates the JIT of a module lowered to the host.
@@ -337,29 +343,34 @@ llvm::Expected<std::unique_ptr<KernelPair>> KernelPair::compile(func::FuncOp ker
   return pair;
 }
 
-std::vector<Buffer> KernelPair::buffers() const {
+std::vector<Buffer> KernelPair::inputBuffers() const {
   std::vector<Buffer> buffers;
-  for (MemRefType type : bufferTypes)
-    buffers.push_back({std::vector<uint8_t>(bufferBytes(type)), type.getElementType()});
+  for (MemRefType type : ArrayRef(bufferTypes).take_front(inputs))
+    buffers.push_back(zeroed(type));
   return buffers;
 }
 
 llvm::Expected<std::vector<Buffer>>
-KernelPair::callBuffers(const std::vector<Buffer> &inputBuffers) const {
-  std::vector<Buffer> all = buffers();
+KernelPair::callBuffers(ArrayRef<const Buffer *> inputBuffers) const {
   if (inputBuffers.size() != inputs)
     return llvm::createStringError("%zu inputs, the kernel takes %zu", inputBuffers.size(), inputs);
-  for (size_t i = 0; i < inputs && i < all.size(); ++i) {
-    if (inputBuffers[i].bytes.size() != all[i].bytes.size())
-      return llvm::createStringError("input %zu has %zu bytes, the kernel reads %zu", i,
-                                     inputBuffers[i].bytes.size(), all[i].bytes.size());
-    all[i] = inputBuffers[i];
+  std::vector<Buffer> all;
+  for (auto [i, type] : llvm::enumerate(bufferTypes)) {
+    if (i >= inputs) {
+      all.push_back(zeroed(type));
+      continue;
+    }
+    uint64_t bytes = bufferBytes(type);
+    if (inputBuffers[i]->bytes.size() != bytes)
+      return llvm::createStringError("input %zu has %zu bytes, the kernel reads %" PRIu64, i,
+                                     inputBuffers[i]->bytes.size(), bytes);
+    all.push_back(*inputBuffers[i]);
   }
   return all;
 }
 
 llvm::Expected<std::vector<Buffer>>
-KernelPair::runReference(const std::vector<Buffer> &inputBuffers) {
+KernelPair::runReference(ArrayRef<const Buffer *> inputBuffers) {
   llvm::Expected<std::vector<Buffer>> all = callBuffers(inputBuffers);
   if (!all)
     return all.takeError();
@@ -369,10 +380,11 @@ KernelPair::runReference(const std::vector<Buffer> &inputBuffers) {
   return all;
 }
 
-llvm::Expected<KernelComparison> KernelPair::run(const std::vector<Buffer> &inputBuffers) {
+llvm::Expected<KernelComparison> KernelPair::run(ArrayRef<const Buffer *> inputBuffers) {
   llvm::Expected<std::vector<Buffer>> all = callBuffers(inputBuffers);
   if (!all)
     return all.takeError();
+  // (Each form gets its own inputs: a kernel may use one as scratch.)
   std::vector<Buffer> &referenceBuffers = *all, emulatedBuffers = *all;
   if (llvm::Error error = call(*reference, name, referenceBuffers, {}))
     return error;
@@ -385,7 +397,7 @@ llvm::Expected<KernelComparison> KernelPair::run(const std::vector<Buffer> &inpu
   KernelComparison comparison;
   double worstShare = 0;
   for (size_t i = inputs; i < referenceBuffers.size(); ++i) {
-    double tolerance = toleranceOf(referenceBuffers[i].element, sums, !threaded.empty());
+    double tolerance = toleranceOf(referenceBuffers[i].element, sums, reordersSums);
     double error = difference(emulatedBuffers[i], referenceBuffers[i], reordersSums);
     double share = error == 0 ? 0 : tolerance == 0 ? INFINITY : error / tolerance;
     if (share >= worstShare) {

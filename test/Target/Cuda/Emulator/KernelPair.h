@@ -79,19 +79,17 @@ public:
   static llvm::Expected<std::unique_ptr<KernelPair>> compile(mlir::func::FuncOp kernel,
                                                              const EmulationOptions &options);
 
-  /// The kernel's buffers after bufferization, zeroed: its inputs, then
-  /// one per result.
-  std::vector<Buffer> buffers() const;
-  size_t inputCount() const { return inputs; }
+  /// The kernel's input buffers after bufferization, zeroed.
+  std::vector<Buffer> inputBuffers() const;
   llvm::StringRef kernelName() const { return name; }
 
-  /// Runs both forms on copies of `inputs` (as many as inputCount, sized
-  /// as buffers() makes them) and compares their outputs.
-  llvm::Expected<KernelComparison> run(const std::vector<Buffer> &inputs);
+  /// Runs both forms on copies of `inputs` (sized as inputBuffers makes
+  /// them) and compares their outputs.
+  llvm::Expected<KernelComparison> run(llvm::ArrayRef<const Buffer *> inputs);
 
-  /// Runs the reference form alone on copies of `inputs`; returns its
+  /// Runs the reference form alone on a copy of `inputs`; returns its
   /// outputs.
-  llvm::Expected<std::vector<Buffer>> runReference(const std::vector<Buffer> &inputs);
+  llvm::Expected<std::vector<Buffer>> runReference(llvm::ArrayRef<const Buffer *> inputs);
 
   /// Prints `name: N launches (M as threads), outputs match (largest
   /// relative difference D, tolerance T)`.
@@ -100,8 +98,8 @@ public:
 private:
   KernelPair() = default;
 
-  /// buffers(), with copies of `inputs` in place of the inputs' zeros.
-  llvm::Expected<std::vector<Buffer>> callBuffers(const std::vector<Buffer> &inputs) const;
+  /// The buffers of a call: copies of `inputs`, then zeroed outputs.
+  llvm::Expected<std::vector<Buffer>> callBuffers(llvm::ArrayRef<const Buffer *> inputs) const;
 
   std::string name;
   size_t inputs = 0;

@@ -70,27 +70,18 @@ llvm::Expected<Buffer> constantBuffer(arith::ConstantOp constant) {
   return buffer;
 }
 
-/// Whether elements of `dtype` are those of `element`: the same float
-/// type, or integers of its width (the kernels' integers are signless).
+/// Whether elements of `dtype` are those of `element`: its own type, or,
+/// since the kernels' integers are signless, unsigned integers of its
+/// width.
 bool holds(Type element, tsl_dtype dtype) {
-  if (element.isInteger(1))
-    return dtype == TSL_BOOL;
-  switch (element.isInteger() ? element.getIntOrFloatBitWidth() : 0) {
-  case 2:
-    return dtype == TSL_I2 || dtype == TSL_U2;
-  case 4:
-    return dtype == TSL_I4 || dtype == TSL_U4;
-  case 8:
-    return dtype == TSL_I8 || dtype == TSL_U8;
-  case 16:
-    return dtype == TSL_I16 || dtype == TSL_U16;
-  case 32:
-    return dtype == TSL_I32 || dtype == TSL_U32;
-  case 64:
-    return dtype == TSL_I64 || dtype == TSL_U64;
-  }
-  std::optional<uint8_t> same = tessel::artifactDType(element);
-  return same && static_cast<tsl_dtype>(*same) == dtype;
+  auto is = [dtype](Type type) {
+    std::optional<uint8_t> same = tessel::artifactDType(type);
+    return same && static_cast<tsl_dtype>(*same) == dtype;
+  };
+  auto integer = dyn_cast<IntegerType>(element);
+  return is(element) ||
+         (integer && integer.getWidth() > 1 &&
+          is(IntegerType::get(element.getContext(), integer.getWidth(), IntegerType::Unsigned)));
 }
 
 /// The input for argument `index` of @main, checked against its type.
@@ -149,9 +140,9 @@ llvm::Expected<ModelOutputs> runModel(ModuleOp module, const EmulationOptions &o
     reference[value] = std::move(buffer);
   };
   auto operandsIn = [](const Values &values, ValueRange operands) {
-    std::vector<Buffer> buffers;
+    std::vector<const Buffer *> buffers;
     for (Value operand : operands)
-      buffers.push_back(*values.lookup(operand));
+      buffers.push_back(values.lookup(operand).get());
     return buffers;
   };
   for (BlockArgument argument : main.getArguments()) {
@@ -202,7 +193,7 @@ llvm::Expected<ModelOutputs> runModel(ModuleOp module, const EmulationOptions &o
       for (auto [result, output] : llvm::zip(call.getResults(), *referenceOutputs))
         reference[result] = std::make_shared<const Buffer>(std::move(output));
     } else if (auto check = dyn_cast<tessel::CheckZeroOp>(op)) {
-      // (The runtime's check between steps: a count of bad indices.)
+      // (The runtime's check between steps: a count that must be zero.)
       int64_t count = 0;
       std::memcpy(&count, emulated.lookup(check.getCount())->bytes.data(), sizeof count);
       if (count != 0)
