@@ -59,6 +59,51 @@ LogicalResult expandMath(gpu::GPUModuleOp module) {
   return applyPatternsGreedily(module, std::move(patterns));
 }
 
+/// The conversion of upstream's convert-gpu-to-nvvm without its libdevice
+/// calls: what math is left after expandMath (square roots, rounding,
+/// absolute values) becomes LLVM intrinsics, which the NVPTX backend
+/// turns into instructions.
+LogicalResult convertToNvvm(gpu::GPUModuleOp gpuModule) {
+  MLIRContext *context = gpuModule.getContext();
+  LowerToLLVMOptions options(context);
+  options.useBarePtrCallConv = true;
+  LLVMTypeConverter converter(context, options);
+  configureGpuToNVVMTypeConverter(converter);
+  RewritePatternSet patterns(context);
+  arith::populateArithToLLVMConversionPatterns(converter, patterns);
+  cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+  populateFuncToLLVMConversionPatterns(converter, patterns);
+  populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
+  populateMathToLLVMConversionPatterns(converter, patterns, /*approximateLog1p=*/true,
+                                       /*benefit=*/2);
+  populateGpuToNVVMConversionPatterns(converter, patterns);
+  populateNVGPUToNVVMConversionPatterns(converter, patterns);
+  populateVectorToLLVMConversionPatterns(converter, patterns);
+  LLVMConversionTarget target(*context);
+  configureGpuToNVVMConversionLegality(target);
+  target.addLegalOp<LLVM::FAbsOp, LLVM::FCeilOp, LLVM::FFloorOp, LLVM::FTruncOp, LLVM::RoundEvenOp,
+                    LLVM::RoundOp, LLVM::SqrtOp, LLVM::CopySignOp, LLVM::FRemOp, LLVM::FMAOp>();
+  return applyPartialConversion(gpuModule, target, std::move(patterns));
+}
+
+/// Lowers the outlined kernels to the LLVM and NVVM dialects, memrefs
+/// passed as bare pointers.
+LogicalResult lowerToNvvm(gpu::GPUModuleOp gpuModule) {
+  if (failed(expandMath(gpuModule)))
+    return gpuModule.emitError("expanding the math functions of the CUDA kernels failed");
+  PassManager pm(gpuModule.getContext(), gpu::GPUModuleOp::getOperationName());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  if (failed(pm.run(gpuModule)) || failed(convertToNvvm(gpuModule)))
+    return failure();
+  PassManager cleanup(gpuModule.getContext(), gpu::GPUModuleOp::getOperationName());
+  cleanup.addPass(createReconcileUnrealizedCastsPass());
+  cleanup.addPass(createCanonicalizerPass());
+  return cleanup.run(gpuModule);
+}
+
 class CudaTarget : public Target {
 public:
   CudaTarget(std::vector<const cuda::Architecture *> architectures, ProductPrecision precision)
@@ -79,42 +124,15 @@ public:
 
   FailureOr<std::vector<Executable>> compileAll(ModuleOp kernels,
                                                 const TargetOptions &options) override {
-    MLIRContext &context = *kernels.getContext();
-    context.loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
+    kernels.getContext()->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
     if (failed(cuda::lowerKernelsToLoops(kernels, precision)))
       return failure();
-
-    OpBuilder builder(kernels.getBodyRegion());
-    auto gpuModule = gpu::GPUModuleOp::create(builder, kernels.getLoc(), "tessel_cuda");
-    std::vector<KernelEntry> entries;
-    for (auto kernel : llvm::to_vector(kernels.getOps<func::FuncOp>())) {
-      if (kernel.isDeclaration())
-        continue;
-      KernelEntry entry;
-      entry.kernel = entry.symbol = kernel.getSymName().str();
-      for (Type type : kernel.getArgumentTypes())
-        entry.bindingBytes.push_back(cuda::bufferBytes(cast<MemRefType>(type)));
-      if (failed(cuda::formLaunches(kernel, kThreadsPerBlock)))
-        return failure();
-      FailureOr<cuda::KernelLaunches> launches = cuda::outlineLaunches(kernel, gpuModule);
-      if (failed(launches))
-        return failure();
-      entry.scratchBytes = launches->scratchBytes;
-      entry.cudaLaunches = std::move(launches->launches);
-      entries.push_back(std::move(entry));
-    }
-    if (failed(lowerToNvvm(gpuModule)))
+    FailureOr<cuda::DeviceKernels> device = cuda::outlineDeviceKernels(kernels);
+    if (failed(device))
       return failure();
-
-    // The kernels alone, in a module of their own, for translation.
-    OwningOpRef<ModuleOp> device = ModuleOp::create(kernels.getLoc());
-    OpBuilder deviceBuilder(device->getBodyRegion());
-    for (Operation &op : gpuModule.getBody()->getOperations())
-      deviceBuilder.clone(op);
-
     std::vector<Executable> executables;
     for (const cuda::Architecture *architecture : architectures) {
-      FailureOr<std::string> ptx = cuda::emitPtx(*device, *architecture, options.optLevel);
+      FailureOr<std::string> ptx = cuda::emitPtx(*device->module, *architecture, options.optLevel);
       if (failed(ptx))
         return failure();
       if (options.ptx)
@@ -124,7 +142,7 @@ public:
       executable.format = ExecutableFormat::CudaPtx;
       executable.architecture = architecture->name;
       executable.binary.assign(ptx->begin(), ptx->end());
-      executable.entries = entries;
+      executable.entries = device->entries;
       executable.replacesFallback = true;
       executables.push_back(std::move(executable));
     }
@@ -132,57 +150,47 @@ public:
   }
 
 private:
-  /// Lowers the outlined kernels to the LLVM and NVVM dialects, memrefs
-  /// passed as bare pointers.
-  static LogicalResult lowerToNvvm(gpu::GPUModuleOp gpuModule) {
-    if (failed(expandMath(gpuModule)))
-      return gpuModule.emitError("expanding the math functions of the CUDA kernels failed");
-    PassManager pm(gpuModule.getContext(), gpu::GPUModuleOp::getOperationName());
-    pm.addPass(createLowerAffinePass());
-    pm.addPass(createSCFToControlFlowPass());
-    pm.addPass(memref::createExpandStridedMetadataPass());
-    pm.addPass(createLowerAffinePass());
-    if (failed(pm.run(gpuModule)) || failed(convertToNvvm(gpuModule)))
-      return failure();
-    PassManager cleanup(gpuModule.getContext(), gpu::GPUModuleOp::getOperationName());
-    cleanup.addPass(createReconcileUnrealizedCastsPass());
-    cleanup.addPass(createCanonicalizerPass());
-    return cleanup.run(gpuModule);
-  }
-
-  /// The conversion of upstream's convert-gpu-to-nvvm without its libdevice
-  /// calls: what math is left after expandMath (square roots, rounding,
-  /// absolute values) becomes LLVM intrinsics, which the NVPTX backend
-  /// turns into instructions.
-  static LogicalResult convertToNvvm(gpu::GPUModuleOp gpuModule) {
-    MLIRContext *context = gpuModule.getContext();
-    LowerToLLVMOptions options(context);
-    options.useBarePtrCallConv = true;
-    LLVMTypeConverter converter(context, options);
-    configureGpuToNVVMTypeConverter(converter);
-    RewritePatternSet patterns(context);
-    arith::populateArithToLLVMConversionPatterns(converter, patterns);
-    cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
-    populateFuncToLLVMConversionPatterns(converter, patterns);
-    populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
-    populateMathToLLVMConversionPatterns(converter, patterns, /*approximateLog1p=*/true,
-                                         /*benefit=*/2);
-    populateGpuToNVVMConversionPatterns(converter, patterns);
-    populateNVGPUToNVVMConversionPatterns(converter, patterns);
-    populateVectorToLLVMConversionPatterns(converter, patterns);
-    LLVMConversionTarget target(*context);
-    configureGpuToNVVMConversionLegality(target);
-    target.addLegalOp<LLVM::FAbsOp, LLVM::FCeilOp, LLVM::FFloorOp, LLVM::FTruncOp,
-                      LLVM::RoundEvenOp, LLVM::RoundOp, LLVM::SqrtOp, LLVM::CopySignOp,
-                      LLVM::FRemOp, LLVM::FMAOp>();
-    return applyPartialConversion(gpuModule, target, std::move(patterns));
-  }
-
   std::vector<const cuda::Architecture *> architectures;
   ProductPrecision precision;
 };
 
 } // namespace
+
+namespace cuda {
+
+FailureOr<DeviceKernels> outlineDeviceKernels(ModuleOp kernels) {
+  kernels.getContext()->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
+  OpBuilder builder(kernels.getBodyRegion());
+  auto gpuModule = gpu::GPUModuleOp::create(builder, kernels.getLoc(), "tessel_cuda");
+  DeviceKernels device;
+  for (auto kernel : llvm::to_vector(kernels.getOps<func::FuncOp>())) {
+    if (kernel.isDeclaration())
+      continue;
+    KernelEntry entry;
+    entry.kernel = entry.symbol = kernel.getSymName().str();
+    for (Type type : kernel.getArgumentTypes())
+      entry.bindingBytes.push_back(bufferBytes(cast<MemRefType>(type)));
+    if (failed(formLaunches(kernel, kThreadsPerBlock)))
+      return failure();
+    FailureOr<KernelLaunches> launches = outlineLaunches(kernel, gpuModule);
+    if (failed(launches))
+      return failure();
+    entry.scratchBytes = launches->scratchBytes;
+    entry.cudaLaunches = std::move(launches->launches);
+    device.entries.push_back(std::move(entry));
+  }
+  if (failed(lowerToNvvm(gpuModule)))
+    return failure();
+
+  // The kernels alone, in a module of their own, for translation.
+  device.module = ModuleOp::create(kernels.getLoc());
+  OpBuilder deviceBuilder(device.module->getBodyRegion());
+  for (Operation &op : gpuModule.getBody()->getOperations())
+    deviceBuilder.clone(op);
+  return device;
+}
+
+} // namespace cuda
 
 std::optional<ProductPrecision> parseProductPrecision(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<ProductPrecision>>(name)

@@ -5,6 +5,8 @@
 
 #include "targets/Target.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -17,6 +19,25 @@ llvm::Expected<std::unique_ptr<Target>> createCudaTarget(const TargetOptions &op
 
 /// The precision `--precision` names (fp32, fp16, bf16), if it names one.
 std::optional<ProductPrecision> parseProductPrecision(llvm::StringRef name);
+
+namespace cuda {
+
+/// The GPU kernels of a module of kernel functions, and how each kernel
+/// function launches them.
+struct DeviceKernels {
+  /// LLVM dialect functions marked nvvm.kernel, ready for emitPtx.
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  /// One per kernel function, in order, with its launches.
+  std::vector<KernelEntry> entries;
+};
+
+/// Outlines the launches of every kernel function of `kernels` (lowered by
+/// lowerKernelsToLoops) into GPU kernels lowered to the LLVM and NVVM
+/// dialects: what the CUDA target translates to PTX, and what the
+/// emulator runs. Fails with a diagnostic.
+mlir::FailureOr<DeviceKernels> outlineDeviceKernels(mlir::ModuleOp kernels);
+
+} // namespace cuda
 
 } // namespace tessel
 

@@ -312,30 +312,4 @@ FailureOr<KernelLaunches> outlineLaunches(func::FuncOp kernel, gpu::GPUModuleOp 
   return result;
 }
 
-void runLaunchesOnHost(func::FuncOp kernel) {
-  SmallVector<gpu::LaunchOp> launches(kernel.getBody().front().getOps<gpu::LaunchOp>());
-  for (gpu::LaunchOp launch : launches) {
-    // Every launch is one-dimensional and has no barrier, so running its
-    // threads one after another is one of the schedules the GPU may pick.
-    OpBuilder builder(launch);
-    Location loc = launch.getLoc();
-    Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
-    Value one = arith::ConstantIndexOp::create(builder, loc, 1);
-    auto blocks = scf::ForOp::create(builder, loc, zero, launch.getGridSizeX(), one);
-    builder.setInsertionPointToStart(blocks.getBody());
-    auto threads = scf::ForOp::create(builder, loc, zero, launch.getBlockSizeX(), one);
-    Block &body = launch.getBody().front();
-    IRMapping mapping;
-    mapping.map(launch.getBlockIds().x, blocks.getInductionVar());
-    mapping.map(launch.getThreadIds().x, threads.getInductionVar());
-    for (Value unused : {launch.getBlockIds().y, launch.getBlockIds().z, launch.getThreadIds().y,
-                         launch.getThreadIds().z})
-      mapping.map(unused, zero);
-    builder.setInsertionPoint(threads.getBody()->getTerminator());
-    for (Operation &op : body.without_terminator())
-      builder.clone(op, mapping);
-    launch.erase();
-  }
-}
-
 } // namespace tessel::cuda

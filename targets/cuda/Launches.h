@@ -38,12 +38,6 @@ mlir::LogicalResult formLaunches(mlir::func::FuncOp kernel, unsigned threadsPerB
 mlir::FailureOr<KernelLaunches> outlineLaunches(mlir::func::FuncOp kernel,
                                                 mlir::gpu::GPUModuleOp gpuModule);
 
-/// Replaces the launches formLaunches made by loops over their blocks and
-/// threads, so that the kernels' index arithmetic, tiles and launch
-/// boundaries run on the host (the emulator that checks them without a
-/// GPU).
-void runLaunchesOnHost(mlir::func::FuncOp kernel);
-
 } // namespace tessel::cuda
 
 #endif // TESSEL_TARGETS_CUDA_LAUNCHES_H

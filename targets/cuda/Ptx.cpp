@@ -93,6 +93,52 @@ LogicalResult linkLibdevice(ModuleOp kernels, llvm::Module &module) {
   return success();
 }
 
+/// The NVPTX backend's machine for `architecture`.
+FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createMachine(ModuleOp kernels, const Architecture &architecture, int optLevel) {
+  initializeNvptx();
+  llvm::Triple triple(kTriple);
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return kernels.emitError("LLVM has no NVPTX backend: ") << error;
+  llvm::TargetOptions targetOptions;
+  // Fused multiply-add rounds once; the GPU's FMA is its arithmetic unit.
+  targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, architecture.name, architecture.ptxFeature, targetOptions, std::nullopt,
+      std::nullopt,
+      optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return kernels.emitError("the NVPTX backend has no machine for ") << architecture.name;
+  return machine;
+}
+
+/// The LLVM IR of `kernels` for `machine`: translated, libdevice linked in,
+/// optimized.
+FailureOr<std::unique_ptr<llvm::Module>> translate(ModuleOp kernels, llvm::TargetMachine &machine,
+                                                   int optLevel, llvm::LLVMContext &context) {
+  registerBuiltinDialectTranslation(*kernels.getContext());
+  registerLLVMDialectTranslation(*kernels.getContext());
+  registerNVVMDialectTranslation(*kernels.getContext());
+  std::unique_ptr<llvm::Module> module =
+      translateModuleToLLVMIR(kernels, context, "tessel_cuda_kernels");
+  if (!module)
+    return kernels.emitError("translating the CUDA kernels to LLVM IR failed");
+  module->setTargetTriple(machine.getTargetTriple());
+  module->setDataLayout(machine.createDataLayout());
+  if (failed(linkLibdevice(kernels, *module)))
+    return failure();
+  // The optimizer's NVVMReflect pass answers libdevice's __nvvm_reflect
+  // queries; whatever else is still only declared has no definition.
+  optimizeLLVMModule(*module, machine, optLevel);
+  for (llvm::Function &function : *module)
+    if (function.isDeclaration() && !function.isIntrinsic() && !function.use_empty())
+      return emitError(kernels.getLoc(), "the CUDA kernels call '")
+             << function.getName() << "', which no library provides";
+  return module;
+}
+
 } // namespace
 
 const Architecture *findArchitecture(llvm::StringRef name) {
@@ -109,50 +155,34 @@ std::string knownArchitectures() {
   return llvm::join(names, ", ");
 }
 
-FailureOr<std::string> emitPtx(ModuleOp kernels, const Architecture &architecture,
-                               int optLevel) {
-  initializeNvptx();
-  llvm::Triple triple(kTriple);
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return kernels.emitError("LLVM has no NVPTX backend: ") << error;
-  llvm::TargetOptions targetOptions;
-  // Fused multiply-add rounds once; the GPU's FMA is its arithmetic unit.
-  targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, architecture.name, architecture.ptxFeature, targetOptions, std::nullopt,
-      std::nullopt,
-      optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive));
-  if (!machine)
-    return kernels.emitError("the NVPTX backend has no machine for ") << architecture.name;
-
-  registerBuiltinDialectTranslation(*kernels.getContext());
-  registerLLVMDialectTranslation(*kernels.getContext());
-  registerNVVMDialectTranslation(*kernels.getContext());
-  llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module =
-      translateModuleToLLVMIR(kernels, context, "tessel_cuda_kernels");
-  if (!module)
-    return kernels.emitError("translating the CUDA kernels to LLVM IR failed");
-  module->setTargetTriple(triple);
-  module->setDataLayout(machine->createDataLayout());
-  if (failed(linkLibdevice(kernels, *module)))
+FailureOr<std::unique_ptr<llvm::Module>> translateKernels(ModuleOp kernels,
+                                                          const Architecture &architecture,
+                                                          int optLevel,
+                                                          llvm::LLVMContext &context) {
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createMachine(kernels, architecture, optLevel);
+  if (failed(machine))
     return failure();
-  // The optimizer's NVVMReflect pass answers libdevice's __nvvm_reflect
-  // queries; whatever else is still only declared has no definition.
-  optimizeLLVMModule(*module, *machine, optLevel);
-  for (llvm::Function &function : *module)
-    if (function.isDeclaration() && !function.isIntrinsic() && !function.use_empty())
-      return emitError(kernels.getLoc(), "the CUDA kernels call '")
-             << function.getName() << "', which no library provides";
+  return translate(kernels, **machine, optLevel, context);
+}
 
+FailureOr<std::string> emitPtx(ModuleOp kernels, const Architecture &architecture, int optLevel) {
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createMachine(kernels, architecture, optLevel);
+  if (failed(machine))
+    return failure();
+  llvm::LLVMContext context;
+  FailureOr<std::unique_ptr<llvm::Module>> module =
+      translate(kernels, **machine, optLevel, context);
+  if (failed(module))
+    return failure();
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream stream(ptx);
   llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
+  if ((*machine)->addPassesToEmitFile(codegen, stream, nullptr,
+                                      llvm::CodeGenFileType::AssemblyFile))
     return kernels.emitError("the NVPTX backend cannot emit PTX");
-  codegen.run(*module);
+  codegen.run(**module);
   return std::string(ptx.str());
 }
 

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/IR/Module.h"
 
 #include <string>
 #include <vector>
@@ -26,6 +27,15 @@ const Architecture *findArchitecture(llvm::StringRef name);
 
 /// The names of every architecture findArchitecture knows.
 std::string knownArchitectures();
+
+/// The LLVM IR that emitPtx hands the NVPTX backend for `architecture`:
+/// `kernels` (a module of LLVM dialect functions marked nvvm.kernel)
+/// translated, libdevice linked in, optimized at `optLevel`. Fails with a
+/// diagnostic on `kernels`.
+mlir::FailureOr<std::unique_ptr<llvm::Module>> translateKernels(mlir::ModuleOp kernels,
+                                                                const Architecture &architecture,
+                                                                int optLevel,
+                                                                llvm::LLVMContext &context);
 
 /// Translates `kernels` (a module of LLVM dialect functions marked
 /// nvvm.kernel) to LLVM IR, optimizes it and emits PTX for `architecture`.

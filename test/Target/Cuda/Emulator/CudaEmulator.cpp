@@ -1,15 +1,16 @@
 //===- CudaEmulator.cpp - The CUDA target's kernels, run on the host ------===//
 //
-// tessel-cuda-emulate checks, without a GPU, what the CUDA target decides
-// about each kernel: its tiles, its launches and their grids, the flat
-// thread index and its delinearization, the views rebuilt inside each
-// launch, the scratch of its temporaries, the tensor-core products'
-// shared-memory tiles, barriers and mma fragments, and the row kernels'
-// partial results and barriers. It reads the kernels of a model
-// (`tessel-compile --emit linalg`) and runs each in two forms
-// (KernelPair.h): upstream linalg's loops, and the CUDA target's launches
-// at `--precision`, run on the host block by block and thread by thread.
-// They run on the same inputs and their outputs are compared.
+// tessel-cuda-emulate checks, without a GPU, the kernels the CUDA target
+// generates: their tiles, launches and grids, the thread indices and their
+// delinearization, the scratch of their temporaries, the tensor-core
+// products' shared-memory tiles, barriers and mma fragments, and the row
+// kernels' partial results and barriers, through the NVVM conversion and
+// LLVM's optimizer. It reads the kernels of a model (`tessel-compile
+// --emit linalg`) and runs each in two forms (KernelPair.h): upstream
+// linalg's loops, and the CUDA target's kernels at `--precision`, their
+// LLVM IR as the NVPTX backend gets it, run on the host block by block and
+// thread by thread as the runtime launches them (DeviceProgram.h). They
+// run on the same inputs and their outputs are compared.
 //
 // The inputs are either
 //   - pseudo-random, each kernel alone (by default), or
@@ -20,9 +21,9 @@
 //
 // Prints one line per kernel (per call with --input) and a summary, `N
 // kernels: N match, N differ` (`N calls of M kernels: ...` with --input);
-// exits non-zero when any differs or fails. What it cannot check is after
-// the launches: the NVVM conversion and PTX (ptxas and the GPU checks
-// cover those).
+// exits non-zero when any differs or fails. What it cannot check is the
+// NVPTX backend's instruction selection and the PTX (ptxas and the GPU
+// checks cover those).
 //
 //===----------------------------------------------------------------------===//
 

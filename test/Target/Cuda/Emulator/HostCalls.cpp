@@ -5,100 +5,53 @@
 #include "BlockThreads.h"
 #include "WarpInstructions.h"
 
-#include <cstdlib>
+#include "llvm/ADT/STLExtras.h"
+
+#include <cfenv>
+#include <cmath>
 #include <cstring>
-#include <utility>
+#include <string>
 
 namespace tessel::cuda::emulator {
 
 namespace {
 
-const std::vector<ThreadedLaunch> *preparedLaunches = nullptr;
-std::function<void *(const std::string &)> lookupFunction;
-std::string firstError;
+std::array<uint32_t, 3> launchGrid = {1, 1, 1}, launchBlock = {1, 1, 1}, runningBlock = {0, 0, 0};
+std::vector<std::pair<uint8_t *, uint64_t>> sharedMemory;
 
-/// Calls a thread function with its four ids and `sizeof...(I)` buffers,
-/// memrefs being bare pointers.
-template <size_t... I>
-void callWith(void *function, const int64_t *ids, void *const *buffers, std::index_sequence<I...>) {
-  using Function =
-      void (*)(int64_t, int64_t, int64_t, int64_t, decltype((void)I, (void *)nullptr)...);
-  reinterpret_cast<Function>(function)(ids[0], ids[1], ids[2], ids[3], buffers[I]...);
+/// The running thread's index along `dimension` of its block (x varies
+/// fastest in the block's linear order, as on the GPU).
+int32_t tessel_emu_thread_id(int32_t dimension) {
+  int64_t linear = BlockThreads::currentThread();
+  if (dimension == 0)
+    return int32_t(linear % launchBlock[0]);
+  if (dimension == 1)
+    return int32_t(linear / launchBlock[0] % launchBlock[1]);
+  return int32_t(linear / (int64_t(launchBlock[0]) * launchBlock[1]));
 }
 
-using Caller = void (*)(void *, const int64_t *, void *const *);
-
-template <size_t N> void callThread(void *function, const int64_t *ids, void *const *buffers) {
-  callWith(function, ids, buffers, std::make_index_sequence<N>{});
-}
-
-template <size_t... N>
-constexpr std::array<Caller, sizeof...(N)> makeCallers(std::index_sequence<N...>) {
-  return {&callThread<N>...};
-}
-
-/// Callers for thread functions of up to 15 buffers.
-constexpr auto kCallers = makeCallers(std::make_index_sequence<16>{});
-
-/// Shared memory, 128-byte aligned as the GPU's is at least.
-struct SharedBuffer {
-  explicit SharedBuffer(uint64_t bytes)
-      : bytes(bytes), data(static_cast<uint8_t *>(std::aligned_alloc(128, (bytes + 127) & ~127))) {}
-  ~SharedBuffer() { std::free(data); }
-  uint64_t bytes;
-  uint8_t *data;
-};
-
-void tessel_emu_launch(int64_t id, int64_t pointers) {
-  if (!firstError.empty())
-    return;
-  const ThreadedLaunch &launch = (*preparedLaunches)[id];
-  void *function = lookupFunction(launch.function);
-  size_t count = launch.captured + launch.sharedBytes.size();
-  if (!function || count >= kCallers.size()) {
-    firstError = launch.function + ": cannot call the thread function";
-    return;
-  }
-  std::vector<void *> buffers(count);
-  std::memcpy(buffers.data(), reinterpret_cast<void *>(pointers), launch.captured * sizeof(void *));
-  std::vector<std::unique_ptr<SharedBuffer>> shared;
-  for (uint64_t bytes : launch.sharedBytes) {
-    shared.push_back(std::make_unique<SharedBuffer>(bytes));
-    buffers[launch.captured + shared.size() - 1] = shared.back()->data;
-  }
-  BlockThreads threads(launch.threads);
-  for (int64_t z = 0; z < launch.grid[2]; ++z)
-    for (int64_t y = 0; y < launch.grid[1]; ++y)
-      for (int64_t x = 0; x < launch.grid[0]; ++x) {
-        // Shared memory starts as NaNs, so that a read before any write
-        // shows in the outputs.
-        for (auto &buffer : shared)
-          std::memset(buffer->data, 0xFF, buffer->bytes);
-        std::string error = threads.run([&](int64_t thread) {
-          int64_t ids[4] = {x, y, z, thread};
-          kCallers[count](function, ids, buffers.data());
-        });
-        if (!error.empty()) {
-          firstError = launch.function + ", block (" + std::to_string(x) + ", " +
-                       std::to_string(y) + ", " + std::to_string(z) + "), " + error;
-          return;
-        }
-      }
-}
+int32_t tessel_emu_block_id(int32_t dimension) { return int32_t(runningBlock[dimension]); }
+int32_t tessel_emu_block_dim(int32_t dimension) { return int32_t(launchBlock[dimension]); }
+int32_t tessel_emu_grid_dim(int32_t dimension) { return int32_t(launchGrid[dimension]); }
+int32_t tessel_emu_lane_id() { return int32_t(BlockThreads::currentThread() % kWarpSize); }
 
 void tessel_emu_barrier(int64_t site) { BlockThreads::waitAtBarrier(site); }
 
-void tessel_emu_ldmatrix(int64_t site, int64_t tile, int64_t tileBytes, int64_t offset,
-                         int64_t transpose, int64_t result) {
-  if (offset < 0 || offset + 16 > tileBytes)
-    BlockThreads::fail("ldmatrix reads a row at byte " + std::to_string(offset) +
-                       " of a shared tile of " + std::to_string(tileBytes) + " bytes");
-  auto *row = reinterpret_cast<const uint16_t *>(reinterpret_cast<const uint8_t *>(tile) + offset);
-  if (reinterpret_cast<uintptr_t>(row) % 16)
-    BlockThreads::fail("ldmatrix reads a row at byte " + std::to_string(offset) +
+/// ldmatrix's row at `address`, which must lie, all 16 bytes of it, in the
+/// block's shared memory, 16-byte aligned.
+void tessel_emu_ldmatrix(int64_t site, int64_t address, int64_t transpose, int64_t result) {
+  auto *row = reinterpret_cast<const uint8_t *>(address);
+  bool inside = llvm::any_of(sharedMemory, [&](const std::pair<uint8_t *, uint64_t> &region) {
+    return row >= region.first && row + 16 <= region.first + region.second;
+  });
+  if (!inside)
+    BlockThreads::fail("ldmatrix reads a row at " + std::to_string(address) +
+                       ", outside the block's shared memory");
+  if (address % 16)
+    BlockThreads::fail("ldmatrix reads a row at " + std::to_string(address) +
                        ", which is not 16-byte aligned");
   LoadMatrixOperands operands;
-  operands.row = row;
+  operands.row = reinterpret_cast<const uint16_t *>(row);
   operands.transpose = transpose != 0;
   BlockThreads::waitForWarp(site, loadMatrices, &operands);
   std::memcpy(reinterpret_cast<void *>(result), operands.result, sizeof operands.result);
@@ -126,6 +79,50 @@ void tessel_emu_mma_integers(int64_t site, int64_t a, int64_t b, int64_t c, int6
   std::memcpy(reinterpret_cast<void *>(d), operands.d, sizeof operands.d);
 }
 
+/// `operation` on a, b and c, rounded as `rounding` says: the host's FPU
+/// computes it in that rounding mode.
+template <typename T> T roundedOperation(int32_t operation, int32_t rounding, T a, T b, T c) {
+#pragma STDC FENV_ACCESS ON
+  int saved = std::fegetround();
+  std::fesetround(rounding == int32_t(DirectedRounding::Down) ? FE_DOWNWARD
+                  : rounding == int32_t(DirectedRounding::Up) ? FE_UPWARD
+                                                              : FE_TOWARDZERO);
+  // (volatile: the operation must happen here, in this rounding mode.)
+  volatile T x = a, y = b, z = c;
+  T result;
+  switch (RoundedOperation(operation)) {
+  case RoundedOperation::Add:
+    result = x + y;
+    break;
+  case RoundedOperation::Multiply:
+    result = x * y;
+    break;
+  case RoundedOperation::Divide:
+    result = x / y;
+    break;
+  case RoundedOperation::MultiplyAdd:
+    result = std::fma(T(x), T(y), T(z));
+    break;
+  case RoundedOperation::SquareRoot:
+    result = std::sqrt(T(x));
+    break;
+  case RoundedOperation::Reciprocal:
+    result = T(1) / x;
+    break;
+  }
+  volatile T kept = result;
+  std::fesetround(saved);
+  return kept;
+}
+
+float tessel_emu_rounded_f32(int32_t operation, int32_t rounding, float a, float b, float c) {
+  return roundedOperation(operation, rounding, a, b, c);
+}
+
+double tessel_emu_rounded_f64(int32_t operation, int32_t rounding, double a, double b, double c) {
+  return roundedOperation(operation, rounding, a, b, c);
+}
+
 } // namespace
 
 // compiler-rt's rounding of an f32 to bf16, which the JIT calls where the
@@ -139,22 +136,28 @@ llvm::orc::SymbolMap hostCallSymbols(llvm::orc::MangleAndInterner interner) {
     symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
                                llvm::JITSymbolFlags::Exported};
   };
-  add("tessel_emu_launch", &tessel_emu_launch);
+  add("tessel_emu_thread_id", &tessel_emu_thread_id);
+  add("tessel_emu_block_id", &tessel_emu_block_id);
+  add("tessel_emu_block_dim", &tessel_emu_block_dim);
+  add("tessel_emu_grid_dim", &tessel_emu_grid_dim);
+  add("tessel_emu_lane_id", &tessel_emu_lane_id);
   add("tessel_emu_barrier", &tessel_emu_barrier);
   add("tessel_emu_ldmatrix", &tessel_emu_ldmatrix);
   add("tessel_emu_mma", &tessel_emu_mma);
   add("tessel_emu_mma_integers", &tessel_emu_mma_integers);
+  add("tessel_emu_rounded_f32", &tessel_emu_rounded_f32);
+  add("tessel_emu_rounded_f64", &tessel_emu_rounded_f64);
   add("__truncsfbf2", &__truncsfbf2);
   return symbols;
 }
 
-void prepareLaunches(const std::vector<ThreadedLaunch> &launches,
-                     std::function<void *(const std::string &)> lookup) {
-  preparedLaunches = &launches;
-  lookupFunction = std::move(lookup);
-  firstError.clear();
+void setLaunchShape(const std::array<uint32_t, 3> &grid, const std::array<uint32_t, 3> &block,
+                    const std::vector<std::pair<uint8_t *, uint64_t>> &shared) {
+  launchGrid = grid;
+  launchBlock = block;
+  sharedMemory = shared;
 }
 
-const std::string &launchError() { return firstError; }
+void setBlock(const std::array<uint32_t, 3> &block) { runningBlock = block; }
 
 } // namespace tessel::cuda::emulator

@@ -4,7 +4,6 @@
 
 #include "HostCalls.h"
 
-#include "targets/cuda/Launches.h"
 #include "targets/cuda/Loops.h"
 #include "targets/cuda/RowKernels.h"
 #include "targets/cuda/TensorCoreProducts.h"
@@ -22,7 +21,6 @@
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -39,9 +37,6 @@ using namespace mlir;
 
 namespace tessel::cuda::emulator {
 namespace {
-
-/// The threads per block the CUDA target launches with (CudaTarget.cpp).
-constexpr unsigned kThreadsPerBlock = 256;
 
 /// A module holding a copy of `kernel` alone.
 OwningOpRef<ModuleOp> isolate(func::FuncOp kernel) {
@@ -171,26 +166,6 @@ LogicalResult lowerReference(ModuleOp module, tessel::ProductPrecision precision
   return pm.run(module);
 }
 
-/// The CUDA target's lowering and launches: those whose threads meet become
-/// thread functions (`threaded`), the others loops. Counts the launches
-/// into `launches`.
-LogicalResult lowerEmulated(ModuleOp module, const EmulationOptions &options, unsigned &launches,
-                            std::vector<ThreadedLaunch> &threaded) {
-  if (failed(tessel::cuda::lowerKernelsToLoops(module, options.precision)))
-    return failure();
-  for (auto kernel : llvm::to_vector(module.getOps<func::FuncOp>())) {
-    if (failed(tessel::cuda::formLaunches(kernel, kThreadsPerBlock)))
-      return failure();
-    launches += llvm::range_size(kernel.getBody().front().getOps<gpu::LaunchOp>());
-    if (options.removeBarriers)
-      kernel.walk([](gpu::BarrierOp barrier) { barrier.erase(); });
-    if (failed(outlineSynchronizingLaunches(kernel, threaded)))
-      return failure();
-    tessel::cuda::runLaunchesOnHost(kernel);
-  }
-  return success();
-}
-
 /// The IEEE semantics of a floating-point element type, or null.
 const llvm::fltSemantics *semanticsOf(Type element) {
   auto floating = dyn_cast<FloatType>(element);
@@ -281,7 +256,8 @@ Buffer zeroed(MemRefType type) {
   return {std::vector<uint8_t>(bufferBytes(type)), type.getElementType()};
 }
 
-/// Creates the JIT of a module lowered to the host.
+/// Creates the JIT of the reference, lowered to the host (it may call
+/// compiler-rt's bf16 rounding, among the host calls).
 llvm::Expected<std::unique_ptr<ExecutionEngine>> jit(ModuleOp module) {
   ExecutionEngineOptions options;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Less;
@@ -292,28 +268,14 @@ llvm::Expected<std::unique_ptr<ExecutionEngine>> jit(ModuleOp module) {
   return engine;
 }
 
-/// Calls the kernel `name` of `engine` on `buffers`, its `threaded`
-/// launches run by the emulator.
-llvm::Error call(ExecutionEngine &engine, llvm::StringRef name, std::vector<Buffer> &buffers,
-                 const std::vector<ThreadedLaunch> &threaded) {
-  prepareLaunches(threaded, [&engine](const std::string &function) {
-    llvm::Expected<void *> address = engine.lookup(function);
-    if (!address) {
-      llvm::consumeError(address.takeError());
-      return static_cast<void *>(nullptr);
-    }
-    return *address;
-  });
+/// Calls the kernel `name` of `engine` on `buffers`.
+llvm::Error call(ExecutionEngine &engine, llvm::StringRef name, std::vector<Buffer> &buffers) {
   std::vector<void *> pointers, arguments;
   for (Buffer &buffer : buffers)
     pointers.push_back(buffer.bytes.data());
   for (void *&pointer : pointers)
     arguments.push_back(&pointer);
-  if (llvm::Error error = engine.invokePacked(name, arguments))
-    return error;
-  if (!launchError().empty())
-    return llvm::createStringError(launchError());
-  return llvm::Error::success();
+  return engine.invokePacked(name, arguments);
 }
 
 } // namespace
@@ -324,23 +286,33 @@ llvm::Expected<std::unique_ptr<KernelPair>> KernelPair::compile(func::FuncOp ker
   pair->name = kernel.getSymName().str();
   pair->inputs = kernel.getNumArguments();
   OwningOpRef<ModuleOp> reference = isolate(kernel), emulated = isolate(kernel);
-  if (failed(lowerReference(*reference, options.precision, pair->sums)) ||
-      failed(lowerEmulated(*emulated, options, pair->launches, pair->threaded)))
+  if (failed(lowerReference(*reference, options.precision, pair->sums)))
     return llvm::createStringError("the lowering failed");
-  // The argument types after bufferization: the inputs, then the outputs.
-  auto lowered = *emulated->getOps<func::FuncOp>().begin();
-  for (Type type : lowered.getArgumentTypes())
-    pair->bufferTypes.push_back(cast<MemRefType>(type));
-  if (failed(lowerToHost(*reference)) || failed(lowerToHost(*emulated)))
+  if (failed(tessel::cuda::lowerKernelsToLoops(*emulated, options.precision)))
+    return llvm::createStringError("the lowering failed");
+  guardIntegerDivisions(*emulated);
+  pair->recordBufferTypes(*emulated);
+  llvm::Expected<std::unique_ptr<DeviceProgram>> device =
+      DeviceProgram::compile(*emulated, options.removeBarriers);
+  if (!device)
+    return device.takeError();
+  pair->emulated = std::move(*device);
+  pair->launches = pair->emulated->launchCount();
+  pair->synchronizing = pair->emulated->synchronizingLaunches();
+  if (failed(lowerToHost(*reference)))
     return llvm::createStringError("lowering to the host failed");
-  for (auto [module, engine] :
-       {std::pair{*reference, &pair->reference}, std::pair{*emulated, &pair->emulated}}) {
-    llvm::Expected<std::unique_ptr<ExecutionEngine>> compiled = jit(module);
-    if (!compiled)
-      return compiled.takeError();
-    *engine = std::move(*compiled);
-  }
+  llvm::Expected<std::unique_ptr<ExecutionEngine>> compiled = jit(*reference);
+  if (!compiled)
+    return compiled.takeError();
+  pair->reference = std::move(*compiled);
   return pair;
+}
+
+void KernelPair::recordBufferTypes(ModuleOp lowered) {
+  // The argument types after bufferization: the inputs, then the outputs.
+  auto function = *lowered.getOps<func::FuncOp>().begin();
+  for (Type type : function.getArgumentTypes())
+    bufferTypes.push_back(cast<MemRefType>(type));
 }
 
 std::vector<Buffer> KernelPair::inputBuffers() const {
@@ -374,7 +346,7 @@ KernelPair::runReference(ArrayRef<const Buffer *> inputBuffers) {
   llvm::Expected<std::vector<Buffer>> all = callBuffers(inputBuffers);
   if (!all)
     return all.takeError();
-  if (llvm::Error error = call(*reference, name, *all, {}))
+  if (llvm::Error error = call(*reference, name, *all))
     return error;
   all->erase(all->begin(), all->begin() + inputs);
   return all;
@@ -386,14 +358,17 @@ llvm::Expected<KernelComparison> KernelPair::run(ArrayRef<const Buffer *> inputB
     return all.takeError();
   // (Each form gets its own inputs: a kernel may use one as scratch.)
   std::vector<Buffer> &referenceBuffers = *all, emulatedBuffers = *all;
-  if (llvm::Error error = call(*reference, name, referenceBuffers, {}))
+  if (llvm::Error error = call(*reference, name, referenceBuffers))
     return error;
-  if (llvm::Error error = call(*emulated, name, emulatedBuffers, threaded))
+  std::vector<void *> bindings;
+  for (Buffer &buffer : emulatedBuffers)
+    bindings.push_back(buffer.bytes.data());
+  if (llvm::Error error = emulated->run(bindings))
     return error;
   // Each output's difference, as a share of its tolerance. Where the
   // launches sum in another order, the difference is measured against the
   // output's largest magnitude (toleranceOf).
-  bool reordersSums = !threaded.empty() && sums.depth > 0;
+  bool reordersSums = synchronizing > 0 && sums.depth > 0;
   KernelComparison comparison;
   double worstShare = 0;
   for (size_t i = inputs; i < referenceBuffers.size(); ++i) {
@@ -413,10 +388,10 @@ llvm::Expected<KernelComparison> KernelPair::run(ArrayRef<const Buffer *> inputB
 
 void KernelPair::printComparison(llvm::raw_ostream &os, const KernelComparison &comparison) const {
   os << name << ": " << launches << (launches == 1 ? " launch" : " launches")
-     << (threaded.empty() ? "" : " (" + std::to_string(threaded.size()) + " as threads)") << ", "
+     << (synchronizing ? " (" + std::to_string(synchronizing) + " as threads)" : "") << ", "
      << (comparison.match ? "outputs match" : "OUTPUTS DIFFER") << " (largest relative difference "
      << llvm::format("%.3g", comparison.largestDifference);
-  if (!threaded.empty())
+  if (synchronizing)
     os << ", tolerance " << llvm::format("%.3g", comparison.tolerance);
   os << ")\n";
 }

@@ -7,18 +7,16 @@
 //              the operands of the products that take the tensor cores
 //              rounded to the precision they read (as the kernels round
 //              them);
-//   emulated   the CUDA target's own lowering (Loops.h) and launches
-//              (Launches.h). A launch whose threads never meet runs as
-//              loops over its blocks and threads; one with barriers, warp
-//              instructions or shared memory runs each block's threads as
-//              fibers (ThreadFunctions.h, BlockThreads.h).
+//   emulated   the CUDA target's own kernels: their LLVM IR, as the NVPTX
+//              backend gets it, run by their launch table
+//              (DeviceProgram.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_TEST_CUDA_EMULATOR_KERNELPAIR_H
 #define TESSEL_TEST_CUDA_EMULATOR_KERNELPAIR_H
 
-#include "ThreadFunctions.h"
+#include "DeviceProgram.h"
 
 #include "targets/cuda/CudaTarget.h"
 
@@ -98,6 +96,9 @@ public:
 private:
   KernelPair() = default;
 
+  /// Takes the buffers' types from the kernel function of `lowered`.
+  void recordBufferTypes(mlir::ModuleOp lowered);
+
   /// The buffers of a call: copies of `inputs`, then zeroed outputs.
   llvm::Expected<std::vector<Buffer>> callBuffers(llvm::ArrayRef<const Buffer *> inputs) const;
 
@@ -105,9 +106,11 @@ private:
   size_t inputs = 0;
   std::vector<mlir::MemRefType> bufferTypes;
   unsigned launches = 0;
-  std::vector<ThreadedLaunch> threaded;
+  /// The launches whose threads meet (at barriers, warp instructions).
+  size_t synchronizing = 0;
   ReorderedSums sums;
-  std::unique_ptr<mlir::ExecutionEngine> reference, emulated;
+  std::unique_ptr<mlir::ExecutionEngine> reference;
+  std::unique_ptr<DeviceProgram> emulated;
 };
 
 } // namespace tessel::cuda::emulator

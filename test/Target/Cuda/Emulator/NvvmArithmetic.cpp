@@ -1,0 +1,205 @@
+//===- NvvmArithmetic.cpp - NVVM's arithmetic intrinsics as host LLVM IR --===//
+
+#include "NvvmArithmetic.h"
+
+#include "HostCalls.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+
+#include <optional>
+
+namespace tessel::cuda::emulator {
+
+namespace {
+
+/// A unary or binary floating-point operation, named by PTX's instruction
+/// without its rounding and type suffixes.
+llvm::Value *floatOperation(llvm::IRBuilder<> &builder, llvm::StringRef operation,
+                            llvm::ArrayRef<llvm::Value *> x) {
+  auto intrinsic = [&](llvm::Intrinsic::ID id) {
+    return builder.CreateIntrinsic(id, {x[0]->getType()}, x);
+  };
+  llvm::Type *type = x[0]->getType();
+  if (operation == "add")
+    return builder.CreateFAdd(x[0], x[1]);
+  if (operation == "mul")
+    return builder.CreateFMul(x[0], x[1]);
+  if (operation == "div")
+    return builder.CreateFDiv(x[0], x[1]);
+  if (operation == "rcp")
+    return builder.CreateFDiv(llvm::ConstantFP::get(type, 1.0), x[0]);
+  if (operation == "fma")
+    return intrinsic(llvm::Intrinsic::fma);
+  if (operation == "sqrt")
+    return intrinsic(llvm::Intrinsic::sqrt);
+  if (operation == "rsqrt")
+    return builder.CreateFDiv(llvm::ConstantFP::get(type, 1.0), intrinsic(llvm::Intrinsic::sqrt));
+  if (operation == "ex2")
+    return intrinsic(llvm::Intrinsic::exp2);
+  if (operation == "lg2")
+    return intrinsic(llvm::Intrinsic::log2);
+  if (operation == "sin")
+    return intrinsic(llvm::Intrinsic::sin);
+  if (operation == "cos")
+    return intrinsic(llvm::Intrinsic::cos);
+  if (operation == "fabs")
+    return intrinsic(llvm::Intrinsic::fabs);
+  // PTX's min and max return the operand that is not NaN, as minnum and
+  // maxnum do.
+  if (operation == "fmin")
+    return intrinsic(llvm::Intrinsic::minnum);
+  if (operation == "fmax")
+    return intrinsic(llvm::Intrinsic::maxnum);
+  if (operation == "floor")
+    return intrinsic(llvm::Intrinsic::floor);
+  if (operation == "ceil")
+    return intrinsic(llvm::Intrinsic::ceil);
+  if (operation == "trunc")
+    return intrinsic(llvm::Intrinsic::trunc);
+  // (cvt.rni: to the nearest integer, ties to even.)
+  if (operation == "round")
+    return intrinsic(llvm::Intrinsic::roundeven);
+  if (operation == "saturate") {
+    // Clamped to [0, 1]; NaN gives 0.
+    llvm::Value *zero = llvm::ConstantFP::get(type, 0.0), *one = llvm::ConstantFP::get(type, 1.0);
+    llvm::Value *low = builder.CreateSelect(builder.CreateFCmpOGE(x[0], zero), x[0], zero);
+    return builder.CreateSelect(builder.CreateFCmpOLE(low, one), low, one);
+  }
+  return nullptr;
+}
+
+/// The rounding modes of PTX's .rm, .rp and .rz, as HostCalls.h numbers
+/// them.
+std::optional<DirectedRounding> directedRounding(llvm::StringRef suffix) {
+  return llvm::StringSwitch<std::optional<DirectedRounding>>(suffix)
+      .Case("rm", DirectedRounding::Down)
+      .Case("rp", DirectedRounding::Up)
+      .Case("rz", DirectedRounding::TowardZero)
+      .Default(std::nullopt);
+}
+
+/// An operation rounded other than to the nearest, by the host's FPU in
+/// that rounding mode (tessel_emu_rounded_f32/f64).
+llvm::Value *roundedOperation(llvm::IRBuilder<> &builder, llvm::StringRef operation,
+                              DirectedRounding rounding, llvm::ArrayRef<llvm::Value *> x) {
+  std::optional<RoundedOperation> op =
+      llvm::StringSwitch<std::optional<RoundedOperation>>(operation)
+          .Case("add", RoundedOperation::Add)
+          .Case("mul", RoundedOperation::Multiply)
+          .Case("div", RoundedOperation::Divide)
+          .Case("fma", RoundedOperation::MultiplyAdd)
+          .Case("sqrt", RoundedOperation::SquareRoot)
+          .Case("rcp", RoundedOperation::Reciprocal)
+          .Default(std::nullopt);
+  llvm::Type *type = x[0]->getType();
+  if (!op || !(type->isFloatTy() || type->isDoubleTy()))
+    return nullptr;
+  llvm::SmallVector<llvm::Value *> arguments = {builder.getInt32(int32_t(*op)),
+                                                builder.getInt32(int32_t(rounding))};
+  for (size_t i = 0; i < 3; ++i)
+    arguments.push_back(i < x.size() ? x[i] : llvm::ConstantFP::get(type, 0.0));
+  llvm::Module &module = *builder.GetInsertBlock()->getModule();
+  llvm::FunctionCallee function = module.getOrInsertFunction(
+      type->isFloatTy() ? "tessel_emu_rounded_f32" : "tessel_emu_rounded_f64",
+      llvm::FunctionType::get(type, {builder.getInt32Ty(), builder.getInt32Ty(), type, type, type},
+                              false));
+  return builder.CreateCall(function, arguments);
+}
+
+/// `x`, or a zero of its sign where it is subnormal (.ftz's flush of
+/// operands and results).
+llvm::Value *flushSubnormal(llvm::IRBuilder<> &builder, llvm::Value *x) {
+  llvm::Type *type = x->getType();
+  const llvm::fltSemantics &semantics = type->getFltSemantics();
+  llvm::Value *smallestNormal =
+      llvm::ConstantFP::get(type, llvm::APFloat::getSmallestNormalized(semantics));
+  llvm::Value *magnitude = builder.CreateIntrinsic(llvm::Intrinsic::fabs, {type}, {x});
+  llvm::Value *zero = builder.CreateIntrinsic(llvm::Intrinsic::copysign, {type},
+                                              {llvm::ConstantFP::get(type, 0.0), x});
+  return builder.CreateSelect(builder.CreateFCmpOLT(magnitude, smallestNormal), zero, x);
+}
+
+/// The high half of the product of two integers, signed or not.
+llvm::Value *multiplyHigh(llvm::IRBuilder<> &builder, llvm::ArrayRef<llvm::Value *> x,
+                          bool isSigned) {
+  unsigned width = x[0]->getType()->getIntegerBitWidth();
+  llvm::Type *wide = builder.getIntNTy(2 * width);
+  auto extend = [&](llvm::Value *value) {
+    return isSigned ? builder.CreateSExt(value, wide) : builder.CreateZExt(value, wide);
+  };
+  llvm::Value *product = builder.CreateMul(extend(x[0]), extend(x[1]));
+  return builder.CreateTrunc(builder.CreateLShr(product, width), x[0]->getType());
+}
+
+} // namespace
+
+llvm::Value *hostArithmetic(llvm::IRBuilder<> &builder, llvm::StringRef name,
+                            llvm::ArrayRef<llvm::Value *> operands, llvm::Type *result) {
+  // The bit moves between a double and its two 32-bit words.
+  if (name == "d2i.lo" || name == "d2i.hi") {
+    llvm::Value *bits = builder.CreateBitCast(operands[0], builder.getInt64Ty());
+    if (name == "d2i.hi")
+      bits = builder.CreateLShr(bits, 32);
+    return builder.CreateTrunc(bits, builder.getInt32Ty());
+  }
+  if (name == "lohi.i2d") {
+    llvm::Value *low = builder.CreateZExt(operands[0], builder.getInt64Ty());
+    llvm::Value *high =
+        builder.CreateShl(builder.CreateZExt(operands[1], builder.getInt64Ty()), 32);
+    return builder.CreateBitCast(builder.CreateOr(low, high), builder.getDoubleTy());
+  }
+  if (name == "mulhi.i" || name == "mulhi.ll")
+    return multiplyHigh(builder, operands, /*isSigned=*/true);
+  if (name == "mulhi.ui" || name == "mulhi.ull")
+    return multiplyHigh(builder, operands, /*isSigned=*/false);
+  // Conversions to the nearest, or towards zero.
+  llvm::StringRef conversion = name;
+  bool nearest = conversion.consume_back(".rn"), towardZero = conversion.consume_back(".rz");
+  if (nearest || towardZero) {
+    auto [from, to] = conversion.split('2');
+    auto isInteger = [](llvm::StringRef type) {
+      return type == "i" || type == "ui" || type == "ll" || type == "ull";
+    };
+    auto isFloat = [](llvm::StringRef type) { return type == "f" || type == "d"; };
+    if (isFloat(from) && isInteger(to)) {
+      llvm::Value *rounded =
+          builder.CreateIntrinsic(nearest ? llvm::Intrinsic::roundeven : llvm::Intrinsic::trunc,
+                                  {operands[0]->getType()}, {operands[0]});
+      // (Out of range saturates, NaN gives 0, as cvt does.)
+      return builder.CreateIntrinsic(to.starts_with("u") ? llvm::Intrinsic::fptoui_sat
+                                                         : llvm::Intrinsic::fptosi_sat,
+                                     {result, rounded->getType()}, {rounded});
+    }
+    if (isInteger(from) && isFloat(to) && nearest)
+      return from.starts_with("u") ? builder.CreateUIToFP(operands[0], result)
+                                   : builder.CreateSIToFP(operands[0], result);
+    if (from == "d" && to == "f" && nearest)
+      return builder.CreateFPTrunc(operands[0], result);
+  }
+  // The floating-point operations: `op[.rn|.approx][.ftz].(f|d|f32|f64)`,
+  // or `op[.ftz].(f|d|...)` for those that do not round.
+  llvm::SmallVector<llvm::StringRef> parts;
+  name.split(parts, '.');
+  bool flushToZero = llvm::is_contained(parts, "ftz");
+  if (flushToZero)
+    llvm::erase(parts, "ftz");
+  if (parts.size() < 2 || parts.size() > 3)
+    return nullptr;
+  std::optional<DirectedRounding> directed;
+  if (parts.size() == 3) {
+    directed = directedRounding(parts[1]);
+    if (!directed && parts[1] != "rn" && parts[1] != "approx")
+      return nullptr;
+  }
+  llvm::SmallVector<llvm::Value *> inputs(operands);
+  if (flushToZero)
+    for (llvm::Value *&input : inputs)
+      input = flushSubnormal(builder, input);
+  llvm::Value *value = directed ? roundedOperation(builder, parts[0], *directed, inputs)
+                                : floatOperation(builder, parts[0], inputs);
+  return value && flushToZero ? flushSubnormal(builder, value) : value;
+}
+
+} // namespace tessel::cuda::emulator
