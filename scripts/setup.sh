@@ -63,7 +63,7 @@ fi
 # from Debian or PyPI: the machines' image has it in /usr/local/cuda.
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [[ ! -x "$cuda/bin/ptxas" || ! -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]]; then
-  echo "setup: note: no CUDA toolkit in $cuda (bin/ptxas, nvvm/libdevice): the ptxas tests" \
-    "are reported unsupported, and models whose kernels need libdevice (f64 exp/log," \
-    "fmod) do not compile for --target cuda; set CUDA_HOME to where it is"
+  echo "setup: note: no CUDA toolkit in $cuda (bin/ptxas, nvvm/libdevice): the ptxas and" \
+    "libdevice tests are reported unsupported, and models whose kernels need libdevice" \
+    "(f64 exp/log, fmod) do not compile for --target cuda; set CUDA_HOME to where it is"
 fi

@@ -81,3 +81,9 @@ ptxas = shutil.which("ptxas") or os.path.join(os.environ.get("CUDA_HOME", "/usr/
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# libdevice, which the CUDA target links for the math NVPTX has no
+# instruction for (f64 exponentials, fmod): targets/cuda/Ptx.cpp looks there.
+libdevice = os.environ.get("TESSEL_LIBDEVICE") or os.path.join(
+    os.environ.get("CUDA_HOME", "/usr/local/cuda"), "nvvm", "libdevice", "libdevice.10.bc")
+if os.path.isfile(libdevice):
+    config.available_features.add("libdevice")

@@ -17,7 +17,7 @@
 
 // The zero fill and a consumer that adds a bias read along the columns:
 // both in the epilogue, one launch.
-// CHECK: fused_bias: 1 launch (1 as threads), outputs match
+// CHECK: fused_bias: 1 launch (1 synchronizing), outputs match
 func.func private @fused_bias(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>, %c: tensor<48xf32>)
     -> tensor<64x48xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
@@ -37,7 +37,7 @@ func.func private @fused_bias(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>, %c: 
 
 // The product is a result of the kernel too: its consumer is not the only
 // reader, so C is stored and the ReLU is a launch of its own.
-// CHECK: read_twice: 2 launches (1 as threads), outputs match
+// CHECK: read_twice: 2 launches (1 synchronizing), outputs match
 func.func private @read_twice(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>)
     -> (tensor<64x48xf32>, tensor<64x48xf32>) attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
@@ -57,7 +57,7 @@ func.func private @read_twice(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>)
 
 // The consumer reads C transposed: the element a thread holds is not the
 // one the consumer computes from, so it stays a launch of its own.
-// CHECK: transposed: 2 launches (1 as threads), outputs match
+// CHECK: transposed: 2 launches (1 synchronizing), outputs match
 func.func private @transposed(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>)
     -> tensor<48x64xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
@@ -78,8 +78,8 @@ func.func private @transposed(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>)
 // A padded image that one convolution reads is read in place (no launch
 // pads it): one launch. One that two convolutions read is padded once, by a
 // fill and a copy: four launches.
-// CHECK: padded_once: 1 launch (1 as threads), outputs match
-// CHECK: padded_twice: 4 launches (2 as threads), outputs match
+// CHECK: padded_once: 1 launch (1 synchronizing), outputs match
+// CHECK: padded_twice: 4 launches (2 synchronizing), outputs match
 func.func private @padded_once(%image: tensor<1x10x10x32xf32>, %filter: tensor<3x3x32x32xf32>)
     -> tensor<1x10x10x32xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32

@@ -2,12 +2,12 @@
 // Without barriers, the threads of a block read partial results that are
 // not written yet (shared memory starts each block as NaNs):
 // RUN: not tessel-cuda-emulate %s --kernel softmax --remove-barriers | FileCheck %s --check-prefix=RACE
-// RACE: softmax: 1 launch (1 as threads), OUTPUTS DIFFER
+// RACE: softmax: 1 launch (1 synchronizing), OUTPUTS DIFFER
 //
 // Which reductions take a block per row (RowKernels.cpp), which ops join
 // their launch, and what stays apart. Each kernel, run on the host thread by
 // thread, matches upstream linalg's loops; the launch counts show what was
-// put together ("as threads": a launch whose threads share memory and meet
+// put together ("synchronizing": a launch whose threads share memory and meet
 // at barriers).
 
 #rows = affine_map<(r, k) -> (r, k)>
@@ -17,7 +17,7 @@
 #vector = affine_map<(r) -> (r)>
 
 // A softmax: both fills, both reductions and the normalization, one launch.
-// CHECK: softmax: 1 launch (1 as threads), outputs match
+// CHECK: softmax: 1 launch (1 synchronizing), outputs match
 func.func private @softmax(%x: tensor<64x384xf32>) -> tensor<64x384xf32> attributes {tessel.kernel} {
   %lowest = arith.constant 0xFF800000 : f32
   %zero = arith.constant 0.0 : f32
@@ -52,7 +52,7 @@ func.func private @softmax(%x: tensor<64x384xf32>) -> tensor<64x384xf32> attribu
 }
 
 // A whole tensor summed: no row loops, one block.
-// CHECK: whole_tensor: 1 launch (1 as threads), outputs match
+// CHECK: whole_tensor: 1 launch (1 synchronizing), outputs match
 func.func private @whole_tensor(%x: tensor<8x1000xf32>) -> tensor<f32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<f32>
@@ -67,7 +67,7 @@ func.func private @whole_tensor(%x: tensor<8x1000xf32>) -> tensor<f32> attribute
 }
 
 // Rows of five loops (an NLLLoss's mean over N, d1 ... d5).
-// CHECK: five_loops: 1 launch (1 as threads), outputs match
+// CHECK: five_loops: 1 launch (1 synchronizing), outputs match
 func.func private @five_loops(%x: tensor<3x6x6x5x3x4xf32>) -> tensor<3xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<3xf32>
@@ -85,7 +85,7 @@ func.func private @five_loops(%x: tensor<3x6x6x5x3x4xf32>) -> tensor<3xf32> attr
 
 // Integers combine exactly in any order. (The emulator's pseudo-random
 // bytes, widened: its wider integer inputs are zeros.)
-// CHECK: integer_sum: 1 launch (1 as threads), outputs match (largest relative difference 0,
+// CHECK: integer_sum: 1 launch (1 synchronizing), outputs match (largest relative difference 0,
 func.func private @integer_sum(%x: tensor<16x300xi8>) -> tensor<16xi32> attributes {tessel.kernel} {
   %zero = arith.constant 0 : i32
   %e = tensor.empty() : tensor<16xi32>
@@ -121,7 +121,7 @@ func.func private @many_columns(%x: tensor<64x2048xf32>) -> tensor<2048xf32> att
 // ... with 64 (a global average pool of few channels), a thread per column
 // would leave the GPU idle: a block per column, though its threads read
 // terms a row apart.
-// CHECK: few_columns: 1 launch (1 as threads), outputs match
+// CHECK: few_columns: 1 launch (1 synchronizing), outputs match
 func.func private @few_columns(%x: tensor<384x64xf32>) -> tensor<64xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<64xf32>
@@ -177,7 +177,7 @@ func.func private @arg_max(%x: tensor<64x384xf32>) -> tensor<64xi32> attributes 
 
 // The op after the sums reads another block's row (row 63 - r): it waits
 // for a launch of its own.
-// CHECK: read_across_rows: 2 launches (1 as threads), outputs match
+// CHECK: read_across_rows: 2 launches (1 synchronizing), outputs match
 func.func private @read_across_rows(%x: tensor<64x384xf32>) -> tensor<64x384xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
   %e0 = tensor.empty() : tensor<64xf32>
@@ -201,7 +201,7 @@ func.func private @read_across_rows(%x: tensor<64x384xf32>) -> tensor<64x384xf32
 // The op after the sums has longer rows than the reduction's terms (64
 // terms, 4096 elements): the block sized for the sums would take them
 // slowly, so it is a launch of its own.
-// CHECK: longer_rows: 2 launches (1 as threads), outputs match
+// CHECK: longer_rows: 2 launches (1 synchronizing), outputs match
 func.func private @longer_rows(%x: tensor<64x64xf32>, %w: tensor<64x4096xf32>) -> tensor<64x4096xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
   %e0 = tensor.empty() : tensor<64xf32>

@@ -15,7 +15,7 @@
 // A convolution's filter [kh][kw][c][f] in panels of 16 output channels,
 // [f/16][kh][kw][c][16]: the staging reads 16 bytes of a panel's row at a
 // time. One launch.
-// CHECK: conv_panels: 1 launch (1 as threads), outputs match
+// CHECK: conv_panels: 1 launch (1 synchronizing), outputs match
 // At fp32 the product stays on the FMA units and reads the plain filter,
 // which one transpose unpacks straight into it (no copy after): three
 // launches with the output's fill.
@@ -36,7 +36,7 @@ func.func private @conv_panels(%image: tensor<1x10x10x32xf32>, %packed: tensor<4
 // A weight [k][n] of 40 columns in panels of 16, [n/16][k][16], the last
 // panel half padding: the unpack slices it off, and the staging reads the
 // two and a half panels, four values at a time. One launch.
-// CHECK: matmul_padded_panels: 1 launch (1 as threads), outputs match
+// CHECK: matmul_padded_panels: 1 launch (1 synchronizing), outputs match
 func.func private @matmul_padded_panels(%a: tensor<64x48xf32>, %packed: tensor<3x48x16xf32>)
     -> tensor<64x40xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
@@ -53,8 +53,8 @@ func.func private @matmul_padded_panels(%a: tensor<64x48xf32>, %packed: tensor<3
 // An INT8 weight [k][n] as the x86 layout packs it for VNNI, [n/16][k/4][16][4]:
 // four k of a column are neighbours, so the staging reads them as one
 // 4-byte vector along k. One launch, at fp32 too, and exact.
-// CHECK: int8_panels: 1 launch (1 as threads), outputs match (largest relative difference 0
-// FP32: int8_panels: 1 launch (1 as threads), outputs match (largest relative difference 0
+// CHECK: int8_panels: 1 launch (1 synchronizing), outputs match (largest relative difference 0
+// FP32: int8_panels: 1 launch (1 synchronizing), outputs match (largest relative difference 0
 func.func private @int8_panels(%a: tensor<96x64xi8>, %packed: tensor<4x16x16x4xi8>)
     -> tensor<96x64xi32> attributes {tessel.kernel} {
   %zero = arith.constant 0 : i32
@@ -80,7 +80,7 @@ func.func private @int8_panels(%a: tensor<96x64xi8>, %packed: tensor<4x16x16x4xi
 // out: the product is not its only reader, so the transpose that unpacks
 // it stays (writing the plain weight itself) and the product reads its
 // output. Three launches.
-// CHECK: unpacked_returned: 3 launches (1 as threads), outputs match
+// CHECK: unpacked_returned: 3 launches (1 synchronizing), outputs match
 func.func private @unpacked_returned(%a: tensor<64x48xf32>, %packed: tensor<3x48x16xf32>)
     -> (tensor<64x48xf32>, tensor<48x48xf32>) attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32
@@ -98,7 +98,7 @@ func.func private @unpacked_returned(%a: tensor<64x48xf32>, %packed: tensor<3x48
 // the kernel: only a kernel's operand or a constant, never written, is read
 // in place, so that no block can read it while another writes. One
 // transpose unpacks it first: three launches with the scaling.
-// CHECK: computed_panels: 3 launches (1 as threads), outputs match
+// CHECK: computed_panels: 3 launches (1 synchronizing), outputs match
 func.func private @computed_panels(%a: tensor<64x48xf32>, %packed: tensor<3x48x16xf32>)
     -> tensor<64x48xf32> attributes {tessel.kernel} {
   %zero = arith.constant 0.0 : f32

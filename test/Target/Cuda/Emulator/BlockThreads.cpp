@@ -175,6 +175,7 @@ std::string BlockThreads::run(const std::function<void(int64_t)> &blockBody) {
       thread->stop = Stop::Ready;
   }
   runningBlock = nullptr;
+  body = nullptr;
   return error;
 }
 

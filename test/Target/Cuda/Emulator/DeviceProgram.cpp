@@ -48,9 +48,12 @@ llvm::Expected<std::unique_ptr<DeviceProgram>> DeviceProgram::compile(mlir::Modu
                                      "does not model",
                                      launch.function.c_str());
 
+  const Architecture *architecture = findArchitecture(kArchitecture);
+  if (!architecture)
+    return llvm::createStringError("the CUDA target has no %s", kArchitecture);
   auto context = std::make_unique<llvm::LLVMContext>();
   mlir::FailureOr<std::unique_ptr<llvm::Module>> module =
-      translateKernels(*device->module, *findArchitecture(kArchitecture), /*optLevel=*/3, *context);
+      translateKernels(*device->module, *architecture, /*optLevel=*/3, *context);
   if (mlir::failed(module))
     return llvm::createStringError("the CUDA target's translation to LLVM IR failed");
 
@@ -96,9 +99,14 @@ llvm::Expected<std::unique_ptr<DeviceProgram>> DeviceProgram::compile(mlir::Modu
 }
 
 llvm::Error DeviceProgram::run(llvm::ArrayRef<void *> bindings) {
-  std::unique_ptr<uint8_t, FreeDeleter> scratch(static_cast<uint8_t *>(
-      std::aligned_alloc(kScratchAlignment, llvm::alignTo(std::max<int64_t>(entry.scratchBytes, 1),
-                                                          kScratchAlignment))));
+  size_t scratchBytes = llvm::alignTo(std::max<int64_t>(entry.scratchBytes, 1), kScratchAlignment);
+  std::unique_ptr<uint8_t, FreeDeleter> scratch(
+      static_cast<uint8_t *>(std::aligned_alloc(kScratchAlignment, scratchBytes)));
+  if (!scratch)
+    return llvm::createStringError("cannot allocate %zu bytes of scratch", scratchBytes);
+  // The temporaries start as NaNs, as shared memory does: a read before
+  // the write shows in the outputs.
+  std::memset(scratch.get(), 0xFF, scratchBytes);
   for (auto [launch, kernel] : llvm::zip(entry.cudaLaunches, kernels)) {
     std::vector<void *> arguments;
     for (const CudaArgument &argument : launch.arguments) {

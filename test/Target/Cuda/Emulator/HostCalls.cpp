@@ -10,6 +10,7 @@
 #include <cfenv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 namespace tessel::cuda::emulator {
@@ -81,7 +82,7 @@ void tessel_emu_mma_integers(int64_t site, int64_t a, int64_t b, int64_t c, int6
 
 /// `operation` on a, b and c, rounded as `rounding` says: the host's FPU
 /// computes it in that rounding mode.
-template <typename T> T roundedOperation(int32_t operation, int32_t rounding, T a, T b, T c) {
+template <typename T> T computeRounded(int32_t operation, int32_t rounding, T a, T b, T c) {
 #pragma STDC FENV_ACCESS ON
   int saved = std::fegetround();
   std::fesetround(rounding == int32_t(DirectedRounding::Down) ? FE_DOWNWARD
@@ -89,7 +90,7 @@ template <typename T> T roundedOperation(int32_t operation, int32_t rounding, T 
                                                               : FE_TOWARDZERO);
   // (volatile: the operation must happen here, in this rounding mode.)
   volatile T x = a, y = b, z = c;
-  T result;
+  T result = std::numeric_limits<T>::quiet_NaN();
   switch (RoundedOperation(operation)) {
   case RoundedOperation::Add:
     result = x + y;
@@ -116,11 +117,11 @@ template <typename T> T roundedOperation(int32_t operation, int32_t rounding, T 
 }
 
 float tessel_emu_rounded_f32(int32_t operation, int32_t rounding, float a, float b, float c) {
-  return roundedOperation(operation, rounding, a, b, c);
+  return computeRounded(operation, rounding, a, b, c);
 }
 
 double tessel_emu_rounded_f64(int32_t operation, int32_t rounding, double a, double b, double c) {
-  return roundedOperation(operation, rounding, a, b, c);
+  return computeRounded(operation, rounding, a, b, c);
 }
 
 } // namespace

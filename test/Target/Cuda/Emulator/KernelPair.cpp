@@ -388,7 +388,7 @@ llvm::Expected<KernelComparison> KernelPair::run(ArrayRef<const Buffer *> inputB
 
 void KernelPair::printComparison(llvm::raw_ostream &os, const KernelComparison &comparison) const {
   os << name << ": " << launches << (launches == 1 ? " launch" : " launches")
-     << (synchronizing ? " (" + std::to_string(synchronizing) + " as threads)" : "") << ", "
+     << (synchronizing ? " (" + std::to_string(synchronizing) + " synchronizing)" : "") << ", "
      << (comparison.match ? "outputs match" : "OUTPUTS DIFFER") << " (largest relative difference "
      << llvm::format("%.3g", comparison.largestDifference);
   if (synchronizing)

@@ -89,7 +89,7 @@ public:
   /// outputs.
   llvm::Expected<std::vector<Buffer>> runReference(llvm::ArrayRef<const Buffer *> inputs);
 
-  /// Prints `name: N launches (M as threads), outputs match (largest
+  /// Prints `name: N launches (M synchronizing), outputs match (largest
   /// relative difference D, tolerance T)`.
   void printComparison(llvm::raw_ostream &os, const KernelComparison &comparison) const;
 

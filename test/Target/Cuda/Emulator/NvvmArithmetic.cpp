@@ -14,8 +14,25 @@ namespace tessel::cuda::emulator {
 
 namespace {
 
-/// A unary or binary floating-point operation, named by PTX's instruction
-/// without its rounding and type suffixes.
+/// The operands of the floating-point operations that floatOperation
+/// computes, by name; none for any other name.
+std::optional<unsigned> arityOf(llvm::StringRef operation) {
+  return llvm::StringSwitch<std::optional<unsigned>>(operation)
+      .Cases({"add", "mul", "div", "fmin", "fmax"}, 2)
+      .Case("fma", 3)
+      .Cases({"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "fabs", "floor", "ceil", "trunc",
+              "round", "saturate"},
+             1)
+      .Default(std::nullopt);
+}
+
+/// Whether roundedOperation computes `operation` in a directed rounding.
+bool isRoundedOperation(llvm::StringRef operation) {
+  return llvm::is_contained({"add", "mul", "div", "fma", "sqrt", "rcp"}, operation);
+}
+
+/// A floating-point operation that arityOf names, named by PTX's
+/// instruction without its rounding and type suffixes.
 llvm::Value *floatOperation(llvm::IRBuilder<> &builder, llvm::StringRef operation,
                             llvm::ArrayRef<llvm::Value *> x) {
   auto intrinsic = [&](llvm::Intrinsic::ID id) {
@@ -62,9 +79,10 @@ llvm::Value *floatOperation(llvm::IRBuilder<> &builder, llvm::StringRef operatio
   if (operation == "round")
     return intrinsic(llvm::Intrinsic::roundeven);
   if (operation == "saturate") {
-    // Clamped to [0, 1]; NaN gives 0.
+    // Clamped to [0, 1].
     llvm::Value *zero = llvm::ConstantFP::get(type, 0.0), *one = llvm::ConstantFP::get(type, 1.0);
-    llvm::Value *low = builder.CreateSelect(builder.CreateFCmpOGE(x[0], zero), x[0], zero);
+    // (+0 for -0 and NaN.)
+    llvm::Value *low = builder.CreateSelect(builder.CreateFCmpOGT(x[0], zero), x[0], zero);
     return builder.CreateSelect(builder.CreateFCmpOLE(low, one), low, one);
   }
   return nullptr;
@@ -164,13 +182,20 @@ llvm::Value *hostArithmetic(llvm::IRBuilder<> &builder, llvm::StringRef name,
     };
     auto isFloat = [](llvm::StringRef type) { return type == "f" || type == "d"; };
     if (isFloat(from) && isInteger(to)) {
-      llvm::Value *rounded =
-          builder.CreateIntrinsic(nearest ? llvm::Intrinsic::roundeven : llvm::Intrinsic::trunc,
-                                  {operands[0]->getType()}, {operands[0]});
-      // (Out of range saturates, NaN gives 0, as cvt does.)
-      return builder.CreateIntrinsic(to.starts_with("u") ? llvm::Intrinsic::fptoui_sat
-                                                         : llvm::Intrinsic::fptosi_sat,
-                                     {result, rounded->getType()}, {rounded});
+      llvm::Value *x = operands[0];
+      llvm::Value *rounded = builder.CreateIntrinsic(
+          nearest ? llvm::Intrinsic::roundeven : llvm::Intrinsic::trunc, {x->getType()}, {x});
+      // Out of range saturates, as cvt does. NaN gives 0 from an f32 to a
+      // 32-bit integer, and the sign bit alone otherwise (LLVM's
+      // NVVMIntrinsicUtils.h, after the PTX ISA).
+      llvm::Value *saturated = builder.CreateIntrinsic(
+          to.starts_with("u") ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+          {result, rounded->getType()}, {rounded});
+      unsigned width = result->getIntegerBitWidth();
+      bool nanIsZero = from == "f" && width == 32;
+      llvm::Value *forNan = llvm::ConstantInt::get(
+          result, nanIsZero ? llvm::APInt::getZero(width) : llvm::APInt::getSignMask(width));
+      return builder.CreateSelect(builder.CreateFCmpUNO(x, x), forNan, saturated);
     }
     if (isInteger(from) && isFloat(to) && nearest)
       return from.starts_with("u") ? builder.CreateUIToFP(operands[0], result)
@@ -178,19 +203,27 @@ llvm::Value *hostArithmetic(llvm::IRBuilder<> &builder, llvm::StringRef name,
     if (from == "d" && to == "f" && nearest)
       return builder.CreateFPTrunc(operands[0], result);
   }
-  // The floating-point operations: `op[.rn|.approx][.ftz].(f|d|f32|f64)`,
-  // or `op[.ftz].(f|d|...)` for those that do not round.
+  // The f32 and f64 operations: `op[.rn|.rm|.rp|.rz|.approx][.ftz].type`,
+  // the rounding left out by those that do not round.
   llvm::SmallVector<llvm::StringRef> parts;
   name.split(parts, '.');
   bool flushToZero = llvm::is_contained(parts, "ftz");
   if (flushToZero)
     llvm::erase(parts, "ftz");
-  if (parts.size() < 2 || parts.size() > 3)
+  if (parts.size() < 2 || parts.size() > 3 ||
+      !llvm::is_contained({"f", "d", "f32", "f64"}, parts.back()))
+    return nullptr;
+  auto isScalarFloat = [](llvm::Type *type) { return type->isFloatTy() || type->isDoubleTy(); };
+  std::optional<unsigned> arity = arityOf(parts[0]);
+  if (!arity || operands.size() != *arity || !isScalarFloat(result) ||
+      !llvm::all_of(operands, [&](llvm::Value *x) { return x->getType() == result; }))
     return nullptr;
   std::optional<DirectedRounding> directed;
   if (parts.size() == 3) {
     directed = directedRounding(parts[1]);
     if (!directed && parts[1] != "rn" && parts[1] != "approx")
+      return nullptr;
+    if (directed && !isRoundedOperation(parts[0]))
       return nullptr;
   }
   llvm::SmallVector<llvm::Value *> inputs(operands);
@@ -199,7 +232,7 @@ llvm::Value *hostArithmetic(llvm::IRBuilder<> &builder, llvm::StringRef name,
       input = flushSubnormal(builder, input);
   llvm::Value *value = directed ? roundedOperation(builder, parts[0], *directed, inputs)
                                 : floatOperation(builder, parts[0], inputs);
-  return value && flushToZero ? flushSubnormal(builder, value) : value;
+  return flushToZero ? flushSubnormal(builder, value) : value;
 }
 
 } // namespace tessel::cuda::emulator

@@ -5,11 +5,13 @@
 #include "NvvmArithmetic.h"
 #include "WarpInstructions.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/Verifier.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <cstring>
@@ -237,17 +239,22 @@ void addPackedCaller(llvm::Function &kernel) {
   builder.CreateRetVoid();
 }
 
-/// Whether `function` meets other threads: it calls a barrier or a warp
-/// instruction (before the rewriting).
-bool synchronizes(llvm::Function &function) {
-  for (llvm::Instruction &instruction : llvm::instructions(function))
-    if (auto *call = llvm::dyn_cast<llvm::CallInst>(&instruction))
-      if (llvm::Function *callee = call->getCalledFunction()) {
-        llvm::StringRef name = callee->getName();
-        if (isBarrier(name) || name.starts_with("llvm.nvvm.ldmatrix.") ||
-            name.starts_with("llvm.nvvm.mma."))
-          return true;
-      }
+/// Whether `function` meets other threads: it, or a function it calls,
+/// calls a barrier or a warp instruction (before the rewriting).
+bool synchronizes(llvm::Function &function, llvm::SmallPtrSetImpl<llvm::Function *> &visited) {
+  if (!visited.insert(&function).second)
+    return false;
+  for (llvm::Instruction &instruction : llvm::instructions(function)) {
+    auto *call = llvm::dyn_cast<llvm::CallInst>(&instruction);
+    llvm::Function *callee = call ? call->getCalledFunction() : nullptr;
+    if (!callee)
+      continue;
+    llvm::StringRef name = callee->getName();
+    if (isBarrier(name) || name.starts_with("llvm.nvvm.ldmatrix.") ||
+        name.starts_with("llvm.nvvm.mma.") ||
+        (!callee->isDeclaration() && synchronizes(*callee, visited)))
+      return true;
+  }
   return false;
 }
 
@@ -260,11 +267,10 @@ llvm::Expected<HostKernels> rewriteForHost(llvm::Module &module, const llvm::Dat
     if (function.getCallingConv() != llvm::CallingConv::PTX_Kernel)
       continue;
     found.kernels.push_back(function.getName().str());
-    if (synchronizes(function))
+    llvm::SmallPtrSet<llvm::Function *, 8> visited;
+    if (synchronizes(function, visited))
       found.synchronizing.push_back(function.getName().str());
   }
-  // Every thread meets the others in the same kernel, so no helper function
-  // calls a barrier that the kernels' own count would miss.
   Rewriter rewriter(module);
   for (llvm::Function &function : module) {
     llvm::SmallVector<llvm::CallInst *> calls;
@@ -287,6 +293,11 @@ llvm::Expected<HostKernels> rewriteForHost(llvm::Module &module, const llvm::Dat
     module.eraseNamedMetadata(annotations);
   module.setTargetTriple(llvm::Triple(llvm::sys::getProcessTriple()));
   module.setDataLayout(hostLayout);
+  std::string problems;
+  llvm::raw_string_ostream stream(problems);
+  if (llvm::verifyModule(module, &stream))
+    return llvm::createStringError("the kernels rewritten for the host are not valid IR: %s",
+                                   problems.c_str());
   for (llvm::GlobalVariable &global : module.globals())
     if (global.getAddressSpace() == 3) {
       // (Visible, so that the emulator finds it to reset it.)
