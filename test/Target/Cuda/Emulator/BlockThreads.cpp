@@ -134,7 +134,12 @@ std::string BlockThreads::run(const std::function<void(int64_t)> &blockBody) {
   // address, tesselFiberStart, above which the stack is 16-byte aligned
   // for its call.
   for (auto &thread : threads) {
-    auto top = reinterpret_cast<uintptr_t>(thread->stack.get() + kStackBytes) & ~uintptr_t(15);
+    // Each stack's top is staggered by a different number of cache lines:
+    // tops a power of two apart would fall in the same sets of the caches,
+    // and every switch between fibers would miss.
+    size_t stagger = size_t(thread->index) * 17 % 1024 * 64;
+    auto top = reinterpret_cast<uintptr_t>(thread->stack.get() + kStackBytes - stagger) &
+               ~uintptr_t(15);
     auto *slots = reinterpret_cast<uint64_t *>(top) - 8;
     uint32_t mxcsr = _mm_getcsr();
     uint16_t x87 = 0x037F;
