@@ -14,78 +14,73 @@ namespace tessel::cuda::emulator {
 
 namespace {
 
-/// The operands of the floating-point operations that floatOperation
-/// computes, by name; none for any other name.
-std::optional<unsigned> arityOf(llvm::StringRef operation) {
-  return llvm::StringSwitch<std::optional<unsigned>>(operation)
-      .Cases({"add", "mul", "div", "fmin", "fmax"}, 2)
-      .Case("fma", 3)
-      .Cases({"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "fabs", "floor", "ceil", "trunc",
-              "round", "saturate"},
-             1)
-      .Default(std::nullopt);
-}
+/// A floating-point operation of PTX that the emulator computes, named by
+/// its instruction without the rounding and type suffixes.
+struct FloatOperation {
+  llvm::StringLiteral name;
+  unsigned arity;
+  /// The LLVM intrinsic that computes it, rounded to the nearest; none
+  /// where floatOperation builds it from other IR.
+  llvm::Intrinsic::ID intrinsic;
+  /// What tessel_emu_rounded_f32/f64 compute for its directed roundings
+  /// (.rm, .rp, .rz), where PTX has them.
+  std::optional<RoundedOperation> rounded;
+};
 
-/// Whether roundedOperation computes `operation` in a directed rounding.
-bool isRoundedOperation(llvm::StringRef operation) {
-  return llvm::is_contained({"add", "mul", "div", "fma", "sqrt", "rcp"}, operation);
-}
+constexpr llvm::Intrinsic::ID kBuilt = llvm::Intrinsic::not_intrinsic;
 
-/// A floating-point operation that arityOf names, named by PTX's
-/// instruction without its rounding and type suffixes.
-llvm::Value *floatOperation(llvm::IRBuilder<> &builder, llvm::StringRef operation,
-                            llvm::ArrayRef<llvm::Value *> x) {
-  auto intrinsic = [&](llvm::Intrinsic::ID id) {
-    return builder.CreateIntrinsic(id, {x[0]->getType()}, x);
-  };
-  llvm::Type *type = x[0]->getType();
-  if (operation == "add")
-    return builder.CreateFAdd(x[0], x[1]);
-  if (operation == "mul")
-    return builder.CreateFMul(x[0], x[1]);
-  if (operation == "div")
-    return builder.CreateFDiv(x[0], x[1]);
-  if (operation == "rcp")
-    return builder.CreateFDiv(llvm::ConstantFP::get(type, 1.0), x[0]);
-  if (operation == "fma")
-    return intrinsic(llvm::Intrinsic::fma);
-  if (operation == "sqrt")
-    return intrinsic(llvm::Intrinsic::sqrt);
-  if (operation == "rsqrt")
-    return builder.CreateFDiv(llvm::ConstantFP::get(type, 1.0), intrinsic(llvm::Intrinsic::sqrt));
-  if (operation == "ex2")
-    return intrinsic(llvm::Intrinsic::exp2);
-  if (operation == "lg2")
-    return intrinsic(llvm::Intrinsic::log2);
-  if (operation == "sin")
-    return intrinsic(llvm::Intrinsic::sin);
-  if (operation == "cos")
-    return intrinsic(llvm::Intrinsic::cos);
-  if (operation == "fabs")
-    return intrinsic(llvm::Intrinsic::fabs);
-  // PTX's min and max return the operand that is not NaN, as minnum and
-  // maxnum do.
-  if (operation == "fmin")
-    return intrinsic(llvm::Intrinsic::minnum);
-  if (operation == "fmax")
-    return intrinsic(llvm::Intrinsic::maxnum);
-  if (operation == "floor")
-    return intrinsic(llvm::Intrinsic::floor);
-  if (operation == "ceil")
-    return intrinsic(llvm::Intrinsic::ceil);
-  if (operation == "trunc")
-    return intrinsic(llvm::Intrinsic::trunc);
-  // (cvt.rni: to the nearest integer, ties to even.)
-  if (operation == "round")
-    return intrinsic(llvm::Intrinsic::roundeven);
-  if (operation == "saturate") {
-    // Clamped to [0, 1].
-    llvm::Value *zero = llvm::ConstantFP::get(type, 0.0), *one = llvm::ConstantFP::get(type, 1.0);
-    // (+0 for -0 and NaN.)
-    llvm::Value *low = builder.CreateSelect(builder.CreateFCmpOGT(x[0], zero), x[0], zero);
-    return builder.CreateSelect(builder.CreateFCmpOLE(low, one), low, one);
-  }
+const FloatOperation kFloatOperations[] = {
+    {"add", 2, kBuilt, RoundedOperation::Add},
+    {"mul", 2, kBuilt, RoundedOperation::Multiply},
+    {"div", 2, kBuilt, RoundedOperation::Divide},
+    {"rcp", 1, kBuilt, RoundedOperation::Reciprocal},
+    {"fma", 3, llvm::Intrinsic::fma, RoundedOperation::MultiplyAdd},
+    {"sqrt", 1, llvm::Intrinsic::sqrt, RoundedOperation::SquareRoot},
+    {"rsqrt", 1, kBuilt, std::nullopt},
+    {"ex2", 1, llvm::Intrinsic::exp2, std::nullopt},
+    {"lg2", 1, llvm::Intrinsic::log2, std::nullopt},
+    {"sin", 1, llvm::Intrinsic::sin, std::nullopt},
+    {"cos", 1, llvm::Intrinsic::cos, std::nullopt},
+    {"fabs", 1, llvm::Intrinsic::fabs, std::nullopt},
+    // PTX's min and max return the operand that is not NaN, as minnum and
+    // maxnum do.
+    {"fmin", 2, llvm::Intrinsic::minnum, std::nullopt},
+    {"fmax", 2, llvm::Intrinsic::maxnum, std::nullopt},
+    {"floor", 1, llvm::Intrinsic::floor, std::nullopt},
+    {"ceil", 1, llvm::Intrinsic::ceil, std::nullopt},
+    {"trunc", 1, llvm::Intrinsic::trunc, std::nullopt},
+    // (cvt.rni: to the nearest integer, ties to even.)
+    {"round", 1, llvm::Intrinsic::roundeven, std::nullopt},
+    {"saturate", 1, kBuilt, std::nullopt},
+};
+
+const FloatOperation *findFloatOperation(llvm::StringRef name) {
+  for (const FloatOperation &operation : kFloatOperations)
+    if (operation.name == name)
+      return &operation;
   return nullptr;
+}
+
+/// `operation` on `x`, rounded to the nearest.
+llvm::Value *floatOperation(llvm::IRBuilder<> &builder, const FloatOperation &operation,
+                            llvm::ArrayRef<llvm::Value *> x) {
+  llvm::Type *type = x[0]->getType();
+  if (operation.intrinsic != kBuilt)
+    return builder.CreateIntrinsic(operation.intrinsic, {type}, x);
+  llvm::Value *zero = llvm::ConstantFP::get(type, 0.0), *one = llvm::ConstantFP::get(type, 1.0);
+  if (operation.name == "add")
+    return builder.CreateFAdd(x[0], x[1]);
+  if (operation.name == "mul")
+    return builder.CreateFMul(x[0], x[1]);
+  if (operation.name == "div")
+    return builder.CreateFDiv(x[0], x[1]);
+  if (operation.name == "rcp")
+    return builder.CreateFDiv(one, x[0]);
+  if (operation.name == "rsqrt")
+    return builder.CreateFDiv(one, builder.CreateIntrinsic(llvm::Intrinsic::sqrt, {type}, x));
+  // saturate: clamped to [0, 1], +0 for -0 and NaN.
+  llvm::Value *low = builder.CreateSelect(builder.CreateFCmpOGT(x[0], zero), x[0], zero);
+  return builder.CreateSelect(builder.CreateFCmpOLE(low, one), low, one);
 }
 
 /// The rounding modes of PTX's .rm, .rp and .rz, as HostCalls.h numbers
@@ -98,23 +93,12 @@ std::optional<DirectedRounding> directedRounding(llvm::StringRef suffix) {
       .Default(std::nullopt);
 }
 
-/// An operation rounded other than to the nearest, by the host's FPU in
-/// that rounding mode (tessel_emu_rounded_f32/f64).
-llvm::Value *roundedOperation(llvm::IRBuilder<> &builder, llvm::StringRef operation,
+/// `operation` (f32 or f64) on `x`, rounded other than to the nearest, by
+/// the host's FPU in that rounding mode (tessel_emu_rounded_f32/f64).
+llvm::Value *roundedOperation(llvm::IRBuilder<> &builder, RoundedOperation operation,
                               DirectedRounding rounding, llvm::ArrayRef<llvm::Value *> x) {
-  std::optional<RoundedOperation> op =
-      llvm::StringSwitch<std::optional<RoundedOperation>>(operation)
-          .Case("add", RoundedOperation::Add)
-          .Case("mul", RoundedOperation::Multiply)
-          .Case("div", RoundedOperation::Divide)
-          .Case("fma", RoundedOperation::MultiplyAdd)
-          .Case("sqrt", RoundedOperation::SquareRoot)
-          .Case("rcp", RoundedOperation::Reciprocal)
-          .Default(std::nullopt);
   llvm::Type *type = x[0]->getType();
-  if (!op || !(type->isFloatTy() || type->isDoubleTy()))
-    return nullptr;
-  llvm::SmallVector<llvm::Value *> arguments = {builder.getInt32(int32_t(*op)),
+  llvm::SmallVector<llvm::Value *> arguments = {builder.getInt32(int32_t(operation)),
                                                 builder.getInt32(int32_t(rounding))};
   for (size_t i = 0; i < 3; ++i)
     arguments.push_back(i < x.size() ? x[i] : llvm::ConstantFP::get(type, 0.0));
@@ -214,8 +198,8 @@ llvm::Value *hostArithmetic(llvm::IRBuilder<> &builder, llvm::StringRef name,
       !llvm::is_contained({"f", "d", "f32", "f64"}, parts.back()))
     return nullptr;
   auto isScalarFloat = [](llvm::Type *type) { return type->isFloatTy() || type->isDoubleTy(); };
-  std::optional<unsigned> arity = arityOf(parts[0]);
-  if (!arity || operands.size() != *arity || !isScalarFloat(result) ||
+  const FloatOperation *operation = findFloatOperation(parts[0]);
+  if (!operation || operands.size() != operation->arity || !isScalarFloat(result) ||
       !llvm::all_of(operands, [&](llvm::Value *x) { return x->getType() == result; }))
     return nullptr;
   std::optional<DirectedRounding> directed;
@@ -223,15 +207,15 @@ llvm::Value *hostArithmetic(llvm::IRBuilder<> &builder, llvm::StringRef name,
     directed = directedRounding(parts[1]);
     if (!directed && parts[1] != "rn" && parts[1] != "approx")
       return nullptr;
-    if (directed && !isRoundedOperation(parts[0]))
+    if (directed && !operation->rounded)
       return nullptr;
   }
   llvm::SmallVector<llvm::Value *> inputs(operands);
   if (flushToZero)
     for (llvm::Value *&input : inputs)
       input = flushSubnormal(builder, input);
-  llvm::Value *value = directed ? roundedOperation(builder, parts[0], *directed, inputs)
-                                : floatOperation(builder, parts[0], inputs);
+  llvm::Value *value = directed ? roundedOperation(builder, *operation->rounded, *directed, inputs)
+                                : floatOperation(builder, *operation, inputs);
   return flushToZero ? flushSubnormal(builder, value) : value;
 }
 
