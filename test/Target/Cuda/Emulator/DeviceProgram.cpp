@@ -62,7 +62,7 @@ llvm::Expected<std::unique_ptr<DeviceProgram>> DeviceProgram::compile(mlir::Modu
     return jit.takeError();
   program->jit = std::move(*jit);
   llvm::orc::LLJIT &engine = *program->jit;
-  llvm::Expected<HostKernels> host =
+  llvm::Expected<std::vector<HostKernel>> host =
       rewriteForHost(**module, engine.getDataLayout(), removeBarriers);
   if (!host)
     return host.takeError();
@@ -82,18 +82,29 @@ llvm::Expected<std::unique_ptr<DeviceProgram>> DeviceProgram::compile(mlir::Modu
           engine.addIRModule(llvm::orc::ThreadSafeModule(std::move(*module), std::move(context))))
     return std::move(error);
 
-  for (const CudaLaunch &launch : program->entry.cudaLaunches) {
-    llvm::Expected<llvm::orc::ExecutorAddr> address = engine.lookup(launch.function + "_packed");
-    if (!address)
-      return address.takeError();
-    program->kernels.push_back(address->toPtr<void (*)(void *const *)>());
-    program->synchronizing += llvm::is_contained(host->synchronizing, launch.function);
-  }
-  for (auto &[name, bytes] : host->shared) {
+  auto lookup = [&engine](const std::string &name) -> llvm::Expected<uint8_t *> {
     llvm::Expected<llvm::orc::ExecutorAddr> address = engine.lookup(name);
     if (!address)
       return address.takeError();
-    program->shared.emplace_back(address->toPtr<uint8_t *>(), bytes);
+    return address->toPtr<uint8_t *>();
+  };
+  for (const CudaLaunch &record : program->entry.cudaLaunches) {
+    auto kernel = llvm::find_if(
+        *host, [&](const HostKernel &kernel) { return kernel.name == record.function; });
+    if (kernel == host->end())
+      return llvm::createStringError("the PTX has no kernel '%s'", record.function.c_str());
+    Launch &launch = program->launches.emplace_back();
+    launch.meets = kernel->meets;
+    llvm::Expected<uint8_t *> packed = lookup(kernel->name + "_packed");
+    if (!packed)
+      return packed.takeError();
+    launch.kernel = reinterpret_cast<void (*)(void *const *)>(*packed);
+    for (auto &[name, bytes] : kernel->shared) {
+      llvm::Expected<uint8_t *> address = lookup(name);
+      if (!address)
+        return address.takeError();
+      launch.shared.emplace_back(*address, bytes);
+    }
   }
   return program;
 }
@@ -107,7 +118,7 @@ llvm::Error DeviceProgram::run(llvm::ArrayRef<void *> bindings) {
   // The temporaries start as NaNs, as shared memory does: a read before
   // the write shows in the outputs.
   std::memset(scratch.get(), 0xFF, scratchBytes);
-  for (auto [launch, kernel] : llvm::zip(entry.cudaLaunches, kernels)) {
+  for (auto [launch, compiled] : llvm::zip(entry.cudaLaunches, launches)) {
     std::vector<void *> arguments;
     for (const CudaArgument &argument : launch.arguments) {
       if (argument.binding != CudaArgument::kScratch && argument.binding >= bindings.size())
@@ -117,7 +128,7 @@ llvm::Error DeviceProgram::run(llvm::ArrayRef<void *> bindings) {
           argument.binding == CudaArgument::kScratch ? scratch.get() : bindings[argument.binding]);
       arguments.push_back(base + argument.offset);
     }
-    setLaunchShape(launch.grid, launch.block, shared);
+    setLaunchShape(launch.grid, launch.block, compiled.shared);
     BlockThreads threads(int64_t(launch.block[0]) * launch.block[1] * launch.block[2]);
     for (uint32_t z = 0; z < launch.grid[2]; ++z)
       for (uint32_t y = 0; y < launch.grid[1]; ++y)
@@ -125,10 +136,10 @@ llvm::Error DeviceProgram::run(llvm::ArrayRef<void *> bindings) {
           setBlock({x, y, z});
           // Shared memory starts as NaNs, so that a read before any write
           // shows in the outputs.
-          for (auto &[memory, bytes] : shared)
+          for (auto &[memory, bytes] : compiled.shared)
             std::memset(memory, 0xFF, bytes);
           std::string error =
-              threads.run([&, kernel = kernel](int64_t) { kernel(arguments.data()); });
+              threads.run([&, kernel = compiled.kernel](int64_t) { kernel(arguments.data()); });
           if (!error.empty())
             return llvm::createStringError("%s, block (%u, %u, %u), %s", launch.function.c_str(), x,
                                            y, z, error.c_str());

@@ -16,6 +16,7 @@
 #include "targets/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/Error.h"
 
@@ -40,17 +41,26 @@ public:
 
   size_t launchCount() const { return entry.cudaLaunches.size(); }
   /// The launches whose threads meet at barriers or warp instructions.
-  size_t synchronizingLaunches() const { return synchronizing; }
+  size_t synchronizingLaunches() const {
+    return llvm::count_if(launches, [](const Launch &launch) { return launch.meets; });
+  }
 
 private:
+  /// What the host runs for one launch of the entry.
+  struct Launch {
+    /// The kernel, called with an array of its arguments.
+    void (*kernel)(void *const *) = nullptr;
+    bool meets = false;
+    /// The kernel's shared memory (address, bytes).
+    std::vector<std::pair<uint8_t *, uint64_t>> shared;
+  };
+
   DeviceProgram() = default;
 
   KernelEntry entry;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  /// Each launch's kernel, called with an array of its arguments.
-  std::vector<void (*)(void *const *)> kernels;
-  std::vector<std::pair<uint8_t *, uint64_t>> shared;
-  size_t synchronizing = 0;
+  /// One per launch of `entry`.
+  std::vector<Launch> launches;
 };
 
 } // namespace tessel::cuda::emulator

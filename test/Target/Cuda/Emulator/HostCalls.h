@@ -48,7 +48,7 @@ enum class DirectedRounding : int32_t { Down, Up, TowardZero };
 llvm::orc::SymbolMap hostCallSymbols(llvm::orc::MangleAndInterner interner);
 
 /// What the special registers read during the next blocks: the launch's
-/// grid and block dimensions, and the shared memory of its kernels
+/// grid and block dimensions, and the shared memory of its kernel
 /// (address, bytes), inside which ldmatrix must read.
 void setLaunchShape(const std::array<uint32_t, 3> &grid, const std::array<uint32_t, 3> &block,
                     const std::vector<std::pair<uint8_t *, uint64_t>> &shared);

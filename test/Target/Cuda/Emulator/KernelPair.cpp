@@ -297,8 +297,6 @@ llvm::Expected<std::unique_ptr<KernelPair>> KernelPair::compile(func::FuncOp ker
   if (!device)
     return device.takeError();
   pair->emulated = std::move(*device);
-  pair->launches = pair->emulated->launchCount();
-  pair->synchronizing = pair->emulated->synchronizingLaunches();
   if (failed(lowerToHost(*reference)))
     return llvm::createStringError("lowering to the host failed");
   llvm::Expected<std::unique_ptr<ExecutionEngine>> compiled = jit(*reference);
@@ -368,7 +366,7 @@ llvm::Expected<KernelComparison> KernelPair::run(ArrayRef<const Buffer *> inputB
   // Each output's difference, as a share of its tolerance. Where the
   // launches sum in another order, the difference is measured against the
   // output's largest magnitude (toleranceOf).
-  bool reordersSums = synchronizing > 0 && sums.depth > 0;
+  bool reordersSums = emulated->synchronizingLaunches() > 0 && sums.depth > 0;
   KernelComparison comparison;
   double worstShare = 0;
   for (size_t i = inputs; i < referenceBuffers.size(); ++i) {
@@ -387,6 +385,7 @@ llvm::Expected<KernelComparison> KernelPair::run(ArrayRef<const Buffer *> inputB
 }
 
 void KernelPair::printComparison(llvm::raw_ostream &os, const KernelComparison &comparison) const {
+  size_t launches = emulated->launchCount(), synchronizing = emulated->synchronizingLaunches();
   os << name << ": " << launches << (launches == 1 ? " launch" : " launches")
      << (synchronizing ? " (" + std::to_string(synchronizing) + " synchronizing)" : "") << ", "
      << (comparison.match ? "outputs match" : "OUTPUTS DIFFER") << " (largest relative difference "

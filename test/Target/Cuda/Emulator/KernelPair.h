@@ -105,9 +105,6 @@ private:
   std::string name;
   size_t inputs = 0;
   std::vector<mlir::MemRefType> bufferTypes;
-  unsigned launches = 0;
-  /// The launches whose threads meet (at barriers, warp instructions).
-  size_t synchronizing = 0;
   ReorderedSums sums;
   std::unique_ptr<mlir::ExecutionEngine> reference;
   std::unique_ptr<DeviceProgram> emulated;

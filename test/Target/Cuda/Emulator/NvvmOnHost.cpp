@@ -239,38 +239,68 @@ void addPackedCaller(llvm::Function &kernel) {
   builder.CreateRetVoid();
 }
 
-/// Whether `function` meets other threads: it, or a function it calls,
-/// calls a barrier or a warp instruction (before the rewriting).
-bool synchronizes(llvm::Function &function, llvm::SmallPtrSetImpl<llvm::Function *> &visited) {
-  if (!visited.insert(&function).second)
-    return false;
-  for (llvm::Instruction &instruction : llvm::instructions(function)) {
-    auto *call = llvm::dyn_cast<llvm::CallInst>(&instruction);
-    llvm::Function *callee = call ? call->getCalledFunction() : nullptr;
-    if (!callee)
-      continue;
-    llvm::StringRef name = callee->getName();
-    if (isBarrier(name) || name.starts_with("llvm.nvvm.ldmatrix.") ||
-        name.starts_with("llvm.nvvm.mma.") ||
-        (!callee->isDeclaration() && synchronizes(*callee, visited)))
-      return true;
-  }
+/// `kernel` and the functions it calls, directly or not, that the module
+/// defines.
+llvm::SmallPtrSet<llvm::Function *, 8> reachableFrom(llvm::Function &kernel) {
+  llvm::SmallPtrSet<llvm::Function *, 8> reached = {&kernel};
+  llvm::SmallVector<llvm::Function *> pending = {&kernel};
+  while (!pending.empty())
+    for (llvm::Instruction &instruction : llvm::instructions(*pending.pop_back_val()))
+      if (auto *call = llvm::dyn_cast<llvm::CallInst>(&instruction))
+        if (llvm::Function *callee = call->getCalledFunction();
+            callee && !callee->isDeclaration() && reached.insert(callee).second)
+          pending.push_back(callee);
+  return reached;
+}
+
+/// Whether `function` calls a barrier or a warp instruction (before the
+/// rewriting).
+bool meetsOtherThreads(llvm::Function &function) {
+  for (llvm::Instruction &instruction : llvm::instructions(function))
+    if (auto *call = llvm::dyn_cast<llvm::CallInst>(&instruction))
+      if (llvm::Function *callee = call->getCalledFunction()) {
+        llvm::StringRef name = callee->getName();
+        if (isBarrier(name) || name.starts_with("llvm.nvvm.ldmatrix.") ||
+            name.starts_with("llvm.nvvm.mma."))
+          return true;
+      }
   return false;
+}
+
+/// Whether `value` is used in one of `functions`, directly or through
+/// constant expressions (a shared global's address plus an offset).
+bool isUsedIn(llvm::Value &value, const llvm::SmallPtrSetImpl<llvm::Function *> &functions) {
+  return llvm::any_of(value.users(), [&](llvm::User *user) {
+    if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(user))
+      return functions.contains(instruction->getFunction());
+    return llvm::isa<llvm::Constant>(user) && isUsedIn(*user, functions);
+  });
+}
+
+/// The kernels of `module`: what each meets and which shared memory it
+/// uses, through the functions it calls too.
+std::vector<HostKernel> findKernels(llvm::Module &module, const llvm::DataLayout &hostLayout) {
+  std::vector<HostKernel> kernels;
+  for (llvm::Function &function : module) {
+    if (function.getCallingConv() != llvm::CallingConv::PTX_Kernel)
+      continue;
+    llvm::SmallPtrSet<llvm::Function *, 8> reached = reachableFrom(function);
+    HostKernel &kernel = kernels.emplace_back();
+    kernel.name = function.getName().str();
+    kernel.meets = llvm::any_of(reached, [](llvm::Function *f) { return meetsOtherThreads(*f); });
+    for (llvm::GlobalVariable &global : module.globals())
+      if (global.getAddressSpace() == 3 && isUsedIn(global, reached))
+        kernel.shared.emplace_back(global.getName().str(),
+                                   hostLayout.getTypeAllocSize(global.getValueType()));
+  }
+  return kernels;
 }
 
 } // namespace
 
-llvm::Expected<HostKernels> rewriteForHost(llvm::Module &module, const llvm::DataLayout &hostLayout,
-                                           bool removeBarriers) {
-  HostKernels found;
-  for (llvm::Function &function : module) {
-    if (function.getCallingConv() != llvm::CallingConv::PTX_Kernel)
-      continue;
-    found.kernels.push_back(function.getName().str());
-    llvm::SmallPtrSet<llvm::Function *, 8> visited;
-    if (synchronizes(function, visited))
-      found.synchronizing.push_back(function.getName().str());
-  }
+llvm::Expected<std::vector<HostKernel>>
+rewriteForHost(llvm::Module &module, const llvm::DataLayout &hostLayout, bool removeBarriers) {
+  std::vector<HostKernel> kernels = findKernels(module, hostLayout);
   Rewriter rewriter(module);
   for (llvm::Function &function : module) {
     llvm::SmallVector<llvm::CallInst *> calls;
@@ -287,8 +317,8 @@ llvm::Expected<HostKernels> rewriteForHost(llvm::Module &module, const llvm::Dat
     function.removeFnAttr("target-features");
     function.setCallingConv(llvm::CallingConv::C);
   }
-  for (const std::string &kernel : found.kernels)
-    addPackedCaller(*module.getFunction(kernel));
+  for (const HostKernel &kernel : kernels)
+    addPackedCaller(*module.getFunction(kernel.name));
   if (llvm::NamedMDNode *annotations = module.getNamedMetadata("nvvm.annotations"))
     module.eraseNamedMetadata(annotations);
   module.setTargetTriple(llvm::Triple(llvm::sys::getProcessTriple()));
@@ -298,14 +328,11 @@ llvm::Expected<HostKernels> rewriteForHost(llvm::Module &module, const llvm::Dat
   if (llvm::verifyModule(module, &stream))
     return llvm::createStringError("the kernels rewritten for the host are not valid IR: %s",
                                    problems.c_str());
+  // The shared memory, visible so that the emulator finds it to reset it.
   for (llvm::GlobalVariable &global : module.globals())
-    if (global.getAddressSpace() == 3) {
-      // (Visible, so that the emulator finds it to reset it.)
+    if (global.getAddressSpace() == 3)
       global.setLinkage(llvm::GlobalValue::ExternalLinkage);
-      found.shared.emplace_back(global.getName().str(),
-                                hostLayout.getTypeAllocSize(global.getValueType()));
-    }
-  return found;
+  return kernels;
 }
 
 } // namespace tessel::cuda::emulator

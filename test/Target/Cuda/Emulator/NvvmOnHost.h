@@ -28,15 +28,16 @@
 
 namespace tessel::cuda::emulator {
 
-/// What the rewriting found in the kernels.
-struct HostKernels {
-  /// The kernels, in the module's order; each also gets a function
-  /// `<name>_packed(ptr arguments)` that calls it with the pointers of an
-  /// array.
-  std::vector<std::string> kernels;
-  /// The names of the kernels that meet at a barrier or a warp instruction.
-  std::vector<std::string> synchronizing;
-  /// The shared-memory globals and their sizes in bytes.
+/// One kernel of the module, as the rewriting found it. It also gets a
+/// function `<name>_packed(ptr arguments)`, which calls it with the
+/// pointers of an array.
+struct HostKernel {
+  std::string name;
+  /// Whether its threads meet: it, or a function it calls, has a barrier
+  /// or a warp instruction.
+  bool meets = false;
+  /// The shared-memory globals it uses (or a function it calls does), and
+  /// their sizes in bytes.
   std::vector<std::pair<std::string, uint64_t>> shared;
 };
 
@@ -44,9 +45,10 @@ struct HostKernels {
 /// JIT whose data layout is `hostLayout`: the kernels get the C calling
 /// convention, the GPU's intrinsics calls into the emulator. With
 /// `removeBarriers`, barriers are deleted (to check that the emulator sees
-/// the race this makes). Fails on an intrinsic the emulator does not run.
-llvm::Expected<HostKernels> rewriteForHost(llvm::Module &module, const llvm::DataLayout &hostLayout,
-                                           bool removeBarriers);
+/// the race this makes). Returns the module's kernels, in order. Fails on
+/// an intrinsic the emulator does not run.
+llvm::Expected<std::vector<HostKernel>>
+rewriteForHost(llvm::Module &module, const llvm::DataLayout &hostLayout, bool removeBarriers);
 
 } // namespace tessel::cuda::emulator
 
