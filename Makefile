@@ -14,7 +14,7 @@ FUZZ_SECONDS ?= 3600
 PREFIX ?= /usr/local
 
 .PHONY: all setup configure build install wheel demo test conformance cuda-emulate bench \
-  scalesim-compare sanitize fuzz tsan clean
+  scalesim-compare random-qlinear sanitize fuzz tsan clean
 
 all: build
 
@@ -86,6 +86,18 @@ sanitize: setup
 	  "-DTESSEL_SANITIZERS=address;undefined" -DTESSEL_LIBFUZZER=ON > /dev/null
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
 	@./scripts/run-sanitized-tests.sh $(SANITIZE_DIR)
+
+# Random QLinearConv and QLinearMatMul configurations compiled for x86 and
+# for the NPU, each bit for bit against onnx.reference: QLINEAR_COUNT of
+# each from QLINEAR_SEED (by default the 1,000 of each that docs/quantization.md
+# and docs/npu/target.md describe; `make test` runs the first 400).
+QLINEAR_COUNT ?= 1000
+QLINEAR_SEED ?=
+random-qlinear: build
+	@.venv/bin/python test/lib/random_qlinear.py --seed $(or $(QLINEAR_SEED),20261124) \
+	  --count $(QLINEAR_COUNT) --work $(BUILD_DIR)/random-qlinear/x86 --tools $(BUILD_DIR)/bin
+	@.venv/bin/python test/lib/random_qlinear.py --space npu --seed $(or $(QLINEAR_SEED),20261125) \
+	  --count $(QLINEAR_COUNT) --work $(BUILD_DIR)/random-qlinear/npu --tools $(BUILD_DIR)/bin
 
 # Each fuzz target for FUZZ_SECONDS under ASan and UBSan, from the
 # checked-in corpus (scripts/fuzz.sh).

@@ -2,6 +2,7 @@
 
 #include "compiler/Compiler.h"
 #include "compiler/HostPlan.h"
+#include "compiler/KernelDeduplication.h"
 #include "compiler/KernelStatistics.h"
 #include "compiler/Locations.h"
 #include "compiler/Placement.h"
@@ -221,6 +222,7 @@ TargetOptions targetOptions(const CompileOptions &options) {
   targetOptions.npuConfigFile = options.npuConfigFile;
   if (!options.cudaArchitectures.empty())
     targetOptions.cudaArchitectures = options.cudaArchitectures;
+  targetOptions.cudaCubins = options.cudaCubins;
   targetOptions.cudaPrecision = *parseProductPrecision(options.precision);
   return targetOptions;
 }
@@ -345,11 +347,19 @@ FailureOr<std::vector<Executable>> ModuleCompiler::compileKernels(
         placed.contains(function.getSymName()))
       builder.clone(op);
   }
-  if (target.lowersThroughLinalg())
+  std::vector<KernelAlias> aliases;
+  if (target.lowersThroughLinalg()) {
     for (auto &[name, counted] : collectKernelStatistics(*kernels))
       statistics[name] = counted;
-  progress("generating " + target.name() + " code for " + Twine(placed.size()) + " kernels");
-  return target.compileAll(*kernels, targetOptions);
+    aliases = deduplicateKernels(*kernels);
+  }
+  progress("generating " + target.name() + " code for " + Twine(placed.size()) + " kernels" +
+           (aliases.empty() ? "" : " (" + Twine(placed.size() - aliases.size()) + " distinct)"));
+  FailureOr<std::vector<Executable>> executables = target.compileAll(*kernels, targetOptions);
+  if (succeeded(executables))
+    for (Executable &executable : *executables)
+      addAliasEntries(executable, aliases);
+  return executables;
 }
 
 llvm::Error ModuleCompiler::compile(ModuleOp module, EmitKind emit, llvm::raw_ostream &out,

@@ -53,6 +53,9 @@ struct CompileOptions {
   /// GPU architectures of the CUDA target (--cuda-arch); empty means the
   /// target's default, sm_80 and sm_90.
   std::vector<std::string> cudaArchitectures;
+  /// Add a cubin per CUDA architecture beside its PTX (--cuda-cubins),
+  /// assembled by the CUDA toolkit's ptxas.
+  bool cudaCubins = false;
   /// What matrix products and convolutions read their operands as
   /// (--precision: fp32, fp16 or bf16); they accumulate in f32. The CUDA
   /// target puts fp16 and bf16 products on the tensor cores, rounding their

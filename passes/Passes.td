@@ -206,4 +206,16 @@ def TesselLengthAxesPass : Pass<"tessel-length-axes", "mlir::ModuleOp"> {
   }];
 }
 
+def TesselNumberConstantsPass : Pass<"tessel-number-constants", "mlir::ModuleOp"> {
+  let summary = "Name and order constant globals by their first use";
+  let description = [{
+    Bufferization creates a `memref.global` for every constant tensor, in an
+    order and with name suffixes that can change from one run to the next.
+    This pass renames them `__constant_N` in the order the kernels first use
+    them and moves them into that order, so that compiling a model twice
+    gives the same bytes. Every target that bufferizes runs it.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif // TESSEL_PASSES

@@ -125,6 +125,9 @@ struct TargetOptions {
   std::string npuConfigFile;
   /// CUDA: the GPU architectures to generate PTX for (--cuda-arch).
   std::vector<std::string> cudaArchitectures = {"sm_80", "sm_90"};
+  /// CUDA: also assemble each architecture's PTX into a cubin with the
+  /// toolkit's ptxas (--cuda-cubins).
+  bool cudaCubins = false;
   /// CUDA: the operand precision of matrix products (--precision).
   ProductPrecision cudaPrecision = ProductPrecision::F16;
   /// CUDA: when set, the target prints the PTX of every architecture here.

@@ -165,13 +165,13 @@ fb::Offset<sc::KernelEntry> kernelEntry(fb::FlatBufferBuilder &builder, const Ke
   fb::Offset<fb::Vector<fb::Offset<sc::CudaLaunch>>> cudaLaunches;
   if (!entry.cudaLaunches.empty())
     cudaLaunches = cudaLaunchTable(builder, entry.cudaLaunches);
-  return sc::CreateKernelEntry(builder, builder.CreateString(entry.symbol), entry.workgroupCount,
-                               static_cast<uint32_t>(entry.bindingBytes.size()), entry.scratchBytes,
-                               builder.CreateVector(entry.bindingBytes), sourceNodes,
-                               found ? found->floatOperations : 0, integerOperations,
-                               entry.npuFirstInstruction, entry.npuInstructionCount, cudaLaunches,
-                               entry.lengthRows ? entry.lengthRows->positions : 0,
-                               entry.lengthRows ? entry.lengthRows->workgroups : 0);
+  return sc::CreateKernelEntry(
+      builder, builder.CreateString(entry.symbol), entry.workgroupCount,
+      static_cast<uint32_t>(entry.bindingBytes.size()), entry.scratchBytes,
+      builder.CreateVector(entry.bindingBytes), sourceNodes, found ? found->floatOperations : 0,
+      integerOperations, entry.npuFirstInstruction, entry.npuInstructionCount, cudaLaunches,
+      entry.lengthRows ? entry.lengthRows->positions : 0,
+      entry.lengthRows ? entry.lengthRows->workgroups : 0, builder.CreateString(entry.kernel));
 }
 
 /// The NPU program of an executable: its configuration and instructions.

@@ -165,26 +165,28 @@ public:
 
   tsl_status loadExecutable(const sc::Executable &executable, uint32_t index,
                             std::unique_ptr<Executable> &loaded) override {
-    // PTX for a newer GPU than this one cannot run here (the module loads
-    // only the newest executable this GPU can run, Module.cpp).
-    int wanted = cudaArchitecture(executable);
-    if (wanted < 0)
+    // PTX for a newer GPU than this one, or a cubin of another, cannot run
+    // here (the module loads only the best executable this GPU can run,
+    // Module.cpp).
+    if (cudaArchitecture(executable) < 0)
       return makeError(TSL_INVALID_ARTIFACT,
                        "executable %u: '%s' is no CUDA architecture (expected sm_NN)", index,
                        executable.architecture() ? executable.architecture()->c_str() : "");
-    if (wanted > capability)
+    if (!cudaRuns(executable, capability))
       return nullptr;
     TSL_RETURN_IF_ERROR(enter());
-    // The driver reads PTX as a NUL-terminated string.
-    std::string ptx(reinterpret_cast<const char *>(executable.binary()->data()),
-                    executable.binary()->size());
+    bool cubin = executable.format() == sc::ExecutableFormat_cuda_cubin;
+    // The driver reads PTX as a NUL-terminated string, a cubin as it is.
+    std::string image(reinterpret_cast<const char *>(executable.binary()->data()),
+                      executable.binary()->size());
     char errorLog[8192] = {0};
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *values[] = {errorLog, reinterpret_cast<void *>(sizeof(errorLog) - 1)};
     CUmodule module = nullptr;
-    if (CUresult result = driver.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values))
-      return makeError(TSL_UNSUPPORTED, "executable %u (%s PTX): the CUDA driver's JIT failed: %s%s%s",
-                       index, executable.architecture()->c_str(),
+    if (CUresult result = driver.cuModuleLoadDataEx(&module, image.c_str(), 2, options, values))
+      return makeError(TSL_UNSUPPORTED, "executable %u (%s %s): %s: %s%s%s", index,
+                       executable.architecture()->c_str(), cubin ? "cubin" : "PTX",
+                       cubin ? "the CUDA driver could not load it" : "the CUDA driver's JIT failed",
                        driver.describe(result).c_str(), errorLog[0] ? ": " : "", errorLog);
     std::vector<CudaEntry> entries;
     for (const sc::KernelEntry *entry : *executable.entries()) {
@@ -196,7 +198,7 @@ public:
                                                            launch->function()->c_str())) {
             driver.cuModuleUnload(module);
             return makeError(TSL_INVALID_ARTIFACT,
-                             "executable %u entry '%s': the PTX has no kernel '%s': %s", index,
+                             "executable %u entry '%s': the module has no kernel '%s': %s", index,
                              loadedEntry.symbol, launch->function()->c_str(),
                              driver.describe(result).c_str());
           }

@@ -26,6 +26,14 @@ int cudaArchitecture(const schema::Executable &executable) {
   return value;
 }
 
+bool cudaRuns(const schema::Executable &executable, int device) {
+  int architecture = cudaArchitecture(executable);
+  if (architecture < 0 || architecture > device)
+    return false;
+  return executable.format() != schema::ExecutableFormat_cuda_cubin ||
+         architecture / 10 == device / 10;
+}
+
 Device *findDevice(schema::DeviceKind kind, std::string &why) {
   switch (kind) {
   case schema::DeviceKind_cpu:

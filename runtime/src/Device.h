@@ -33,6 +33,12 @@ namespace tessel::runtime {
 /// -1 when its architecture is no "sm_NN".
 int cudaArchitecture(const schema::Executable &executable);
 
+/// Whether a GPU of compute capability `device` (86 for 8.6) runs CUDA
+/// executable `executable`: PTX for its architecture or an older one (the
+/// driver's JIT compiles it), a cubin only for its own major version and a
+/// minor one no newer.
+bool cudaRuns(const schema::Executable &executable, int device);
+
 struct DeviceCapabilities {
   /// The least alignment of every buffer allocate() returns, and what
   /// memory bound to a dispatch must have.

@@ -82,27 +82,27 @@ tsl_status checkArtifact(const uint8_t *data, size_t size, const tsl_load_option
 
 /// Whether executable `index` is the one to load among those that replace
 /// the same executable on its device: for a GPU, the newest architecture
-/// it can run (JIT-compiling the others would only cost load time).
-/// Executables that replace none are always loaded.
+/// it can run, its cubin before its PTX (JIT-compiling the others would
+/// only cost load time). Executables that replace none are always loaded.
 bool isChosenReplacement(const sc::Artifact &artifact, flatbuffers::uoffset_t index,
                          const DeviceCapabilities &device) {
   const auto &executables = *artifact.executables();
   const sc::Executable &executable = *executables.Get(index);
   if (executable.replaces() < 0 || executable.device() != sc::DeviceKind_cuda)
     return true;
-  auto runs = [&](const sc::Executable &candidate) {
-    int architecture = cudaArchitecture(candidate);
-    return architecture >= 0 && architecture <= device.architecture;
-  };
-  if (!runs(executable))
+  if (!cudaRuns(executable, device.architecture))
     return false;
+  // Newer architectures first, then a cubin before PTX.
+  auto rank = [](const sc::Executable &candidate) {
+    return std::make_pair(cudaArchitecture(candidate),
+                          candidate.format() == sc::ExecutableFormat_cuda_cubin);
+  };
   for (flatbuffers::uoffset_t other = 0; other < executables.size(); ++other) {
     const sc::Executable &sibling = *executables.Get(other);
     if (other == index || sibling.replaces() != executable.replaces() ||
-        sibling.device() != executable.device() || !runs(sibling))
+        sibling.device() != executable.device() || !cudaRuns(sibling, device.architecture))
       continue;
-    int mine = cudaArchitecture(executable), theirs = cudaArchitecture(sibling);
-    if (theirs > mine || (theirs == mine && other < index))
+    if (rank(sibling) > rank(executable) || (rank(sibling) == rank(executable) && other < index))
       return false;
   }
   return true;

@@ -144,19 +144,18 @@ tsl_status checkStepDevice(uint32_t step, sc::DeviceKind kind) {
   return status;
 }
 
-/// The name a profile gives a schedule step.
+/// The name a profile gives a schedule step: the kernel a dispatch runs
+/// (its entry's symbol where the artifact does not name it).
 const char *stepName(const sc::Artifact &artifact, const sc::ScheduleStep &step) {
   if (step.step_as_CheckStep())
     return "check";
   const sc::DispatchStep *dispatch = step.step_as_DispatchStep();
   if (!dispatch)
     return "copy";
-  return artifact.executables()
-      ->Get(dispatch->executable())
-      ->entries()
-      ->Get(dispatch->entry())
-      ->symbol()
-      ->c_str();
+  const sc::KernelEntry &entry =
+      *artifact.executables()->Get(dispatch->executable())->entries()->Get(dispatch->entry());
+  return entry.kernel() && entry.kernel()->size() ? entry.kernel()->c_str()
+                                                  : entry.symbol()->c_str();
 }
 
 /// The stream that runs dispatches on `device` for `session`: the

@@ -436,6 +436,12 @@ private:
         return invalid("artifact executable %" PRIu32
                        ": the %s binary is empty",
                        index, format);
+      if (executable.format() == sc::ExecutableFormat_cuda_cubin &&
+          (binary->size() < SELFMAG || std::memcmp(binary->data(), ELFMAG, SELFMAG) != 0))
+        return invalid("artifact executable %" PRIu32
+                       ": the cuda_cubin binary is not an ELF image (it does not "
+                       "start with \\x7fELF)",
+                       index);
       break;
     case sc::ExecutableFormat_npu_command_stream:
       if (!executable.npu())
@@ -469,6 +475,10 @@ private:
       if (hasNulByte(symbol))
         return invalid("artifact executable %" PRIu32 " entry %" PRIu32
                        ": the symbol contains a NUL byte",
+                       index, e);
+      if (entry.kernel() && hasNulByte(*entry.kernel()))
+        return invalid("artifact executable %" PRIu32 " entry %" PRIu32
+                       ": the kernel name contains a NUL byte",
                        index, e);
       // Kernels take workgroup ranges as int64_t.
       if (entry.workgroup_count() == 0 ||

@@ -12,6 +12,7 @@
 
 #include "targets/cuda/CudaTarget.h"
 
+#include "targets/cuda/Cubin.h"
 #include "targets/cuda/Launches.h"
 #include "targets/cuda/Loops.h"
 #include "targets/cuda/Ptx.h"
@@ -130,21 +131,38 @@ public:
     FailureOr<cuda::DeviceKernels> device = cuda::outlineDeviceKernels(kernels);
     if (failed(device))
       return failure();
+    std::optional<std::string> ptxas;
+    if (options.cudaCubins && !(ptxas = cuda::findPtxas()))
+      return emitError(kernels.getLoc(),
+                       "--cuda-cubins needs the CUDA toolkit's ptxas, which is neither on PATH "
+                       "nor in $CUDA_HOME/bin (by default /usr/local/cuda/bin)");
     std::vector<Executable> executables;
+    auto add = [&](ExecutableFormat format, const cuda::Architecture &architecture,
+                   llvm::ArrayRef<uint8_t> binary) {
+      Executable executable;
+      executable.device = DeviceKind::Cuda;
+      executable.format = format;
+      executable.architecture = architecture.name;
+      executable.binary.assign(binary.begin(), binary.end());
+      executable.entries = device->entries;
+      executable.replacesFallback = true;
+      executables.push_back(std::move(executable));
+    };
     for (const cuda::Architecture *architecture : architectures) {
       FailureOr<std::string> ptx = cuda::emitPtx(*device->module, *architecture, options.optLevel);
       if (failed(ptx))
         return failure();
       if (options.ptx)
         *options.ptx << "// ---- " << architecture->name << "\n" << *ptx;
-      Executable executable;
-      executable.device = DeviceKind::Cuda;
-      executable.format = ExecutableFormat::CudaPtx;
-      executable.architecture = architecture->name;
-      executable.binary.assign(ptx->begin(), ptx->end());
-      executable.entries = device->entries;
-      executable.replacesFallback = true;
-      executables.push_back(std::move(executable));
+      add(ExecutableFormat::CudaPtx, *architecture,
+          llvm::ArrayRef(reinterpret_cast<const uint8_t *>(ptx->data()), ptx->size()));
+      if (!ptxas)
+        continue;
+      FailureOr<std::vector<uint8_t>> cubin =
+          cuda::assembleCubin(*ptxas, *ptx, *architecture, options.optLevel, kernels.getLoc());
+      if (failed(cubin))
+        return failure();
+      add(ExecutableFormat::CudaCubin, *architecture, *cubin);
     }
     return executables;
   }

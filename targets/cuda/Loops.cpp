@@ -1,6 +1,7 @@
 //===- Loops.cpp - Tessel kernels as buffers and loop nests ---------------===//
 
 #include "targets/cuda/Loops.h"
+#include "passes/Passes.h"
 #include "targets/KernelArguments.h"
 #include "targets/cuda/RowKernels.h"
 #include "targets/cuda/TensorCoreProducts.h"
@@ -251,6 +252,7 @@ LogicalResult bufferizeKernels(ModuleOp kernels, ProductPrecision precision) {
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createTesselNumberConstantsPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));

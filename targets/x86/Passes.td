@@ -138,18 +138,6 @@ def TesselX86VectorizePass : Pass<"tessel-x86-vectorize", "mlir::func::FuncOp"> 
   ];
 }
 
-def TesselX86NumberConstantsPass : Pass<"tessel-x86-number-constants", "mlir::ModuleOp"> {
-  let summary = "Name and order constant globals by their first use";
-  let description = [{
-    Bufferization creates a `memref.global` for every constant tensor, in an
-    order and with name suffixes that can change from one run to the next.
-    This pass renames them `__constant_N` in the order the kernels first use
-    them and moves them into that order, so that compiling a model twice
-    gives the same bytes.
-  }];
-  let dependentDialects = ["mlir::memref::MemRefDialect"];
-}
-
 def TesselX86LowerVectorsPass : Pass<"tessel-x86-lower-vectors", "mlir::func::FuncOp"> {
   let summary = "Keep accumulators in registers and lower vector ops for LLVM";
   let description = [{

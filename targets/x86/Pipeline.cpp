@@ -2,6 +2,8 @@
 
 #include "targets/x86/Passes.h"
 
+#include "passes/Passes.h"
+
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
@@ -45,7 +47,7 @@ void buildX86CodegenPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  pm.addPass(createTesselX86NumberConstantsPass());
+  pm.addPass(createTesselNumberConstantsPass());
   // A result computed by loops is the loops' buffer argument: folded to the
   // allocation itself, it becomes the output buffer instead of a copy.
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());

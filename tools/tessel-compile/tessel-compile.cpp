@@ -191,6 +191,11 @@ int main(int argc, char **argv) {
   app.add_option("--cuda-arch", cudaArchitectures,
                  "GPU architectures of the CUDA target, comma-separated (sm_80, sm_86, sm_89, "
                  "sm_90); default: sm_80,sm_90");
+  bool cudaCubins = false;
+  app.add_flag("--cuda-cubins", cudaCubins,
+               "Also assemble each CUDA architecture's PTX into a cubin with the CUDA toolkit's "
+               "ptxas (on PATH, else in $CUDA_HOME/bin): a GPU of that architecture then loads "
+               "its kernels without the driver's JIT. The PTX stays, for other GPUs");
   std::string precision = "fp16";
   app.add_option("--precision", precision,
                  "What matrix products and convolutions read their operands as; they "
@@ -298,6 +303,7 @@ int main(int argc, char **argv) {
   llvm::StringRef(cudaArchitectures).split(architectures, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef architecture : architectures)
     options.cudaArchitectures.push_back(architecture.trim().str());
+  options.cudaCubins = cudaCubins;
   if (app.count("--cuda-arch") && options.cudaArchitectures.empty()) {
     llvm::errs() << "tessel-compile: error: --cuda-arch names no architecture\n";
     return 1;

@@ -71,7 +71,7 @@ std::string millisecondsText(double nanoseconds) {
 }
 
 std::string nodesText(const KernelProfile &kernel) {
-  return kernel.nodes.empty() ? kernel.symbol : joined(kernel.nodes);
+  return kernel.nodes.empty() ? kernel.name : joined(kernel.nodes);
 }
 
 std::string shortened(const std::string &text, size_t limit) {
@@ -233,9 +233,9 @@ private:
       html += printed("<tr data-float-operations=\"%.0f\" data-integer-operations=\"%.0f\" "
                       "data-bytes=\"%.0f\">",
                       kernel.floatOperations, kernel.integerOperations, kernel.bytes) +
-              "<td class=\"num\">" + std::to_string(i + 1) + "</td><td>" +
-              escape(kernel.symbol) + "</td><td class=\"nodes\">" +
-              escape(kernel.nodes.empty() ? "" : nodesText(kernel)) + "</td>";
+              "<td class=\"num\">" + std::to_string(i + 1) + "</td><td>" + escape(kernel.name) +
+              "</td><td class=\"nodes\">" + escape(kernel.nodes.empty() ? "" : nodesText(kernel)) +
+              "</td>";
       html += printed("<td class=\"num\">%llu</td><td class=\"num\">%s</td>"
                       "<td class=\"num share\">%.1f%%</td>",
                       static_cast<unsigned long long>(kernel.steps),

@@ -96,7 +96,8 @@ ProfileData readProfile(const uint8_t *verifiedArtifact,
           *artifact.executables()->Get(dispatch->executable())->entries()->Get(dispatch->entry());
       KernelProfile &kernel = kernels[{dispatch->executable(), dispatch->entry()}];
       if (kernel.steps == 0) {
-        kernel.symbol = entry.symbol()->str();
+        kernel.name = entry.kernel() && entry.kernel()->size() ? entry.kernel()->str()
+                                                               : entry.symbol()->str();
         kernel.nodes = strings(entry.source_nodes());
       }
       kernel.steps += 1;
@@ -105,7 +106,7 @@ ProfileData readProfile(const uint8_t *verifiedArtifact,
       kernel.integerOperations += double(entry.integer_operations());
       for (uint64_t bytes : *entry.binding_sizes())
         kernel.bytes += double(bytes);
-      producer = kernel.nodes.empty() ? kernel.symbol : joined(kernel.nodes);
+      producer = kernel.nodes.empty() ? kernel.name : joined(kernel.nodes);
     } else {
       profile.otherNanosecondsPerRun += nanoseconds;
     }
@@ -135,7 +136,7 @@ ProfileData readProfile(const uint8_t *verifiedArtifact,
             [](const KernelProfile &a, const KernelProfile &b) {
               return a.nanosecondsPerRun != b.nanosecondsPerRun
                          ? a.nanosecondsPerRun > b.nanosecondsPerRun
-                         : a.symbol < b.symbol;
+                         : a.name < b.name;
             });
   for (auto &[buffer, lifetime] : arena)
     profile.arena.push_back(std::move(lifetime));

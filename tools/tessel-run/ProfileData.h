@@ -21,7 +21,7 @@ namespace tessel::run {
 
 /// One kernel entry, over every step that dispatched it.
 struct KernelProfile {
-  std::string symbol;
+  std::string name;               // the kernel it runs (its entry symbol in older artifacts)
   std::vector<std::string> nodes; // the ONNX nodes it computes
   uint64_t steps = 0;             // dispatches per run
   double nanosecondsPerRun = 0.0;

@@ -291,7 +291,8 @@ TSL_API tsl_status tsl_session_run(tsl_session *session,
 
 /* The wall-clock time of one schedule step, summed over the session's runs. */
 typedef struct tsl_step_timing {
-  /* The dispatched kernel's entry symbol, or "copy" for a copy step. Owned
+  /* The dispatched kernel's name (its entry symbol in artifacts that do not
+   * record the name), or "copy" for a copy step. Owned
    * by the module, valid while the session lives. */
   const char *name;
   /* Runs that executed the step. */

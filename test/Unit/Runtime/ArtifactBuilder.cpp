@@ -72,7 +72,8 @@ fb::Offset<sc::Executable> executable(fb::FlatBufferBuilder &builder,
         builder, builder.CreateString(entry.symbol), entry.workgroupCount, entry.bindingCount,
         entry.scratchBytes, builder.CreateVector(sizes), /*source_nodes=*/0, /*float_operations=*/0,
         /*integer_operations=*/0, entry.npuFirstInstruction, entry.npuInstructionCount, launches,
-        entry.lengthRowPositions, entry.lengthRowWorkgroups));
+        entry.lengthRowPositions, entry.lengthRowWorkgroups,
+        entry.kernel.empty() ? 0 : builder.CreateString(entry.kernel)));
   }
   fb::Offset<sc::NpuProgram> npu;
   if (spec.npu) {

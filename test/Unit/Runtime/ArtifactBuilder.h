@@ -62,6 +62,8 @@ struct EntrySpec {
   std::vector<Launch> cudaLaunches = {};
   /// CPU: rows of workgroups along the varying length (0: none).
   uint64_t lengthRowPositions = 0, lengthRowWorkgroups = 0;
+  /// The kernel's name, for profiles; none when empty.
+  std::string kernel = {};
 };
 
 /// An NPU executable's program: the schema's default configuration but for

@@ -5,7 +5,8 @@
  * $STUB_CUDA_CAPABILITY (default 90), hands out host memory as "device"
  * memory (so that copies work), runs no kernel, and writes one line per
  * driver call that matters to $STUB_CUDA_LOG (default stderr): the PTX
- * target a module was loaded for, and per launch the kernel, grid, block
+ * target or the cubin's architecture a module was loaded for, and per
+ * launch the kernel, grid, block
  * and each parameter as the allocation it points into and the offset, so
  * that a test can check what the runtime passes.
  *
@@ -113,39 +114,132 @@ CUresult cuMemcpyDtoD_v2(CUdeviceptr destination, CUdeviceptr source, size_t byt
   return 0;
 }
 
+/* A loaded module: the image the runtime passed (read only while the
+ * runtime looks up its functions), a cubin (an ELF image) or PTX text. */
+struct Module {
+  const unsigned char *image;
+  int cubin;
+};
+
+/* A field of `bytes` bytes of an ELF64 image (little-endian, as the host
+ * that runs the stub). */
+static uint64_t field(const unsigned char *at, size_t bytes) {
+  uint64_t value = 0;
+  memcpy(&value, at, bytes);
+  return value;
+}
+
+/* The SM a cubin was assembled for: bits 8-15 of e_flags from ELF ABI
+ * version 8 (CUDA 12.8) on, bits 0-7 before. */
+static unsigned cubinArchitecture(const unsigned char *elf) {
+  uint32_t flags = field(elf + 0x30, 4);
+  return elf[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff;
+}
+
+/* The section of a cubin called `name`, and its size; null when none. */
+static const unsigned char *cubinSection(const unsigned char *elf, const char *name,
+                                         uint64_t *size) {
+  const unsigned char *headers = elf + field(elf + 0x28, 8);
+  uint16_t entrySize = field(elf + 0x3a, 2), count = field(elf + 0x3c, 2);
+  const unsigned char *names = elf + field(headers + field(elf + 0x3e, 2) * entrySize + 0x18, 8);
+  for (uint16_t i = 0; i < count; ++i) {
+    const unsigned char *header = headers + i * entrySize;
+    if (strcmp((const char *)names + field(header, 4), name) == 0) {
+      *size = field(header + 0x20, 8);
+      return elf + field(header + 0x18, 8);
+    }
+  }
+  return NULL;
+}
+
+/* How many parameters kernel `name` of a cubin takes: the
+ * EIATTR_KPARAM_INFO records (attribute 0x17) of its .nv.info.<name>
+ * section, each record a format byte, an attribute byte and a value (none,
+ * 1 or 2 bytes, or for format 4 a 16-bit size and that many bytes); -1 when
+ * the cubin has no such kernel. */
+static int cubinParameterCount(const unsigned char *elf, const char *name) {
+  char section[300];
+  snprintf(section, sizeof(section), ".nv.info.%s", name);
+  uint64_t size = 0;
+  const unsigned char *info = cubinSection(elf, section, &size);
+  if (!info)
+    return -1;
+  int count = 0;
+  for (uint64_t at = 0; at + 2 <= size;) {
+    unsigned format = info[at], attribute = info[at + 1];
+    at += 2;
+    if (format == 4) {
+      count += attribute == 0x17;
+      at += 2 + field(info + at, 2);
+    } else if (format == 3) {
+      at += 2;
+    } else if (format == 2) {
+      at += 1;
+    }
+  }
+  return count;
+}
+
 CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned count, int *options,
                             void **values) {
-  const char *ptx = image;
-  const char *target = strstr(ptx, ".target ");
   (void)count, (void)options, (void)values;
-  if (!target)
-    return 218; /* CUDA_ERROR_INVALID_PTX */
-  fprintf(output(), "module ");
-  for (const char *c = target + 8; *c && *c != '\n'; ++c)
-    fputc(*c, output());
-  fputc('\n', output());
-  *module = (void *)(uintptr_t)ptx;
+  struct Module *loaded = calloc(1, sizeof(struct Module));
+  loaded->image = image;
+  loaded->cubin = memcmp(image,
+                         "\x7f"
+                         "ELF",
+                         4) == 0;
+  if (loaded->cubin) {
+    fprintf(output(), "module cubin sm_%u\n", cubinArchitecture(image));
+  } else {
+    const char *target = strstr(image, ".target ");
+    if (!target) {
+      free(loaded);
+      return 218; /* CUDA_ERROR_INVALID_PTX */
+    }
+    fprintf(output(), "module ");
+    for (const char *c = target + 8; *c && *c != '\n'; ++c)
+      fputc(*c, output());
+    fputc('\n', output());
+  }
+  *module = loaded;
   return 0;
 }
-CUresult cuModuleUnload(void *module) { return module ? 0 : 400; }
-/* A kernel: its name and, read off its .entry in the PTX, how many
- * parameters it takes. */
+CUresult cuModuleUnload(void *module) {
+  free(module);
+  return module ? 0 : 400;
+}
+/* A kernel: its name and, read off its .entry in the PTX or its
+ * .nv.info section in the cubin, how many parameters it takes. */
 struct Function {
   char name[256];
   int parameterCount;
 };
 
-CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
+/* The parameter count of kernel `name` in PTX `ptx`; -1 when it has no
+ * such kernel. */
+static int ptxParameterCount(const char *ptx, const char *name) {
   char entry[300];
   snprintf(entry, sizeof(entry), ".entry %s(", name);
-  const char *found = strstr((const char *)module, entry);
+  const char *found = strstr(ptx, entry);
   if (!found)
+    return -1;
+  int count = 0;
+  const char *end = strchr(found, ')');
+  for (const char *c = strstr(found, ".param"); c && end && c < end; c = strstr(c + 1, ".param"))
+    count++;
+  return count;
+}
+
+CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
+  const struct Module *loaded = module;
+  int parameters = loaded->cubin ? cubinParameterCount(loaded->image, name)
+                                 : ptxParameterCount((const char *)loaded->image, name);
+  if (parameters < 0)
     return 500; /* CUDA_ERROR_NOT_FOUND */
   struct Function *kernel = calloc(1, sizeof(struct Function));
   snprintf(kernel->name, sizeof(kernel->name), "%s", name);
-  const char *end = strchr(found, ')');
-  for (const char *c = strstr(found, ".param"); c && end && c < end; c = strstr(c + 1, ".param"))
-    kernel->parameterCount++;
+  kernel->parameterCount = parameters;
   *function = kernel;
   return 0;
 }

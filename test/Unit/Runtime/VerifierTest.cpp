@@ -297,6 +297,21 @@ TEST(VerifierTest, NonElfBinaryIsRefused) {
                       "shared object");
 }
 
+TEST(VerifierTest, NonElfCubinIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].device = sc::DeviceKind_cuda;
+  spec.executables[0].format = sc::ExecutableFormat_cuda_cubin;
+  spec.executables[0].architecture = "sm_80";
+  spec.executables[0].binary = {'.', 't', 'a', 'r', 'g', 'e', 't'};
+  expectRefused(spec, "artifact executable 0: the cuda_cubin binary is not an ELF image");
+}
+
+TEST(VerifierTest, KernelNameWithNulByteIsRefused) {
+  ArtifactSpec spec = addModel();
+  spec.executables[0].entries[0].kernel = std::string("add\0f32", 7);
+  expectRefused(spec, "artifact executable 0 entry 0: the kernel name contains a NUL byte");
+}
+
 TEST(VerifierTest, EmptySymbolIsRefused) {
   ArtifactSpec spec = addModel();
   spec.executables[0].entries[0].symbol = "";

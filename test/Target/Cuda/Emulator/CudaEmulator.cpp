@@ -124,7 +124,7 @@ bool checkKernel(func::FuncOp kernel, const EmulationOptions &options) {
     llvm::outs() << name << ": " << llvm::toString(comparison.takeError()) << "\n";
     return false;
   }
-  (*pair)->printComparison(llvm::outs(), *comparison);
+  (*pair)->printComparison(llvm::outs(), name, *comparison);
   return comparison->match;
 }
 
@@ -192,14 +192,14 @@ int runWholeModel(ModuleOp module, const EmulationOptions &options) {
   }
   unsigned calls = 0, matched = 0;
   llvm::StringSet<> kernels;
-  llvm::Expected<ModelOutputs> outputs =
-      runModel(module, options, inputs, !referenceOutputDir.empty(),
-               [&](const KernelPair &pair, const KernelComparison &comparison) {
-                 pair.printComparison(llvm::outs(), comparison);
-                 ++calls;
-                 matched += comparison.match;
-                 kernels.insert(pair.kernelName());
-               });
+  llvm::Expected<ModelOutputs> outputs = runModel(
+      module, options, inputs, !referenceOutputDir.empty(),
+      [&](llvm::StringRef kernel, const KernelPair &pair, const KernelComparison &comparison) {
+        pair.printComparison(llvm::outs(), kernel, comparison);
+        ++calls;
+        matched += comparison.match;
+        kernels.insert(kernel);
+      });
   if (!outputs) {
     llvm::outs().flush();
     llvm::errs() << "error: " << llvm::toString(outputs.takeError()) << "\n";

@@ -384,9 +384,10 @@ llvm::Expected<KernelComparison> KernelPair::run(ArrayRef<const Buffer *> inputB
   return comparison;
 }
 
-void KernelPair::printComparison(llvm::raw_ostream &os, const KernelComparison &comparison) const {
+void KernelPair::printComparison(llvm::raw_ostream &os, llvm::StringRef kernel,
+                                 const KernelComparison &comparison) const {
   size_t launches = emulated->launchCount(), synchronizing = emulated->synchronizingLaunches();
-  os << name << ": " << launches << (launches == 1 ? " launch" : " launches")
+  os << kernel << ": " << launches << (launches == 1 ? " launch" : " launches")
      << (synchronizing ? " (" + std::to_string(synchronizing) + " synchronizing)" : "") << ", "
      << (comparison.match ? "outputs match" : "OUTPUTS DIFFER") << " (largest relative difference "
      << llvm::format("%.3g", comparison.largestDifference);

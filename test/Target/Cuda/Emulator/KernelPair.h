@@ -79,7 +79,6 @@ public:
 
   /// The kernel's input buffers after bufferization, zeroed.
   std::vector<Buffer> inputBuffers() const;
-  llvm::StringRef kernelName() const { return name; }
 
   /// Runs both forms on copies of `inputs` (sized as inputBuffers makes
   /// them) and compares their outputs.
@@ -89,9 +88,11 @@ public:
   /// outputs.
   llvm::Expected<std::vector<Buffer>> runReference(llvm::ArrayRef<const Buffer *> inputs);
 
-  /// Prints `name: N launches (M synchronizing), outputs match (largest
-  /// relative difference D, tolerance T)`.
-  void printComparison(llvm::raw_ostream &os, const KernelComparison &comparison) const;
+  /// Prints `kernel: N launches (M synchronizing), outputs match (largest
+  /// relative difference D, tolerance T)`; `kernel` names the function
+  /// called, this pair's or one the same as it.
+  void printComparison(llvm::raw_ostream &os, llvm::StringRef kernel,
+                       const KernelComparison &comparison) const;
 
 private:
   KernelPair() = default;

@@ -2,6 +2,7 @@
 
 #include "ModelRun.h"
 
+#include "compiler/KernelDeduplication.h"
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "dialects/tessel/TesselDialect.h"
@@ -151,6 +152,11 @@ llvm::Expected<ModelOutputs> runModel(ModuleOp module, const EmulationOptions &o
       return input.takeError();
     define(argument, std::make_shared<const Buffer>(std::move(*input)));
   }
+  // Kernels the same as an earlier one but for their names (a model's
+  // repeated layers) run its pair, as the targets compile them once.
+  llvm::StringMap<std::string> representativeOf;
+  for (const KernelAlias &alias : findKernelAliases(module))
+    representativeOf[alias.kernel] = alias.representative;
   llvm::StringMap<std::unique_ptr<KernelPair>> compiled;
   for (Operation &op : main.getBody().front()) {
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
@@ -165,7 +171,10 @@ llvm::Expected<ModelOutputs> runModel(ModuleOp module, const EmulationOptions &o
       auto kernel = module.lookupSymbol<func::FuncOp>(call.getCallee());
       if (!kernel || kernel.isDeclaration())
         return opError(call, "calls no kernel defined in the module");
-      std::unique_ptr<KernelPair> &pair = compiled[call.getCallee()];
+      auto representative = representativeOf.find(call.getCallee());
+      std::unique_ptr<KernelPair> &pair =
+          compiled[representative == representativeOf.end() ? call.getCallee()
+                                                            : representative->second];
       if (!pair) {
         llvm::Expected<std::unique_ptr<KernelPair>> made = KernelPair::compile(kernel, options);
         if (!made)
@@ -179,7 +188,7 @@ llvm::Expected<ModelOutputs> runModel(ModuleOp module, const EmulationOptions &o
           pair->run(operandsIn(emulated, call.getOperands()));
       if (!comparison)
         return failed(comparison.takeError());
-      observe(*pair, *comparison);
+      observe(call.getCallee(), *pair, *comparison);
       if (comparison->emulatedOutputs.size() != call.getNumResults())
         return opError(call, "the bufferized kernel has another number of outputs");
       for (auto [result, output] : llvm::zip(call.getResults(), comparison->emulatedOutputs))

@@ -24,10 +24,11 @@
 
 namespace tessel::cuda::emulator {
 
-/// What runModel reports of each kernel call: the pair called and how its
-/// two forms compared.
-using CallObserver =
-    llvm::function_ref<void(const KernelPair &pair, const KernelComparison &comparison)>;
+/// What runModel reports of each kernel call: the kernel function called,
+/// the pair that ran it (compiled once for every function the same as it)
+/// and how its two forms compared.
+using CallObserver = llvm::function_ref<void(llvm::StringRef kernel, const KernelPair &pair,
+                                             const KernelComparison &comparison)>;
 
 /// A model's outputs, named as @main's results are.
 struct ModelOutputs {

@@ -1,22 +1,21 @@
 //===- NumberConstants.cpp - Deterministic names for constant globals -----===//
 
-#include "targets/x86/Passes.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 
-namespace tessel::x86 {
-#define GEN_PASS_DEF_TESSELX86NUMBERCONSTANTSPASS
-#include "targets/x86/Passes.h.inc"
-} // namespace tessel::x86
+namespace tessel {
+#define GEN_PASS_DEF_TESSELNUMBERCONSTANTSPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
 
 using namespace mlir;
 
-namespace tessel::x86 {
+namespace tessel {
 namespace {
 
-struct TesselX86NumberConstantsPass
-    : impl::TesselX86NumberConstantsPassBase<TesselX86NumberConstantsPass> {
+struct TesselNumberConstantsPass : impl::TesselNumberConstantsPassBase<TesselNumberConstantsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -37,15 +36,15 @@ struct TesselX86NumberConstantsPass
     for (memref::GlobalOp global : llvm::reverse(ordered))
       global->moveBefore(body, body->begin());
     for (auto [index, global] : llvm::enumerate(ordered))
-      if (failed(symbols.rename(global, StringAttr::get(
-                     &getContext(), "__tessel_rename_" + Twine(index)))))
+      if (failed(symbols.rename(global,
+                                StringAttr::get(&getContext(), "__tessel_rename_" + Twine(index)))))
         return signalPassFailure();
     for (auto [index, global] : llvm::enumerate(ordered))
-      if (failed(symbols.rename(global, StringAttr::get(
-                     &getContext(), "__constant_" + Twine(index)))))
+      if (failed(
+              symbols.rename(global, StringAttr::get(&getContext(), "__constant_" + Twine(index)))))
         return signalPassFailure();
   }
 };
 
 } // namespace
-} // namespace tessel::x86
+} // namespace tessel

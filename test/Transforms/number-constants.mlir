@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s --tessel-x86-number-constants | FileCheck %s
+// RUN: tessel-opt %s --tessel-number-constants | FileCheck %s
 
 // Constant globals are renamed and reordered by first use, whatever names
 // and order bufferization gave them; a mutable global is left alone.

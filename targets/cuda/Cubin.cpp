@@ -1,0 +1,73 @@
+//===- Cubin.cpp - Cubins from the PTX, with the toolkit's ptxas ----------===//
+
+#include "targets/cuda/Cubin.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace tessel::cuda {
+
+std::optional<std::string> findPtxas() {
+  if (llvm::ErrorOr<std::string> onPath = llvm::sys::findProgramByName("ptxas"))
+    return *onPath;
+  const char *toolkit = std::getenv("CUDA_HOME");
+  std::string inToolkit =
+      std::string(toolkit && *toolkit ? toolkit : "/usr/local/cuda") + "/bin/ptxas";
+  if (llvm::sys::fs::can_execute(inToolkit))
+    return inToolkit;
+  return std::nullopt;
+}
+
+FailureOr<std::vector<uint8_t>> assembleCubin(llvm::StringRef ptxas, llvm::StringRef ptx,
+                                              const Architecture &architecture, int optLevel,
+                                              Location location) {
+  // ptxas reads and writes files: three temporaries, removed on every path.
+  llvm::SmallString<128> ptxPath, cubinPath, logPath;
+  if (llvm::sys::fs::createTemporaryFile("tessel", "ptx", ptxPath) ||
+      llvm::sys::fs::createTemporaryFile("tessel", "cubin", cubinPath) ||
+      llvm::sys::fs::createTemporaryFile("tessel", "log", logPath))
+    return emitError(location, "cannot create temporary files for ptxas");
+  llvm::FileRemover removePtx(ptxPath), removeCubin(cubinPath), removeLog(logPath);
+  {
+    std::error_code error;
+    llvm::raw_fd_ostream file(ptxPath, error);
+    if (error)
+      return emitError(location, "cannot write the PTX for ptxas: ") << error.message();
+    file << ptx;
+  }
+
+  std::string arch = std::string("-arch=") + architecture.name;
+  std::string level = "-O" + std::to_string(optLevel);
+  llvm::SmallVector<llvm::StringRef> arguments = {ptxas,           arch,         level, "-o",
+                                                  cubinPath.str(), ptxPath.str()};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
+  std::string launchError;
+  int exitCode = llvm::sys::ExecuteAndWait(ptxas, arguments, /*Env=*/std::nullopt, redirects,
+                                           /*SecondsToWait=*/0, /*MemoryLimit=*/0, &launchError);
+  if (exitCode != 0) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> log = llvm::MemoryBuffer::getFile(logPath);
+    InFlightDiagnostic diagnostic = emitError(location) << ptxas << " -arch=" << architecture.name;
+    if (exitCode < 0)
+      return diagnostic << " could not run: " << launchError;
+    diagnostic << " failed (exit " << exitCode << ")";
+    if (log && !(*log)->getBuffer().trim().empty())
+      diagnostic << ": " << (*log)->getBuffer().trim();
+    return diagnostic;
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> cubin = llvm::MemoryBuffer::getFile(cubinPath);
+  if (!cubin || (*cubin)->getBufferSize() == 0)
+    return emitError(location) << ptxas << " -arch=" << architecture.name << " wrote no cubin";
+  llvm::StringRef bytes = (*cubin)->getBuffer();
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+} // namespace tessel::cuda
