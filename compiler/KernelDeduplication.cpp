@@ -60,6 +60,9 @@ void addAliasEntries(Executable &executable, const std::vector<KernelAlias> &ali
   for (auto [i, entry] : llvm::enumerate(executable.entries))
     entryOf[entry.kernel] = i;
   for (const KernelAlias &alias : aliases) {
+    // (A representative the target gave no entry leaves its aliases none
+    // either; the artifact writer names a dispatched kernel no executable
+    // provides.)
     auto found = entryOf.find(alias.representative);
     if (found == entryOf.end())
       continue;

@@ -20,7 +20,9 @@ config.test_exec_root = os.path.join(config.tessel_binary_dir, "test")
 config.environment["PATH"] = os.pathsep.join(
     [config.tessel_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PYTHONPATH"] = os.path.join(config.test_source_root, "lib")
-for name in ("HOME", "TMPDIR"):
+# (CUDA_HOME and TESSEL_LIBDEVICE: where the compiler finds ptxas and
+# libdevice, as the features below were found.)
+for name in ("HOME", "TMPDIR", "CUDA_HOME", "TESSEL_LIBDEVICE"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 

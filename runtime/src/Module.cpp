@@ -108,6 +108,21 @@ bool isChosenReplacement(const sc::Artifact &artifact, flatbuffers::uoffset_t in
   return true;
 }
 
+/// The PTX of the same architecture as cubin `index`, replacing the same
+/// executable; -1 when the artifact has none.
+int64_t ptxBesideCubin(const sc::Artifact &artifact, flatbuffers::uoffset_t index) {
+  const auto &executables = *artifact.executables();
+  const sc::Executable &cubin = *executables.Get(index);
+  for (flatbuffers::uoffset_t other = 0; other < executables.size(); ++other) {
+    const sc::Executable &sibling = *executables.Get(other);
+    if (sibling.format() == sc::ExecutableFormat_cuda_ptx &&
+        sibling.replaces() == cubin.replaces() &&
+        cudaArchitecture(sibling) == cudaArchitecture(cubin))
+      return other;
+  }
+  return -1;
+}
+
 /// Verifies the `size` bytes in `bytes` and loads every executable whose
 /// device this process has; the others are refused when a session needs
 /// them.
@@ -133,9 +148,20 @@ tsl_status createModule(AlignedBytes bytes, size_t size, const tsl_load_options 
   for (flatbuffers::uoffset_t i = 0; i < executables.size(); ++i) {
     const sc::Executable &executable = *executables.Get(i);
     Device *device = findDevice(executable.device());
-    if (device && isChosenReplacement(*artifact, i, device->capabilities()))
-      TSL_RETURN_IF_ERROR(
-          device->loadExecutable(executable, i, module->executables[i]));
+    if (!device || !isChosenReplacement(*artifact, i, device->capabilities()))
+      continue;
+    tsl_status status = device->loadExecutable(executable, i, module->executables[i]);
+    // A driver older than the toolkit whose ptxas assembled a cubin refuses
+    // it; its JIT still compiles the PTX of the same architecture.
+    int64_t ptx = status && executable.format() == sc::ExecutableFormat_cuda_cubin
+                      ? ptxBesideCubin(*artifact, i)
+                      : -1;
+    if (ptx >= 0) {
+      tsl_status_free(status);
+      status = device->loadExecutable(*executables.Get(ptx), static_cast<uint32_t>(ptx),
+                                      module->executables[ptx]);
+    }
+    TSL_RETURN_IF_ERROR(status);
   }
   *outModule = module.release();
   return nullptr;

@@ -10,6 +10,7 @@
 #include <cassert>
 #include <cinttypes>
 #include <cstdarg>
+#include <cstddef>
 #include <cstring>
 #include <elf.h>
 #include <string_view>
@@ -437,10 +438,14 @@ private:
                        ": the %s binary is empty",
                        index, format);
       if (executable.format() == sc::ExecutableFormat_cuda_cubin &&
-          (binary->size() < SELFMAG || std::memcmp(binary->data(), ELFMAG, SELFMAG) != 0))
+          (binary->size() < sizeof(Elf64_Ehdr) ||
+           std::memcmp(binary->data(), ELFMAG, SELFMAG) != 0 ||
+           binary->data()[EI_CLASS] != ELFCLASS64 ||
+           (binary->data()[offsetof(Elf64_Ehdr, e_machine)] |
+            binary->data()[offsetof(Elf64_Ehdr, e_machine) + 1] << 8) != EM_CUDA))
         return invalid("artifact executable %" PRIu32
-                       ": the cuda_cubin binary is not an ELF image (it does not "
-                       "start with \\x7fELF)",
+                       ": the cuda_cubin binary is not a 64-bit CUDA ELF image (\\x7fELF, "
+                       "machine EM_CUDA)",
                        index);
       break;
     case sc::ExecutableFormat_npu_command_stream:

@@ -11,6 +11,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
+#include <tuple>
 
 using namespace mlir;
 
@@ -30,19 +31,29 @@ std::optional<std::string> findPtxas() {
 FailureOr<std::vector<uint8_t>> assembleCubin(llvm::StringRef ptxas, llvm::StringRef ptx,
                                               const Architecture &architecture, int optLevel,
                                               Location location) {
-  // ptxas reads and writes files: three temporaries, removed on every path.
+  // ptxas reads and writes files: three temporaries, each removed on every
+  // path once made.
   llvm::SmallString<128> ptxPath, cubinPath, logPath;
-  if (llvm::sys::fs::createTemporaryFile("tessel", "ptx", ptxPath) ||
-      llvm::sys::fs::createTemporaryFile("tessel", "cubin", cubinPath) ||
-      llvm::sys::fs::createTemporaryFile("tessel", "log", logPath))
-    return emitError(location, "cannot create temporary files for ptxas");
-  llvm::FileRemover removePtx(ptxPath), removeCubin(cubinPath), removeLog(logPath);
+  llvm::FileRemover removePtx, removeCubin, removeLog;
+  for (auto [path, remover, suffix] :
+       {std::tuple(&ptxPath, &removePtx, "ptx"), std::tuple(&cubinPath, &removeCubin, "cubin"),
+        std::tuple(&logPath, &removeLog, "log")}) {
+    if (std::error_code error = llvm::sys::fs::createTemporaryFile("tessel", suffix, *path))
+      return emitError(location, "cannot create a temporary file for ptxas: ") << error.message();
+    remover->setFile(*path);
+  }
   {
     std::error_code error;
     llvm::raw_fd_ostream file(ptxPath, error);
     if (error)
       return emitError(location, "cannot write the PTX for ptxas: ") << error.message();
     file << ptx;
+    file.close();
+    if (file.has_error()) {
+      std::error_code written = file.error();
+      file.clear_error();
+      return emitError(location, "cannot write the PTX for ptxas: ") << written.message();
+    }
   }
 
   std::string arch = std::string("-arch=") + architecture.name;
@@ -50,15 +61,21 @@ FailureOr<std::vector<uint8_t>> assembleCubin(llvm::StringRef ptxas, llvm::Strin
   llvm::SmallVector<llvm::StringRef> arguments = {ptxas,           arch,         level, "-o",
                                                   cubinPath.str(), ptxPath.str()};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
-  std::string launchError;
-  int exitCode = llvm::sys::ExecuteAndWait(ptxas, arguments, /*Env=*/std::nullopt, redirects,
-                                           /*SecondsToWait=*/0, /*MemoryLimit=*/0, &launchError);
+  std::string problem;
+  bool notStarted = false;
+  int exitCode =
+      llvm::sys::ExecuteAndWait(ptxas, arguments, /*Env=*/std::nullopt, redirects,
+                                /*SecondsToWait=*/0, /*MemoryLimit=*/0, &problem, &notStarted);
   if (exitCode != 0) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> log = llvm::MemoryBuffer::getFile(logPath);
     InFlightDiagnostic diagnostic = emitError(location) << ptxas << " -arch=" << architecture.name;
+    if (notStarted)
+      return diagnostic << " could not be started: " << problem;
+    // A negative code is a crash (`problem` names the signal).
     if (exitCode < 0)
-      return diagnostic << " could not run: " << launchError;
-    diagnostic << " failed (exit " << exitCode << ")";
+      diagnostic << " crashed: " << problem;
+    else
+      diagnostic << " failed (exit " << exitCode << ")";
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> log = llvm::MemoryBuffer::getFile(logPath);
     if (log && !(*log)->getBuffer().trim().empty())
       diagnostic << ": " << (*log)->getBuffer().trim();
     return diagnostic;

@@ -107,8 +107,9 @@ LogicalResult lowerToNvvm(gpu::GPUModuleOp gpuModule) {
 
 class CudaTarget : public Target {
 public:
-  CudaTarget(std::vector<const cuda::Architecture *> architectures, ProductPrecision precision)
-      : architectures(std::move(architectures)), precision(precision) {}
+  CudaTarget(std::vector<const cuda::Architecture *> architectures, ProductPrecision precision,
+             std::optional<std::string> ptxas)
+      : architectures(std::move(architectures)), precision(precision), ptxas(std::move(ptxas)) {}
 
   llvm::StringRef name() const override { return "cuda"; }
   DeviceKind device() const override { return DeviceKind::Cuda; }
@@ -131,11 +132,6 @@ public:
     FailureOr<cuda::DeviceKernels> device = cuda::outlineDeviceKernels(kernels);
     if (failed(device))
       return failure();
-    std::optional<std::string> ptxas;
-    if (options.cudaCubins && !(ptxas = cuda::findPtxas()))
-      return emitError(kernels.getLoc(),
-                       "--cuda-cubins needs the CUDA toolkit's ptxas, which is neither on PATH "
-                       "nor in $CUDA_HOME/bin (by default /usr/local/cuda/bin)");
     std::vector<Executable> executables;
     auto add = [&](ExecutableFormat format, const cuda::Architecture &architecture,
                    llvm::ArrayRef<uint8_t> binary) {
@@ -156,7 +152,8 @@ public:
         *options.ptx << "// ---- " << architecture->name << "\n" << *ptx;
       add(ExecutableFormat::CudaPtx, *architecture,
           llvm::ArrayRef(reinterpret_cast<const uint8_t *>(ptx->data()), ptx->size()));
-      if (!ptxas)
+      // (--emit ptx prints the PTX alone.)
+      if (!ptxas || options.ptx)
         continue;
       FailureOr<std::vector<uint8_t>> cubin =
           cuda::assembleCubin(*ptxas, *ptx, *architecture, options.optLevel, kernels.getLoc());
@@ -170,6 +167,8 @@ public:
 private:
   std::vector<const cuda::Architecture *> architectures;
   ProductPrecision precision;
+  /// The ptxas that assembles a cubin beside each PTX (--cuda-cubins).
+  std::optional<std::string> ptxas;
 };
 
 } // namespace
@@ -232,7 +231,14 @@ llvm::Expected<std::unique_ptr<Target>> createCudaTarget(const TargetOptions &op
   if (architectures.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "--cuda-arch names no architecture");
-  return std::make_unique<CudaTarget>(std::move(architectures), options.cudaPrecision);
+  std::optional<std::string> ptxas;
+  if (options.cudaCubins && !(ptxas = cuda::findPtxas()))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--cuda-cubins needs the CUDA toolkit's ptxas, which is neither "
+        "on PATH nor in $CUDA_HOME/bin (by default /usr/local/cuda/bin)");
+  return std::make_unique<CudaTarget>(std::move(architectures), options.cudaPrecision,
+                                      std::move(ptxas));
 }
 
 } // namespace tessel

@@ -292,8 +292,8 @@ TSL_API tsl_status tsl_session_run(tsl_session *session,
 /* The wall-clock time of one schedule step, summed over the session's runs. */
 typedef struct tsl_step_timing {
   /* The dispatched kernel's name (its entry symbol in artifacts that do not
-   * record the name), or "copy" for a copy step. Owned
-   * by the module, valid while the session lives. */
+   * record the name), "copy" for a copy step or "check" for a run-time
+   * check. Owned by the module, valid while the session lives. */
   const char *name;
   /* Runs that executed the step. */
   uint64_t runs;
@@ -321,7 +321,8 @@ typedef struct tsl_npu_instruction_span {
 } tsl_npu_instruction_span;
 
 typedef struct tsl_npu_step_statistics {
-  /* The dispatched entry's symbol, owned by the module. */
+  /* The dispatched kernel's name, as tsl_step_timing's, owned by the
+   * module. */
   const char *name;
   /* The step's index in the schedule. */
   uint32_t step;

@@ -6,9 +6,10 @@
  * memory (so that copies work), runs no kernel, and writes one line per
  * driver call that matters to $STUB_CUDA_LOG (default stderr): the PTX
  * target or the cubin's architecture a module was loaded for, and per
- * launch the kernel, grid, block
- * and each parameter as the allocation it points into and the offset, so
- * that a test can check what the runtime passes.
+ * launch the kernel, grid, block and each parameter as the allocation it
+ * points into and the offset, so that a test can check what the runtime
+ * passes. With $STUB_CUDA_REFUSE_CUBINS set it refuses cubins, as a driver
+ * older than the toolkit that assembled them does.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -190,7 +191,13 @@ CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned count, in
                          "ELF",
                          4) == 0;
   if (loaded->cubin) {
-    fprintf(output(), "module cubin sm_%u\n", cubinArchitecture(image));
+    int refused = getenv("STUB_CUDA_REFUSE_CUBINS") != NULL;
+    fprintf(output(), "module cubin sm_%u%s\n", cubinArchitecture(image),
+            refused ? " refused" : "");
+    if (refused) {
+      free(loaded);
+      return 209; /* CUDA_ERROR_NO_BINARY_FOR_GPU */
+    }
   } else {
     const char *target = strstr(image, ".target ");
     if (!target) {

@@ -303,7 +303,8 @@ TEST(VerifierTest, NonElfCubinIsRefused) {
   spec.executables[0].format = sc::ExecutableFormat_cuda_cubin;
   spec.executables[0].architecture = "sm_80";
   spec.executables[0].binary = {'.', 't', 'a', 'r', 'g', 'e', 't'};
-  expectRefused(spec, "artifact executable 0: the cuda_cubin binary is not an ELF image");
+  expectRefused(spec,
+                "artifact executable 0: the cuda_cubin binary is not a 64-bit CUDA ELF image");
 }
 
 TEST(VerifierTest, KernelNameWithNulByteIsRefused) {
