@@ -53,7 +53,7 @@ PACK_DICTIONARY = 256 << 20
 
 def cuda_flags(args, precision):
     return ["--target", "cuda", "--cuda-arch", args.arch, "--precision", precision,
-            "--target-cpu", args.target_cpu]
+            "--target-cpu", args.target_cpu] + (["--cuda-cubins"] if args.cubins else [])
 
 
 def compile_model(tools, model, artifact, flags):
@@ -192,6 +192,9 @@ def main():
     parser.add_argument("--node-precision", default="fp32",
                         help="the node tests' --precision (their tolerance is fp32's)")
     parser.add_argument("--products", help="the folder scripts/tensor-core-products.py wrote")
+    parser.add_argument("--cubins", action="store_true",
+                        help="compile every artifact with --cuda-cubins, so that the GPU loads "
+                             "cubins instead of JIT-compiling the PTX")
     parser.add_argument("--bench", action="append", default=[], help="NAME=MODEL.onnx")
     parser.add_argument("--pack", metavar="PATH.tar.xz",
                         help="write the folder as one tar.xz at PATH (outside the folder)")
