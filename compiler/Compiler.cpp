@@ -603,10 +603,12 @@ llvm::Error compileModel(llvm::StringRef modelPath, const CompileOptions &option
   SmallVector<Target *> targetList;
   for (std::unique_ptr<Target> &target : *targets)
     targetList.push_back(target.get());
-  if (emit == EmitKind::Ptx && llvm::none_of(targetList, [](Target *target) {
-        return target->device() == DeviceKind::Cuda;
-      }))
+  bool cuda =
+      llvm::any_of(targetList, [](Target *target) { return target->device() == DeviceKind::Cuda; });
+  if (emit == EmitKind::Ptx && !cuda)
     return compileError("--emit ptx needs a CUDA target (--target cuda)");
+  if (options.cudaCubins && !cuda)
+    return compileError("--cuda-cubins needs a CUDA target (--target cuda)");
   auto progress = [&](const llvm::Twine &stage) {
     if (options.progress)
       options.progress(stage.str());

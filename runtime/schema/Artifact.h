@@ -45,6 +45,13 @@ inline uint64_t integrityChecksum(const uint8_t *data, size_t size, const Integr
   return checksum64(data, size, offset, sizeof(Integrity));
 }
 
+/// The name profiles give an entry: its kernel's, or in artifacts that do
+/// not record it, its symbol.
+inline const char *kernelName(const KernelEntry &entry) {
+  return entry.kernel() && entry.kernel()->size() ? entry.kernel()->c_str()
+                                                  : entry.symbol()->c_str();
+}
+
 /// Writes the integrity checksum into a structurally valid artifact of
 /// `size` bytes at `data`, if it has the field: what the writer does last,
 /// and what tools that edit artifacts do after each edit.

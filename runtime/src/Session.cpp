@@ -152,10 +152,8 @@ const char *stepName(const sc::Artifact &artifact, const sc::ScheduleStep &step)
   const sc::DispatchStep *dispatch = step.step_as_DispatchStep();
   if (!dispatch)
     return "copy";
-  const sc::KernelEntry &entry =
-      *artifact.executables()->Get(dispatch->executable())->entries()->Get(dispatch->entry());
-  return entry.kernel() && entry.kernel()->size() ? entry.kernel()->c_str()
-                                                  : entry.symbol()->c_str();
+  return sc::kernelName(
+      *artifact.executables()->Get(dispatch->executable())->entries()->Get(dispatch->entry()));
 }
 
 /// The stream that runs dispatches on `device` for `session`: the

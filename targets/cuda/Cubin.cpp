@@ -10,7 +10,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdlib>
 #include <tuple>
 
 using namespace mlir;
@@ -20,9 +19,7 @@ namespace tessel::cuda {
 std::optional<std::string> findPtxas() {
   if (llvm::ErrorOr<std::string> onPath = llvm::sys::findProgramByName("ptxas"))
     return *onPath;
-  const char *toolkit = std::getenv("CUDA_HOME");
-  std::string inToolkit =
-      std::string(toolkit && *toolkit ? toolkit : "/usr/local/cuda") + "/bin/ptxas";
+  std::string inToolkit = cudaToolkitPath() + "/bin/ptxas";
   if (llvm::sys::fs::can_execute(inToolkit))
     return inToolkit;
   return std::nullopt;

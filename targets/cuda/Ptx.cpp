@@ -47,14 +47,11 @@ void initializeNvptx() {
   });
 }
 
-/// Where libdevice is: $TESSEL_LIBDEVICE, else the CUDA toolkit's
-/// ($CUDA_HOME, by default /usr/local/cuda).
+/// Where libdevice is: $TESSEL_LIBDEVICE, else the CUDA toolkit's.
 std::string libdevicePath() {
   if (const char *path = std::getenv("TESSEL_LIBDEVICE"); path && *path)
     return path;
-  const char *toolkit = std::getenv("CUDA_HOME");
-  return std::string(toolkit && *toolkit ? toolkit : "/usr/local/cuda") +
-         "/nvvm/libdevice/libdevice.10.bc";
+  return cudaToolkitPath() + "/nvvm/libdevice/libdevice.10.bc";
 }
 
 /// Links the libdevice functions `module` calls (__nv_expf, __nv_fmod,
@@ -140,6 +137,11 @@ FailureOr<std::unique_ptr<llvm::Module>> translate(ModuleOp kernels, llvm::Targe
 }
 
 } // namespace
+
+std::string cudaToolkitPath() {
+  const char *toolkit = std::getenv("CUDA_HOME");
+  return toolkit && *toolkit ? toolkit : "/usr/local/cuda";
+}
 
 const Architecture *findArchitecture(llvm::StringRef name) {
   for (const Architecture &architecture : kArchitectures)

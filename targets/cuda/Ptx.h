@@ -22,6 +22,9 @@ struct Architecture {
   const char *ptxFeature;  // LLVM's subtarget feature, "+ptx78"
 };
 
+/// Where the CUDA toolkit is: $CUDA_HOME, by default /usr/local/cuda.
+std::string cudaToolkitPath();
+
 /// The architecture called `name`, or null.
 const Architecture *findArchitecture(llvm::StringRef name);
 

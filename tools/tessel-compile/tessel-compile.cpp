@@ -304,12 +304,6 @@ int main(int argc, char **argv) {
   for (llvm::StringRef architecture : architectures)
     options.cudaArchitectures.push_back(architecture.trim().str());
   options.cudaCubins = cudaCubins;
-  llvm::SmallVector<llvm::StringRef> targetNames;
-  llvm::StringRef(target).split(targetNames, ',');
-  if (cudaCubins && !llvm::is_contained(targetNames, "cuda")) {
-    llvm::errs() << "tessel-compile: error: --cuda-cubins needs --target cuda\n";
-    return 2;
-  }
   if (app.count("--cuda-arch") && options.cudaArchitectures.empty()) {
     llvm::errs() << "tessel-compile: error: --cuda-arch names no architecture\n";
     return 1;

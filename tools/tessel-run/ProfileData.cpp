@@ -96,8 +96,7 @@ ProfileData readProfile(const uint8_t *verifiedArtifact,
           *artifact.executables()->Get(dispatch->executable())->entries()->Get(dispatch->entry());
       KernelProfile &kernel = kernels[{dispatch->executable(), dispatch->entry()}];
       if (kernel.steps == 0) {
-        kernel.name = entry.kernel() && entry.kernel()->size() ? entry.kernel()->str()
-                                                               : entry.symbol()->str();
+        kernel.name = sc::kernelName(entry);
         kernel.nodes = strings(entry.source_nodes());
       }
       kernel.steps += 1;
