@@ -12,7 +12,10 @@ namespace {
 /// The options of `request`, or why they are wrong.
 std::optional<std::string> toOptions(const CompileRequest &request, CompileOptions &options) {
   options.target = request.target;
+  options.npuConfigFile = request.npuConfig;
   options.cpu = request.cpu;
+  options.cudaArchitectures = request.cudaArchitectures;
+  options.cudaCubins = request.cudaCubins;
   if (!request.precision.empty())
     options.precision = request.precision;
   if (request.optLevel < 0 || request.optLevel > 3)
@@ -59,6 +62,21 @@ CompileResult compile(const CompileRequest &request) {
   if (!emit) {
     result.error = "unknown emit kind \"" + request.emit + "\"";
     return result;
+  }
+  // The key is read before the compile, which can take minutes, starts.
+  std::optional<SigningKey> signingKey;
+  if (!request.signingKey.empty()) {
+    if (*emit != EmitKind::Artifact) {
+      result.error = "sign signs artifacts; it does not apply to emit=\"" + request.emit + "\"";
+      return result;
+    }
+    llvm::Expected<SigningKey> key = SigningKey::readPem(request.signingKey);
+    if (!key) {
+      result.error = llvm::toString(key.takeError());
+      return result;
+    }
+    signingKey = std::move(*key);
+    options.signingKey = &*signingKey;
   }
   if (options.quantize)
     options.quantizationReport = [&result](const QuantizationReport &report) {

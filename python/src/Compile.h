@@ -23,7 +23,13 @@ namespace tessel::python {
 struct CompileRequest {
   std::string modelPath;
   std::string target = "x86";
+  /// --npu-config: the NPU's configuration file; empty for the defaults.
+  std::string npuConfig;
   std::string cpu;
+  /// --cuda-arch: the CUDA target's architectures; empty for its default.
+  std::vector<std::string> cudaArchitectures;
+  /// --cuda-cubins: a cubin beside each architecture's PTX.
+  bool cudaCubins = false;
   /// --precision: fp32, fp16 or bf16; empty for the compiler's default.
   std::string precision;
   int optLevel = 3;
@@ -40,6 +46,9 @@ struct CompileRequest {
   std::string activations = "u8";
   double minSqnrDb = 15.0;
   size_t calibrationSamples = 0;
+  /// --sign: the Ed25519 private key (PEM) that signs the artifact; empty
+  /// for none.
+  std::string signingKey;
   /// Called with each stage's one-line description; may be empty.
   std::function<void(const std::string &)> progress;
 };

@@ -49,8 +49,10 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
             calibration_method: str = "percentile", activations: str = "u8",
             min_sqnr: float = 15.0, calibration_samples: int = 0,
             quantize_report: str | os.PathLike | None = None, opt_level: int = 3,
-            cpu: str | None = None, precision: str | None = None, emit: str = "artifact",
-            progress: bool | Callable[[str], None] | None = None) -> bytes | str | None:
+            cpu: str | None = None, precision: str | None = None,
+            cuda_arch: str | Sequence[str] | None = None, cuda_cubins: bool = False,
+            npu_config: str | os.PathLike | None = None, sign: str | os.PathLike | None = None,
+            emit: str = "artifact", progress: bool | Callable[[str], None] | None = None) -> bytes | str | None:
     """Compiles an ONNX model as `tessel-compile` does.
 
     model        a path, the bytes of an .onnx file, or an onnx.ModelProto
@@ -85,6 +87,13 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
                  the CPU for those with constant weights, or with quantize
                  for the layers kept out of INT8; the CUDA target's "fp16"
                  (default), "bf16" or "fp32"
+    cuda_arch    the CUDA target's GPU architectures ("sm_80,sm_90" or a
+                 sequence; default: sm_80 and sm_90)
+    cuda_cubins  also assemble each architecture's PTX into a cubin with the
+                 CUDA toolkit's ptxas (tessel-compile --cuda-cubins)
+    npu_config   the NPU's configuration, a JSON file (tessel-compile
+                 --npu-config; default: the ISA's defaults)
+    sign         sign the artifact with this Ed25519 private key (PEM)
     progress     True: each stage on stderr; False: quiet; a callable
                  receives each stage; None: stderr when it is a terminal
     """
@@ -93,6 +102,14 @@ def compile(model: ModelSource, target: str = "x86", *, output: str | os.PathLik
     request.opt_level = opt_level
     request.cpu = cpu or ""
     request.precision = precision or ""
+    if cuda_arch is not None:
+        architectures = cuda_arch.split(",") if isinstance(cuda_arch, str) else list(cuda_arch)
+        request.cuda_architectures = [a.strip() for a in architectures if a.strip()]
+        if not request.cuda_architectures:
+            raise ValueError("cuda_arch names no architecture")
+    request.cuda_cubins = cuda_cubins
+    request.npu_config = os.fspath(npu_config) if npu_config is not None else ""
+    request.signing_key = os.fspath(sign) if sign is not None else ""
     request.emit = emit
     request.shapes = {name: _parse_shape(name, shape) for name, shape in (shapes or {}).items()}
     request.frozen_inputs = {name: os.fspath(path) for name, path in (freeze_inputs or {}).items()}

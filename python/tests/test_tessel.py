@@ -3,6 +3,7 @@
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -315,3 +316,85 @@ def test_cuda_artifact_runs_on_the_cpu_without_a_gpu(lenet_path, lenet_data):
         assert lines[0] == "cpu"
         assert "the cuda device is not available: no CUDA driver found" in lines[1]
         assert_close(np.load(os.path.join(work, "scores.npy")), expected)
+
+
+def test_cuda_architectures_and_their_errors(lenet_path):
+    ptx = tessel.compile(lenet_path, target="cuda", cuda_arch=["sm_86"], emit="ptx",
+                         progress=False)
+    assert ".target sm_86" in ptx and ".target sm_90" not in ptx and ".target sm_80" not in ptx
+    with pytest.raises(tessel.TesselError, match="unknown CUDA architecture 'sm_70'"):
+        tessel.compile(lenet_path, target="cuda", cuda_arch="sm_80,sm_70", progress=False)
+    with pytest.raises(ValueError, match="cuda_arch names no architecture"):
+        tessel.compile(lenet_path, target="cuda", cuda_arch=" , ", progress=False)
+    with pytest.raises(tessel.TesselError, match="needs a CUDA target"):
+        tessel.compile(lenet_path, cuda_cubins=True, progress=False)
+
+
+def _elf_machines(data):
+    """The e_machine of every ELF header in `data`."""
+    machines, at = [], data.find(b"\x7fELF")
+    while at >= 0:
+        machines.append(int.from_bytes(data[at + 18:at + 20], "little"))
+        at = data.find(b"\x7fELF", at + 4)
+    return machines
+
+
+ELF_MACHINE_CUDA = 190
+
+
+@pytest.mark.skipif(not (shutil.which("ptxas") or os.access(os.path.join(
+    os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"), os.X_OK)),
+    reason="the CUDA toolkit's ptxas is not installed")
+def test_cuda_cubins_beside_the_ptx(lenet_path, lenet_data):
+    image, expected = lenet_data
+    plain = tessel.compile(lenet_path, target="cuda", cuda_arch="sm_80", progress=False)
+    with_cubins = tessel.compile(lenet_path, target="cuda", cuda_arch="sm_80", cuda_cubins=True,
+                                 progress=False)
+    assert ELF_MACHINE_CUDA not in _elf_machines(plain)
+    assert _elf_machines(with_cubins).count(ELF_MACHINE_CUDA) == 1
+    scores = tessel.load(with_cubins).session(threads=1).run({"image": image})["probabilities"]
+    assert_close(scores, expected)
+
+
+def test_npu_config(lenet_path, tmp_path):
+    """An 8 x 16 output-stationary NPU with an 8 KiB scratchpad tiles the
+    first convolution into four tiles of six rows; the default one takes it
+    whole. A bad configuration names its key."""
+    calibration = os.path.dirname(lenet_path)
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"array_rows": 8, "array_columns": 16,
+                                 "dataflow": "output_stationary", "scratchpad_bytes": 8192,
+                                 "accumulator_bytes": 4096}))
+    first_tile = lambda program: program.split("npu.program @k1_conv_relu", 1)[1].split("\n")[0]
+    default = tessel.compile(lenet_path, target="npu", quantize="int8", calibration=calibration,
+                             emit="npu", progress=False)
+    tiled = tessel.compile(lenet_path, target="npu", quantize="int8", calibration=calibration,
+                           npu_config=small, emit="npu", progress=False)
+    assert "rows = 24 : i64, tiles = 1 : i64" in first_tile(default)
+    assert "rows = 6 : i64, tiles = 4 : i64" in first_tile(tiled)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"array_rows": 0}')
+    with pytest.raises(tessel.TesselError, match=r"bad.json: array_rows 0 is outside \[1, 256\]"):
+        tessel.compile(lenet_path, target="npu", npu_config=bad, progress=False)
+
+
+def test_signed_artifacts(lenet_path, lenet_data, tmp_path):
+    image, expected = lenet_data
+    for name in ("key", "other"):
+        subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out",
+                        tmp_path / f"{name}.pem"], check=True)
+        subprocess.run(["openssl", "pkey", "-in", tmp_path / f"{name}.pem", "-pubout", "-out",
+                        tmp_path / f"{name}.pub"], check=True)
+    key = tessel.read_public_key(tmp_path / "key.pub")
+    other = tessel.read_public_key(tmp_path / "other.pub")
+    signed = tessel.compile(lenet_path, sign=tmp_path / "key.pem", progress=False)
+    session = tessel.load(signed, trusted_keys=[other, key]).session(threads=1)
+    assert_close(session.run({"image": image})["probabilities"], expected)
+    with pytest.raises(tessel.TesselError, match="which is not one of the 1 trusted keys"):
+        tessel.load(signed, trusted_keys=[other])
+    with pytest.raises(tessel.TesselError, match="the artifact is not signed"):
+        tessel.load(tessel.compile(lenet_path, progress=False), trusted_keys=[key])
+    with pytest.raises(tessel.TesselError, match="it does not apply to emit=\"tessel\""):
+        tessel.compile(lenet_path, sign=tmp_path / "key.pem", emit="tessel", progress=False)
+    with pytest.raises(tessel.TesselError, match="signing key .*missing.pem.: No such file"):
+        tessel.compile(lenet_path, sign=tmp_path / "missing.pem", progress=False)
