@@ -3,6 +3,7 @@
 #include "targets/cuda/Loops.h"
 #include "passes/Passes.h"
 #include "targets/KernelArguments.h"
+#include "targets/cuda/AttentionKernels.h"
 #include "targets/cuda/RowKernels.h"
 #include "targets/cuda/TensorCoreProducts.h"
 #include "targets/cuda/UnpackedOperands.h"
@@ -264,8 +265,10 @@ LogicalResult bufferizeKernels(ModuleOp kernels, ProductPrecision precision) {
 }
 
 LogicalResult lowerKernelsToLoops(ModuleOp kernels, ProductPrecision precision) {
-  if (failed(bufferizeKernels(kernels, precision)) ||
-      failed(launchProductsOnTensorCores(kernels, precision)))
+  if (failed(bufferizeKernels(kernels, precision)))
+    return failure();
+  launchAttentionKernels(kernels, precision);
+  if (failed(launchProductsOnTensorCores(kernels, precision)))
     return failure();
   transposeInPlaceOfCopies(kernels);
   if (failed(tileProducts(kernels)))

@@ -581,95 +581,32 @@ private:
     }
   }
 
-  /// Four 8 x 8 matrices of 16-bit elements (8 rows of 16 bytes) of a
-  /// shared tile with one ldmatrix: lane l names row l % 8 of matrix l / 8
-  /// at (row, column), and gets in register i the 32 bits at (group,
-  /// 4 * inGroup bytes) of matrix i, or of its transpose: as mma.sync takes
-  /// it (two halves or four integers of a row).
-  Value loadMatrices(Value tile, Value row, Value column, bool transpose) {
-    auto registers = VectorType::get({4, 4 / product.operandBytes()}, operandType);
-    return nvgpu::LdMatrixOp::create(builder, loc, registers, tile, ValueRange{row, column},
-                                     transpose, /*numTiles=*/4);
-  }
-
-  /// Register `i` of the matrices ldmatrix loaded, as mma.sync takes it
-  /// (f16x2 as such, bf16x2 and four integers as 32 bits).
-  Value fragmentRegister(Value matrices, int64_t i) {
-    Value pair = vector::ExtractOp::create(builder, loc, matrices, ArrayRef<int64_t>{i});
-    if (operandType.isF16())
-      return pair;
-    auto word = VectorType::get({1}, builder.getI32Type());
-    Value bits = vector::BitCastOp::create(builder, loc, word, pair);
-    return vector::ExtractOp::create(builder, loc, bits, ArrayRef<int64_t>{0});
-  }
-
   /// The warp's mma tiles for one mma's slice of k of the shared tiles;
   /// each tile's accumulators are four consecutive values of
   /// `accumulators`.
   void multiplySlice(int64_t kOffset, SmallVector<Value> &accumulators) {
-    // In bytes, an A tile is the matrices (m 0-7, k 0-15), (8-15, 0-15),
-    // (0-7, 16-31) and (8-15, 16-31): the mma's a0..a3. Two neighbouring
-    // B tiles are (n 0-7, k 0-15), (0-7, 16-31), (8-15, 0-15) and (8-15,
-    // 16-31): b0, b1 of each. A [k][row] tile (of halves) holds them
-    // transposed, which ldmatrix undoes.
-    Value rowInMatrix = rem(lane, 8), matrix = div(lane, 8);
-    int64_t matrixColumns = 16 / product.operandBytes();
-    Value aRows = mul(rem(matrix, 2), 8), aColumns = mul(div(matrix, 2), matrixColumns);
-    Value bRows = mul(div(matrix, 2), 8), bColumns = mul(rem(matrix, 2), matrixColumns);
-    SmallVector<SmallVector<Value, 4>> aFragments, bFragments;
-    for (int64_t i = 0; i < kTilesM; ++i) {
-      Value m = add(warpRow, i * kMmaM);
-      Value matrices =
-          a.tiledByK
-              ? loadMatrices(a.tile, add(add(m, rowInMatrix), aRows), add(aColumns, kOffset), false)
-              : loadMatrices(a.tile, add(add(aColumns, rowInMatrix), kOffset), add(m, aRows), true);
-      aFragments.push_back({fragmentRegister(matrices, 0), fragmentRegister(matrices, 1),
-                            fragmentRegister(matrices, 2), fragmentRegister(matrices, 3)});
-    }
-    for (int64_t j = 0; j < kTilesN; j += 2) {
-      Value n = add(warpColumn, j * kMmaN);
-      Value matrices =
-          b.tiledByK
-              ? loadMatrices(b.tile, add(add(n, rowInMatrix), bRows), add(bColumns, kOffset), false)
-              : loadMatrices(b.tile, add(add(bColumns, rowInMatrix), kOffset), add(n, bRows), true);
-      bFragments.push_back({fragmentRegister(matrices, 0), fragmentRegister(matrices, 1)});
-      bFragments.push_back({fragmentRegister(matrices, 2), fragmentRegister(matrices, 3)});
-    }
-    Type sumType = accumulatorType();
-    auto resultType = LLVM::LLVMStructType::getLiteral(builder.getContext(),
-                                                       {sumType, sumType, sumType, sumType});
-    std::array<NVVM::MMATypes, 2> ptxTypes = multiplicandTypes();
-    // An integer product wraps, as the linalg op's i32 sums do.
-    std::optional<NVVM::MMAIntOverflow> overflow;
-    if (product.isInteger())
-      overflow = NVVM::MMAIntOverflow::wrapped;
+    WarpFragments fragments(builder, loc, operandType, lane);
+    SmallVector<SmallVector<Value, 4>> aFragments;
+    SmallVector<SmallVector<Value, 2>> bFragments;
     for (int64_t i = 0; i < kTilesM; ++i)
-      for (int64_t j = 0; j < kTilesN; ++j) {
-        MutableArrayRef<Value> sums(&accumulators[(i * kTilesN + j) * 4], 4);
-        auto mma = NVVM::MmaOp::create(
-            builder, loc, resultType, aFragments[i], bFragments[j], sums,
-            ArrayRef<int64_t>{kMmaM, kMmaN, product.mmaK()}, /*b1Op=*/std::nullopt, overflow,
-            ptxTypes, std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
-        for (int64_t e = 0; e < 4; ++e)
-          sums[e] = LLVM::ExtractValueOp::create(builder, loc, mma.getRes(), e);
-      }
+      aFragments.push_back(
+          fragments.loadA(a.tile, add(warpRow, i * kMmaM), index(kOffset), a.tiledByK));
+    for (int64_t j = 0; j < kTilesN; j += 2) {
+      auto [first, second] =
+          fragments.loadBPair(b.tile, add(warpColumn, j * kMmaN), index(kOffset), b.tiledByK);
+      bFragments.push_back(first);
+      bFragments.push_back(second);
+    }
+    for (int64_t i = 0; i < kTilesM; ++i)
+      for (int64_t j = 0; j < kTilesN; ++j)
+        fragments.multiply(aFragments[i], bFragments[j],
+                           MutableArrayRef<Value>(&accumulators[(i * kTilesN + j) * 4], 4),
+                           product.aUnsigned, product.bUnsigned);
   }
 
   /// What the mma sums in: i32 for an integer product, else f32.
   Type accumulatorType() {
     return product.isInteger() ? Type(builder.getI32Type()) : Type(builder.getF32Type());
-  }
-
-  /// The PTX types of A and B.
-  std::array<NVVM::MMATypes, 2> multiplicandTypes() const {
-    if (product.isInteger()) {
-      auto integer = [](bool isUnsigned) {
-        return isUnsigned ? NVVM::MMATypes::u8 : NVVM::MMATypes::s8;
-      };
-      return {integer(product.aUnsigned), integer(product.bUnsigned)};
-    }
-    NVVM::MMATypes half = operandType.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
-    return {half, half};
   }
 
   void emitMainLoop(Value thread) {
@@ -768,6 +705,97 @@ private:
 };
 
 } // namespace
+
+WarpFragments::WarpFragments(OpBuilder &builder, Location loc, Type operandType, Value lane)
+    : builder(builder), loc(loc), operandType(operandType) {
+  auto index = [&](int64_t value) { return arith::ConstantIndexOp::create(builder, loc, value); };
+  Value matrix = arith::DivUIOp::create(builder, loc, lane, index(8));
+  rowInMatrix = arith::RemUIOp::create(builder, loc, lane, index(8));
+  matrixIsOdd = arith::MulIOp::create(
+      builder, loc, arith::RemUIOp::create(builder, loc, matrix, index(2)), index(8));
+  matrixHalf = arith::MulIOp::create(
+      builder, loc, arith::DivUIOp::create(builder, loc, matrix, index(2)), index(8));
+}
+
+int64_t WarpFragments::operandBytes() const { return operandType.getIntOrFloatBitWidth() / 8; }
+
+Value WarpFragments::add(Value x, Value y) { return arith::AddIOp::create(builder, loc, x, y); }
+
+Value WarpFragments::inElements(Value eightRowsOrBytes) {
+  // Sixteen bytes of a row of matrices are 8 halves or 16 integers.
+  if (operandBytes() == 2)
+    return eightRowsOrBytes;
+  return arith::MulIOp::create(builder, loc, eightRowsOrBytes,
+                               arith::ConstantIndexOp::create(builder, loc, 2 / operandBytes()));
+}
+
+SmallVector<Value, 4> WarpFragments::loadMatrices(Value tile, Value row, Value column,
+                                                  bool transpose) {
+  auto registers = VectorType::get({4, 4 / operandBytes()}, operandType);
+  Value matrices = nvgpu::LdMatrixOp::create(builder, loc, registers, tile, ValueRange{row, column},
+                                             transpose, /*numTiles=*/4);
+  SmallVector<Value, 4> fragment;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value pair = vector::ExtractOp::create(builder, loc, matrices, ArrayRef<int64_t>{i});
+    if (operandType.isF16()) {
+      fragment.push_back(pair);
+      continue;
+    }
+    // mma.sync takes bf16x2 and four integers as 32 bits.
+    auto word = VectorType::get({1}, builder.getI32Type());
+    Value bits = vector::BitCastOp::create(builder, loc, word, pair);
+    fragment.push_back(vector::ExtractOp::create(builder, loc, bits, ArrayRef<int64_t>{0}));
+  }
+  return fragment;
+}
+
+SmallVector<Value, 4> WarpFragments::loadA(Value tile, Value row, Value k, bool byK) {
+  // In bytes, an A tile is the matrices (m 0-7, k 0-15), (8-15, 0-15),
+  // (0-7, 16-31) and (8-15, 16-31): the mma's a0..a3. A [k][row] tile (of
+  // halves) holds them transposed, which ldmatrix undoes.
+  Value rows = matrixIsOdd, columns = inElements(matrixHalf);
+  if (byK)
+    return loadMatrices(tile, add(add(row, rowInMatrix), rows), add(columns, k), false);
+  return loadMatrices(tile, add(add(columns, rowInMatrix), k), add(row, rows), true);
+}
+
+std::pair<SmallVector<Value, 2>, SmallVector<Value, 2>>
+WarpFragments::loadBPair(Value tile, Value column, Value k, bool byK) {
+  // Two neighbouring B tiles are (n 0-7, k 0-15), (0-7, 16-31), (8-15,
+  // 0-15) and (8-15, 16-31), in bytes: b0, b1 of each.
+  Value rows = matrixHalf, columns = inElements(matrixIsOdd);
+  SmallVector<Value, 4> matrices =
+      byK ? loadMatrices(tile, add(add(column, rowInMatrix), rows), add(columns, k), false)
+          : loadMatrices(tile, add(add(columns, rowInMatrix), k), add(column, rows), true);
+  return {{matrices[0], matrices[1]}, {matrices[2], matrices[3]}};
+}
+
+void WarpFragments::multiply(ArrayRef<Value> a, ArrayRef<Value> b, MutableArrayRef<Value> sums,
+                             bool aUnsigned, bool bUnsigned) {
+  bool integers = operandType.isInteger(8);
+  Type sumType = integers ? Type(builder.getI32Type()) : Type(builder.getF32Type());
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(builder.getContext(), {sumType, sumType, sumType, sumType});
+  std::array<NVVM::MMATypes, 2> types;
+  // An integer product wraps, as the linalg op's i32 sums do.
+  std::optional<NVVM::MMAIntOverflow> overflow;
+  if (integers) {
+    auto integer = [](bool isUnsigned) {
+      return isUnsigned ? NVVM::MMATypes::u8 : NVVM::MMATypes::s8;
+    };
+    types = {integer(aUnsigned), integer(bUnsigned)};
+    overflow = NVVM::MMAIntOverflow::wrapped;
+  } else {
+    NVVM::MMATypes half = operandType.isF16() ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+    types = {half, half};
+  }
+  auto mma = NVVM::MmaOp::create(
+      builder, loc, resultType, a, b, sums,
+      ArrayRef<int64_t>{kMmaM, kMmaN, kMmaKBytes / operandBytes()}, /*b1Op=*/std::nullopt, overflow,
+      types, std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+  for (int64_t e = 0; e < 4; ++e)
+    sums[e] = LLVM::ExtractValueOp::create(builder, loc, mma.getRes(), e);
+}
 
 /// The operand type `precision` gives the tensor cores.
 Type operandTypeOf(MLIRContext *context, ProductPrecision precision) {

@@ -13,6 +13,7 @@
 
 #include "targets/Target.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace tessel::cuda {
@@ -38,6 +39,53 @@ mlir::Type operandTypeOf(mlir::MLIRContext *context, ProductPrecision precision)
 /// What does not qualify stays for the loop lowering.
 mlir::LogicalResult launchProductsOnTensorCores(mlir::ModuleOp kernels,
                                                 ProductPrecision precision);
+
+/// One warp's mma.sync operands, loaded from tiles in shared memory with
+/// ldmatrix, and its products: m16n8k16 of f16 or bf16 summing in f32, or
+/// m16n8k32 of 8-bit integers summing in i32 (the fragment layouts of
+/// TensorCoreProducts.cpp's file comment). A tile is kept [row][k] (`byK`)
+/// or, for halves, [k][row], which ldmatrix transposes; its rows 16-byte
+/// aligned.
+class WarpFragments {
+public:
+  /// Fragments of `operandType` (f16, bf16 or i8) for the thread whose lane
+  /// is `lane`.
+  WarpFragments(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type operandType,
+                mlir::Value lane);
+
+  /// The A fragment (four registers) of the mma tile whose rows start at
+  /// `row` and whose reduction starts at `k`, in elements.
+  llvm::SmallVector<mlir::Value, 4> loadA(mlir::Value tile, mlir::Value row, mlir::Value k,
+                                          bool byK);
+  /// The B fragments (two registers each) of the two mma tiles whose
+  /// columns start at `column` and `column` + 8.
+  std::pair<llvm::SmallVector<mlir::Value, 2>, llvm::SmallVector<mlir::Value, 2>>
+  loadBPair(mlir::Value tile, mlir::Value column, mlir::Value k, bool byK);
+  /// `sums` (the tile's four accumulators of this thread) += a · b; the
+  /// integers' signedness as given.
+  void multiply(llvm::ArrayRef<mlir::Value> a, llvm::ArrayRef<mlir::Value> b,
+                llvm::MutableArrayRef<mlir::Value> sums, bool aUnsigned = false,
+                bool bUnsigned = false);
+
+private:
+  int64_t operandBytes() const;
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  /// An offset of whole 16-byte matrix rows, `eightRowsOrBytes` counted as
+  /// for halves, in elements of the operand type.
+  mlir::Value inElements(mlir::Value eightRowsOrBytes);
+  /// Four 8 x 8 matrices of 16-bit elements (8 rows of 16 bytes) with one
+  /// ldmatrix: lane l names row l % 8 of matrix l / 8 at (row, column),
+  /// and gets in register i the 32 bits at (group, 4 * inGroup bytes) of
+  /// matrix i, or of its transpose: as mma.sync takes it.
+  llvm::SmallVector<mlir::Value, 4> loadMatrices(mlir::Value tile, mlir::Value row,
+                                                 mlir::Value column, bool transpose);
+
+  mlir::OpBuilder &builder;
+  mlir::Location loc;
+  mlir::Type operandType;
+  /// lane % 8; (lane / 8) % 2 * 8; lane / 16 * 8.
+  mlir::Value rowInMatrix, matrixIsOdd, matrixHalf;
+};
 
 } // namespace tessel::cuda
 

@@ -234,7 +234,10 @@ double unitOf(const llvm::fltSemantics &semantics) {
 ///     probabilities, the softmax of a product) rounds that operand to
 ///     16 bits, and the two sums' last bits may round it to neighbouring
 ///     values: up to one unit of the operand type in each term (2^-10 for
-///     fp16, where attention's outputs show 6e-5);
+///     fp16, where attention's outputs show 6e-5). The fused attention
+///     kernel rounds exp(score - running maximum) instead of the
+///     normalized probability, each within half a unit: again one unit
+///     per term apart (its outputs show 7e-5 to 2.8e-4);
 ///   - an output of a 16-bit type may round to the neighbouring value: two
 ///     units of its rounding.
 /// A wrong fragment, tile, edge or missing barrier gives differences of
