@@ -95,6 +95,15 @@ constexpr int64_t kSharedPaddingBytes = 16;
 // halves of an operand already in the precision the mma reads, or 16
 // integers.
 constexpr int64_t kVectorBytes = 16;
+// A product whose output tiles are too few to keep a GPU's SMs busy (108
+// on an A100, 132 on an H100 or H200) and whose reduction is at least
+// kMinimumSplitDepth steps splits it among up to kTargetBlocks / tiles
+// blocks, each at least kMinimumSplitSteps steps deep (a convolution at
+// batch 1: ResNet-50's 7 x 7 layers are 4 tiles of 4608 terms, 144 steps).
+// The partial sums cost a second launch and a pass over them, which a
+// shorter reduction would not win back (a judgement: no GPU has measured
+// it yet).
+constexpr int64_t kTargetBlocks = 128, kMinimumSplitDepth = 32, kMinimumSplitSteps = 8;
 // Products smaller than one warp's mma tiles in M or N, or than one mma in
 // K, waste most of each mma; they stay on the FMA loops. So does a
 // convolution whose filter has fewer terms than kMinimumFilterTerms.
@@ -324,6 +333,7 @@ public:
     epilogue = findEpilogue(op, copyingOps);
     int64_t rows = product.count(product.m), columns = product.count(product.n);
     int64_t batchCount = product.count(product.batch);
+    chooseSplits();
     auto workgroup = gpu::AddressSpaceAttr::get(builder.getContext(),
                                                 gpu::AddressSpace::Workgroup);
     // A tile is [row][k] when k is its operand's innermost dimension, else
@@ -340,8 +350,8 @@ public:
     bool aByK = aKFastest || product.isInteger(), bByK = bKFastest || product.isInteger();
     auto launch = gpu::LaunchOp::create(
         builder, loc, index(llvm::divideCeil(columns, kBlockN)),
-        index(llvm::divideCeil(rows, kBlockM)), index(batchCount), index(kThreads), index(1),
-        index(1), /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
+        index(llvm::divideCeil(rows, kBlockM) * splits), index(batchCount), index(kThreads),
+        index(1), index(1), /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
         /*asyncDependencies=*/ValueRange(),
         /*workgroupAttributions=*/TypeRange{tileType(kBlockM, aByK), tileType(kBlockN, bByK)});
     Block &body = launch.getBody().front();
@@ -356,14 +366,20 @@ public:
     inGroup = rem(lane, 4);
     warpRow = mul(div(warp, kWarpsN), kWarpTileM);
     warpColumn = mul(rem(warp, kWarpsN), kWarpTileN);
-    blockRow = mul(launch.getBlockIds().y, kBlockM);
+    // The grid's y is the row tile, and with splits the split too: where
+    // there is one row tile (as there mostly is when the reduction is
+    // split), y is the split and the row tile a constant, so that the
+    // loop, which has no register to spare, holds no more than without.
+    Value rowTile = launch.getBlockIds().y;
+    int64_t rowTiles = llvm::divideCeil(rows, kBlockM);
+    if (splits > 1) {
+      split = rowTiles == 1 ? rowTile : div(rowTile, rowTiles);
+      rowTile = rowTiles == 1 ? index(0) : rem(rowTile, rowTiles);
+    }
+    blockRow = mul(rowTile, kBlockM);
     blockColumn = mul(launch.getBlockIds().x, kBlockN);
     loops.assign(op.getNumLoops(), index(0));
-    Value rest = launch.getBlockIds().z;
-    for (unsigned loop : llvm::reverse(product.batch)) {
-      loops[loop] = rem(rest, extent(loop));
-      rest = div(rest, extent(loop));
-    }
+    assignBatchLoops(launch.getBlockIds().z);
 
     ArrayRef<BlockArgument> tiles = launch.getWorkgroupAttributions();
     auto staged = [&](unsigned input, ArrayRef<unsigned> rowLoops, int64_t tileRows,
@@ -385,6 +401,10 @@ public:
     a = staged(0, product.m, kBlockM, blockRow, tiles[0], aKFastest, aByK);
     b = staged(1, product.n, kBlockN, blockColumn, tiles[1], bKFastest, bByK);
     emitMainLoop(thread);
+    if (splits > 1) {
+      builder.setInsertionPointAfter(launch);
+      emitSplitSums();
+    }
     op->erase();
     eraseFused(epilogue, output);
     for (const Staged &operand : {a, b}) {
@@ -426,6 +446,56 @@ private:
   };
 
   int64_t extent(unsigned loop) const { return product.extents[loop]; }
+
+  /// Sets `splits` and `stepsPerSplit`: how many blocks share each output
+  /// tile's reduction, and how many steps each takes (the same for all, so
+  /// that each block's loop has a constant trip count). A product with
+  /// splits has a workspace of partial sums, [split][batch loops...][row]
+  /// [column].
+  void chooseSplits() {
+    int64_t rows = product.count(product.m), columns = product.count(product.n);
+    int64_t batchCount = product.count(product.batch);
+    int64_t tiles =
+        llvm::divideCeil(rows, kBlockM) * llvm::divideCeil(columns, kBlockN) * batchCount;
+    int64_t steps = llvm::divideCeil(product.count(product.k), blockK);
+    int64_t wanted =
+        std::min({int64_t(llvm::divideCeil(kTargetBlocks, tiles)), steps / kMinimumSplitSteps,
+                  int64_t(65535 / llvm::divideCeil(rows, kBlockM))});
+    if (2 * tiles > kTargetBlocks || steps < kMinimumSplitDepth)
+      return;
+    while (wanted >= 2 && steps % wanted != 0)
+      --wanted;
+    if (wanted < 2)
+      return;
+    splits = wanted;
+    stepsPerSplit = steps / splits;
+    OpBuilder::InsertionGuard guard(builder);
+    Block &entry = op->getParentOfType<func::FuncOp>().getBody().front();
+    builder.setInsertionPointToStart(&entry);
+    SmallVector<int64_t> shape{splits};
+    for (unsigned loop : product.batch)
+      shape.push_back(extent(loop));
+    shape.append({rows, columns});
+    workspace = memref::AllocOp::create(builder, loc, MemRefType::get(shape, accumulatorType()));
+  }
+
+  /// The workspace's indices of the partial sum at (row, column) of split
+  /// `splitIndex`, in the batch the loops hold.
+  SmallVector<Value> workspaceIndices(Value splitIndex, Value row, Value column) {
+    SmallVector<Value> indices{splitIndex};
+    for (unsigned loop : product.batch)
+      indices.push_back(loops[loop]);
+    indices.append({row, column});
+    return indices;
+  }
+
+  /// Sets the batch loops to the values whose flattened index is `flat`.
+  void assignBatchLoops(Value flat) {
+    for (unsigned loop : llvm::reverse(product.batch)) {
+      loops[loop] = rem(flat, extent(loop));
+      flat = div(flat, extent(loop));
+    }
+  }
   Value index(int64_t value) { return arith::ConstantIndexOp::create(builder, loc, value); }
   Value add(Value x, Value y) { return arith::AddIOp::create(builder, loc, x, y); }
   Value add(Value x, int64_t y) { return y == 0 ? x : add(x, index(y)); }
@@ -610,16 +680,24 @@ private:
   }
 
   void emitMainLoop(Value thread) {
+    // The block's share of the reduction: all of it, or its split's steps.
+    int64_t depth = product.count(product.k);
+    Value kBegin = index(0), kEnd = index(depth);
+    if (splits > 1) {
+      // The last split's last step may be partial, as the whole reduction's
+      // is: its k past the reduction are zeros.
+      kBegin = mul(split, stepsPerSplit * blockK);
+      kEnd = add(kBegin, stepsPerSplit * blockK);
+    }
     SmallVector<Value> staged;
-    loadTile(a, thread, index(0), staged);
+    loadTile(a, thread, kBegin, staged);
     size_t aCount = staged.size();
-    loadTile(b, thread, index(0), staged);
+    loadTile(b, thread, kBegin, staged);
 
     Value zero = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(accumulatorType()));
     SmallVector<Value> initial(kAccumulators, zero);
     initial.append(staged);
-    int64_t depth = product.count(product.k);
-    auto loop = scf::ForOp::create(builder, loc, index(0), index(depth), index(blockK), initial);
+    auto loop = scf::ForOp::create(builder, loc, kBegin, kEnd, index(blockK), initial);
     {
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointToStart(loop.getBody());
@@ -642,18 +720,74 @@ private:
       yielded.append(next);
       scf::YieldOp::create(builder, loc, yielded);
     }
+    if (splits > 1)
+      // The split again, from the loop's bound: the split itself need not
+      // stay in a register through the loop, which has none to spare
+      // (ResNet-50's 3 x 3 convolutions spill at sm_80 otherwise).
+      split = arith::SubIOp::create(builder, loc, div(kEnd, stepsPerSplit * blockK), index(1));
     emitEpilogue(loop.getResults().take_front(kAccumulators));
   }
 
-  /// C += the accumulators, element by element, inside C; where the
+  /// The second launch of a product with splits, a thread per output: its
+  /// splits' partial sums added up, then the epilogue's store.
+  void emitSplitSums() {
+    int64_t rows = product.count(product.m), columns = product.count(product.n);
+    int64_t outputs = product.count(product.batch) * rows * columns;
+    constexpr int64_t kSumThreads = 256;
+    auto launch = gpu::LaunchOp::create(builder, loc, index(llvm::divideCeil(outputs, kSumThreads)),
+                                        index(1), index(1), index(kSumThreads), index(1), index(1));
+    Block &body = launch.getBody().front();
+    builder.setInsertionPointToStart(&body);
+    gpu::TerminatorOp::create(builder, loc);
+    builder.setInsertionPointToStart(&body);
+    Value flat = add(mul(launch.getBlockIds().x, kSumThreads), launch.getThreadIds().x);
+    auto branch = scf::IfOp::create(builder, loc, below(flat, outputs), /*withElseRegion=*/false);
+    builder.setInsertionPointToStart(&branch.getThenRegion().front());
+    Value column = rem(flat, columns), row = rem(div(flat, columns), rows);
+    assignBatchLoops(div(div(flat, columns), rows));
+    Value first =
+        memref::LoadOp::create(builder, loc, workspace, workspaceIndices(index(0), row, column));
+    auto sum = scf::ForOp::create(builder, loc, index(1), index(splits), index(1), first);
+    {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(sum.getBody());
+      Value partial = memref::LoadOp::create(builder, loc, workspace,
+                                             workspaceIndices(sum.getInductionVar(), row, column));
+      scf::YieldOp::create(builder, loc, addSums(sum.getRegionIterArgs()[0], partial));
+    }
+    storeOutput(row, column, sum.getResult(0));
+  }
+
+  /// x + y in the accumulator type.
+  Value addSums(Value x, Value y) {
+    return product.isInteger() ? arith::AddIOp::create(builder, loc, x, y).getResult()
+                               : arith::AddFOp::create(builder, loc, x, y).getResult();
+  }
+
+  /// C += `sum` at (row, column) of the batch the loops hold; where the
   /// epilogue took over the op that fills C, its value instead of C's, and
   /// where it took over C's consumer, the consumer's value stored in its
   /// output instead of C.
-  void emitEpilogue(ValueRange accumulators) {
+  void storeOutput(Value row, Value column, Value sum) {
     OpOperand *output = op.getDpsInitOperand(0);
-    int64_t rows = product.count(product.m), columns = product.count(product.n);
     for (unsigned loop : product.k)
       loops[loop] = index(0);
+    assignLoops(product.m, row);
+    assignLoops(product.n, column);
+    SmallVector<Value> indices = indicesOf(output);
+    Value old = epilogue.init ? emitInitValue(builder, loc, epilogue.init, indices)
+                              : memref::LoadOp::create(builder, loc, output->get(), indices);
+    Value updated = addSums(old, sum);
+    if (epilogue.consumer)
+      emitConsumer(builder, loc, epilogue, indices, updated);
+    else
+      memref::StoreOp::create(builder, loc, updated, output->get(), indices);
+  }
+
+  /// The accumulators, element by element, inside C: added to C by
+  /// storeOutput, or with splits stored as the block's partial sums.
+  void emitEpilogue(ValueRange accumulators) {
+    int64_t rows = product.count(product.m), columns = product.count(product.n);
     for (int64_t i = 0; i < kTilesM; ++i)
       for (int64_t j = 0; j < kTilesN; ++j)
         for (int64_t half = 0; half < 2; ++half)
@@ -665,19 +799,11 @@ private:
             Value inside = both(rows % kBlockM ? below(row, rows) : Value(),
                                 columns % kBlockN ? below(column, columns) : Value());
             auto store = [&] {
-              assignLoops(product.m, row);
-              assignLoops(product.n, column);
-              SmallVector<Value> indices = indicesOf(output);
-              Value old = epilogue.init
-                              ? emitInitValue(builder, loc, epilogue.init, indices)
-                              : memref::LoadOp::create(builder, loc, output->get(), indices);
-              Value updated = product.isInteger()
-                                  ? arith::AddIOp::create(builder, loc, old, sum).getResult()
-                                  : arith::AddFOp::create(builder, loc, old, sum).getResult();
-              if (epilogue.consumer)
-                emitConsumer(builder, loc, epilogue, indices, updated);
+              if (splits > 1)
+                memref::StoreOp::create(builder, loc, sum, workspace,
+                                        workspaceIndices(split, row, column));
               else
-                memref::StoreOp::create(builder, loc, updated, output->get(), indices);
+                storeOutput(row, column, sum);
             };
             if (!inside) {
               store();
@@ -701,6 +827,10 @@ private:
   ProductEpilogue epilogue;
   /// The value of every loop of the op where the kernel reads or writes.
   SmallVector<Value> loops;
+  /// Blocks per output tile, each summing `stepsPerSplit` steps of the
+  /// reduction into `workspace` (chooseSplits); the block's split.
+  int64_t splits = 1, stepsPerSplit = 0;
+  Value workspace, split;
   Value lane, group, inGroup, warpRow, warpColumn, blockRow, blockColumn;
 };
 
