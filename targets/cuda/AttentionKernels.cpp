@@ -69,6 +69,8 @@ constexpr int64_t kWarpSize = 32, kWarps = 4, kThreads = kWarpSize * kWarps;
 constexpr int64_t kWarpRows = 16, kBlockRows = kWarpRows * kWarps, kStepKeys = 32;
 // Head dimensions are staged in whole mma reductions (16), and at most 128
 // of them: the queries' fragments and the output's sums stay in registers.
+// (The tiles must also fit kMaxSharedBytes, which at a head dimension of
+// 128 leaves at most 112 output columns.)
 constexpr int64_t kMmaK = 16, kMmaN = 8, kMaxHeadDim = 128;
 // Shared tiles of halves are padded by 8 elements (16 bytes) per row, as
 // the products' are, so ldmatrix's eight rows fall in distinct banks; the
@@ -666,11 +668,24 @@ void launchAttentionKernels(ModuleOp kernels, ProductPrecision precision) {
       ->loadDialect<affine::AffineDialect, gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
                     NVVM::NVVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect>();
   std::vector<Attention> attentions;
+  // An attention's output may look like the next one's scores (attention
+  // over attention's output): each op goes to the first attention that
+  // claims it, and a match that would share one is left to the loops.
+  llvm::DenseSet<Operation *> claimed;
   kernels.walk([&](linalg::LinalgOp op) {
     if (!op.hasPureBufferSemantics() || !isa<func::FuncOp>(op->getParentOp()))
       return;
-    if (std::optional<Attention> attention = matchAttention(op, precision))
-      attentions.push_back(std::move(*attention));
+    std::optional<Attention> attention = matchAttention(op, precision);
+    if (!attention)
+      return;
+    SmallVector<Operation *> ops(attention->fills);
+    for (linalg::LinalgOp member : {attention->scores, attention->rowMax, attention->rowSum,
+                                    attention->normalize, attention->output})
+      ops.push_back(member);
+    if (llvm::any_of(ops, [&](Operation *member) { return claimed.contains(member); }))
+      return;
+    claimed.insert(ops.begin(), ops.end());
+    attentions.push_back(std::move(*attention));
   });
   for (const Attention &attention : attentions)
     AttentionKernelBuilder(attention, precision).build();

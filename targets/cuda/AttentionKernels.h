@@ -20,8 +20,9 @@ namespace tessel::cuda {
 
 /// Replaces each attention of `kernels` (bufferized, its ops at the top
 /// level of their kernel function) whose two products the tensor cores
-/// take at `precision` (F16 or BF16), whose head dimensions are at most
-/// 128 and whose scores and probabilities are used by nothing else, by one
+/// take at `precision` (F16 or BF16), whose tiles fit 48 KiB of shared
+/// memory (head and output dimensions up to 112 each, or 128 and 112)
+/// and whose scores and probabilities are used by nothing else, by one
 /// gpu.launch. The products' operands are rounded to `precision`, the
 /// scores, the Softmax and the sums are f32, and the probabilities are
 /// rounded to `precision` for the second product, as they would be on
