@@ -40,6 +40,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/cuda/AttentionKernels.h"
+#include "targets/cuda/LaunchBuilder.h"
 #include "targets/cuda/Loops.h"
 #include "targets/cuda/TensorCoreProducts.h"
 
@@ -344,10 +345,10 @@ std::optional<Attention> matchAttention(linalg::LinalgOp op, ProductPrecision pr
 }
 
 /// Builds the launch of one attention.
-class AttentionKernelBuilder {
+class AttentionKernelBuilder : LaunchBuilder {
 public:
   AttentionKernelBuilder(Attention attention, ProductPrecision precision)
-      : attention(attention), builder(attention.output), loc(attention.output.getLoc()),
+      : LaunchBuilder(attention.output), attention(attention),
         operandType(operandTypeOf(builder.getContext(), precision)),
         headDim(llvm::alignTo(attention.headDim(), kMmaK)),
         columns(llvm::alignTo(attention.columns(), kMmaK)) {}
@@ -371,10 +372,7 @@ public:
                   shared(kBlockRows, kStepKeys + kScorePadding, f32),
                   shared(kBlockRows, kStepKeys + kHalfPadding, operandType), rowValues, rowValues,
                   rowValues});
-    Block &body = launch.getBody().front();
-    builder.setInsertionPointToStart(&body);
-    gpu::TerminatorOp::create(builder, loc);
-    builder.setInsertionPointToStart(&body);
+    enterLaunch(builder, launch);
     ArrayRef<BlockArgument> tiles = launch.getWorkgroupAttributions();
     queries = tiles[0];
     keys = tiles[1];
@@ -434,29 +432,8 @@ public:
   }
 
 private:
-  Value index(int64_t value) { return arith::ConstantIndexOp::create(builder, loc, value); }
   Value constantF32(double value) {
     return arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(value));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(builder, loc, x, y); }
-  Value add(Value x, int64_t y) { return y == 0 ? x : add(x, index(y)); }
-  Value mul(Value x, int64_t y) { return arith::MulIOp::create(builder, loc, x, index(y)); }
-  Value div(Value x, int64_t y) { return arith::DivUIOp::create(builder, loc, x, index(y)); }
-  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(builder, loc, x, index(y)); }
-  Value below(Value x, Value bound) {
-    return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult, x, bound);
-  }
-  Value below(Value x, int64_t bound) { return below(x, index(bound)); }
-  Value minimum(Value x, int64_t bound) {
-    return arith::MinUIOp::create(builder, loc, x, index(bound));
-  }
-
-  /// Runs `body` in the threads for which `condition` holds.
-  void onlyIf(Value condition, llvm::function_ref<void()> body) {
-    auto branch = scf::IfOp::create(builder, loc, condition, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPointToStart(&branch.getThenRegion().front());
-    body();
   }
 
   /// Stages `tile` ([row][column], `tileRows` x `tileColumns`) from input
@@ -646,8 +623,6 @@ private:
   }
 
   Attention attention;
-  OpBuilder builder;
-  Location loc;
   Type operandType;
   /// The head and output dimensions, padded to whole mma reductions.
   int64_t headDim, columns;

@@ -1,6 +1,7 @@
 //===- Launches.cpp - Kernel functions split into GPU kernel launches -----===//
 
 #include "targets/cuda/Launches.h"
+#include "targets/cuda/LaunchBuilder.h"
 #include "targets/cuda/Loops.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -61,9 +62,7 @@ gpu::LaunchOp createLaunch(OpBuilder &builder, Location loc, int64_t blocks, int
   Value gridX = arith::ConstantIndexOp::create(builder, loc, blocks);
   Value blockX = arith::ConstantIndexOp::create(builder, loc, threads);
   auto launch = gpu::LaunchOp::create(builder, loc, gridX, one, one, blockX, one, one);
-  builder.setInsertionPointToStart(&launch.getBody().front());
-  gpu::TerminatorOp::create(builder, loc);
-  builder.setInsertionPointToStart(&launch.getBody().front());
+  enterLaunch(builder, launch);
   Value blockSize = arith::ConstantIndexOp::create(builder, loc, threads);
   Value base = arith::MulIOp::create(builder, loc, launch.getBlockIds().x, blockSize);
   flatIndex = arith::AddIOp::create(builder, loc, base, launch.getThreadIds().x);

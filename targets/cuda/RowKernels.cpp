@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/cuda/RowKernels.h"
+#include "targets/cuda/LaunchBuilder.h"
 #include "targets/cuda/Loops.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -269,10 +270,7 @@ public:
                               index(threads), index(1), index(1),
                               /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
                               /*asyncDependencies=*/ValueRange(), sharedTypes);
-    Block &body = launch.getBody().front();
-    builder.setInsertionPointToStart(&body);
-    gpu::TerminatorOp::create(builder, loc);
-    builder.setInsertionPointToStart(&body);
+    enterLaunch(builder, launch);
     for (auto [type, shared] : llvm::zip(partialTypes, launch.getWorkgroupAttributions()))
       partials[type] = shared;
 

@@ -45,6 +45,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "targets/cuda/TensorCoreProducts.h"
+#include "targets/cuda/LaunchBuilder.h"
 #include "targets/cuda/Loops.h"
 #include "targets/cuda/PaddedOperands.h"
 #include "targets/cuda/ProductEpilogues.h"
@@ -306,11 +307,11 @@ std::optional<Product> matchProduct(linalg::LinalgOp op, ProductPrecision precis
 
 /// Builds the launch of one product. Values are named after the PTX
 /// fragment layout in the file comment.
-class ProductKernelBuilder {
+class ProductKernelBuilder : LaunchBuilder {
 public:
   explicit ProductKernelBuilder(const Product &product)
-      : product(product), op(product.op), operandType(product.operandType),
-        blockK(kStepBytes / product.operandBytes()), builder(op), loc(op.getLoc()) {}
+      : LaunchBuilder(product.op), product(product), op(product.op),
+        operandType(product.operandType), blockK(kStepBytes / product.operandBytes()) {}
 
   void build() {
     Value output = op.getDpsInits()[0];
@@ -354,10 +355,7 @@ public:
         index(1), index(1), /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
         /*asyncDependencies=*/ValueRange(),
         /*workgroupAttributions=*/TypeRange{tileType(kBlockM, aByK), tileType(kBlockN, bByK)});
-    Block &body = launch.getBody().front();
-    builder.setInsertionPointToStart(&body);
-    gpu::TerminatorOp::create(builder, loc);
-    builder.setInsertionPointToStart(&body);
+    enterLaunch(builder, launch);
 
     Value thread = launch.getThreadIds().x;
     Value warp = div(thread, kWarpSize);
@@ -496,15 +494,6 @@ private:
       flat = div(flat, extent(loop));
     }
   }
-  Value index(int64_t value) { return arith::ConstantIndexOp::create(builder, loc, value); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(builder, loc, x, y); }
-  Value add(Value x, int64_t y) { return y == 0 ? x : add(x, index(y)); }
-  Value mul(Value x, int64_t y) { return arith::MulIOp::create(builder, loc, x, index(y)); }
-  Value div(Value x, int64_t y) { return arith::DivUIOp::create(builder, loc, x, index(y)); }
-  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(builder, loc, x, index(y)); }
-  Value below(Value x, int64_t bound) {
-    return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult, x, index(bound));
-  }
 
   /// The dimension of `operand` whose neighbouring elements are
   /// neighbours in the memory the staging reads: its innermost, or the one
@@ -583,9 +572,7 @@ private:
   }
 
   /// min(x, bound - width): the last whole vector's start.
-  Value clampBelow(Value x, int64_t bound, int64_t width = 1) {
-    return arith::MinUIOp::create(builder, loc, x, index(bound - width));
-  }
+  Value clampBelow(Value x, int64_t bound, int64_t width = 1) { return minimum(x, bound - width); }
 
   /// Loads this thread's share of `staged`'s tile at reduction offset
   /// `kBase`, vector by vector, rounded to the operand type (unless it has
@@ -737,26 +724,23 @@ private:
     constexpr int64_t kSumThreads = 256;
     auto launch = gpu::LaunchOp::create(builder, loc, index(llvm::divideCeil(outputs, kSumThreads)),
                                         index(1), index(1), index(kSumThreads), index(1), index(1));
-    Block &body = launch.getBody().front();
-    builder.setInsertionPointToStart(&body);
-    gpu::TerminatorOp::create(builder, loc);
-    builder.setInsertionPointToStart(&body);
+    enterLaunch(builder, launch);
     Value flat = add(mul(launch.getBlockIds().x, kSumThreads), launch.getThreadIds().x);
-    auto branch = scf::IfOp::create(builder, loc, below(flat, outputs), /*withElseRegion=*/false);
-    builder.setInsertionPointToStart(&branch.getThenRegion().front());
-    Value column = rem(flat, columns), row = rem(div(flat, columns), rows);
-    assignBatchLoops(div(div(flat, columns), rows));
-    Value first =
-        memref::LoadOp::create(builder, loc, workspace, workspaceIndices(index(0), row, column));
-    auto sum = scf::ForOp::create(builder, loc, index(1), index(splits), index(1), first);
-    {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(sum.getBody());
-      Value partial = memref::LoadOp::create(builder, loc, workspace,
-                                             workspaceIndices(sum.getInductionVar(), row, column));
-      scf::YieldOp::create(builder, loc, addSums(sum.getRegionIterArgs()[0], partial));
-    }
-    storeOutput(row, column, sum.getResult(0));
+    onlyIf(below(flat, outputs), [&] {
+      Value column = rem(flat, columns), row = rem(div(flat, columns), rows);
+      assignBatchLoops(div(div(flat, columns), rows));
+      Value first =
+          memref::LoadOp::create(builder, loc, workspace, workspaceIndices(index(0), row, column));
+      auto sum = scf::ForOp::create(builder, loc, index(1), index(splits), index(1), first);
+      {
+        OpBuilder::InsertionGuard guard(builder);
+        builder.setInsertionPointToStart(sum.getBody());
+        Value partial = memref::LoadOp::create(
+            builder, loc, workspace, workspaceIndices(sum.getInductionVar(), row, column));
+        scf::YieldOp::create(builder, loc, addSums(sum.getRegionIterArgs()[0], partial));
+      }
+      storeOutput(row, column, sum.getResult(0));
+    });
   }
 
   /// x + y in the accumulator type.
@@ -806,14 +790,7 @@ private:
               else
                 storeOutput(row, column, sum);
             };
-            if (!inside) {
-              store();
-              continue;
-            }
-            auto branch = scf::IfOp::create(builder, loc, inside, /*withElseRegion=*/false);
-            OpBuilder::InsertionGuard guard(builder);
-            builder.setInsertionPointToStart(&branch.getThenRegion().front());
-            store();
+            onlyIf(inside, store);
           }
   }
 
@@ -822,8 +799,6 @@ private:
   Type operandType;
   /// The reduction step, in elements (kStepBytes).
   int64_t blockK;
-  OpBuilder builder;
-  Location loc;
   Staged a, b;
   ProductEpilogue epilogue;
   /// The value of every loop of the op where the kernel reads or writes.
