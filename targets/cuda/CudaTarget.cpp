@@ -35,6 +35,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
@@ -70,6 +71,11 @@ LogicalResult convertToNvvm(gpu::GPUModuleOp gpuModule) {
   options.useBarePtrCallConv = true;
   LLVMTypeConverter converter(context, options);
   configureGpuToNVVMTypeConverter(converter);
+  // The tokens of cp.async (TensorCoreProducts.cpp) name nothing at run
+  // time; their ops lower to commit and wait instructions that take none.
+  converter.addConversion([&](nvgpu::DeviceAsyncTokenType type) -> Type {
+    return IntegerType::get(type.getContext(), 32);
+  });
   RewritePatternSet patterns(context);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);

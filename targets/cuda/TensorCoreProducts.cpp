@@ -14,6 +14,11 @@
 // multiplies its 64 x 32 part with mma.sync (m16n8k16), keeping the sums
 // in f32 registers. The next step's tiles are loaded into registers while
 // the warps multiply the current ones, so global latency overlaps the math.
+// Where neither operand needs rounding (an fp16 model's at fp16, or 8-bit
+// integers laid out along k) and both load as whole 16-byte vectors, the
+// threads instead copy the next step's tiles straight into a second stage
+// of shared tiles with cp.async, which spends neither registers nor stores
+// on them, and a step needs one barrier instead of two.
 //
 // The fragment layouts are those of PTX's mma.m16n8k16 with A row-major
 // and B column-major: a thread (lane = 4 * group + t) holds
@@ -105,6 +110,10 @@ constexpr int64_t kVectorBytes = 16;
 // shorter reduction would not win back (a judgement: no GPU has measured
 // it yet).
 constexpr int64_t kTargetBlocks = 128, kMinimumSplitDepth = 32, kMinimumSplitSteps = 8;
+// Operands copied by cp.async have two stages of tiles, one that the warps
+// multiply and one being filled: 37 KiB (a third would pass the 48 KiB that
+// a kernel may hold without asking the driver for more).
+constexpr int64_t kCopyStages = 2;
 // Products smaller than one warp's mma tiles in M or N, or than one mma in
 // K, waste most of each mma; they stay on the FMA loops. So does a
 // convolution whose filter has fewer terms than kMinimumFilterTerms.
@@ -340,21 +349,40 @@ public:
     // A tile is [row][k] when k is its operand's innermost dimension, else
     // [k][row] (for halves: see tiledByK), so that the staging stores are
     // whole vectors either way; each row is padded by kSharedPaddingBytes.
+    // Each operand has a tile per stage.
     int64_t padding = kSharedPaddingBytes / product.operandBytes();
     auto tileType = [&](int64_t tileRows, bool byK) {
-      SmallVector<int64_t> shape = byK ? SmallVector<int64_t>{tileRows, blockK + padding}
-                                       : SmallVector<int64_t>{blockK, tileRows + padding};
+      int64_t stages = copiesAsync ? kCopyStages : 1;
+      SmallVector<int64_t> shape = byK ? SmallVector<int64_t>{stages, tileRows, blockK + padding}
+                                       : SmallVector<int64_t>{stages, blockK, tileRows + padding};
       return MemRefType::get(shape, operandType, MemRefLayoutAttrInterface(), workgroup);
     };
     bool aKFastest = isKFastest(op.getDpsInputOperand(0), unpackings[0], product.m);
     bool bKFastest = isKFastest(op.getDpsInputOperand(1), unpackings[1], product.n);
-    bool aByK = aKFastest || product.isInteger(), bByK = bKFastest || product.isInteger();
+    auto staged = [&](unsigned input, ArrayRef<unsigned> rowLoops, int64_t tileRows,
+                      bool kFastest) {
+      Staged staged;
+      staged.operand = op.getDpsInputOperand(input);
+      staged.rowLoops = rowLoops;
+      staged.tileRows = tileRows;
+      staged.kFastest = kFastest;
+      staged.tiledByK = kFastest || product.isInteger();
+      staged.elementType = getElementTypeOrSelf(staged.operand->get().getType());
+      staged.padding = paddings[input];
+      staged.unpacking = unpackings[input];
+      staged.width = vectorWidth(staged);
+      return staged;
+    };
+    a = staged(0, product.m, kBlockM, aKFastest);
+    b = staged(1, product.n, kBlockN, bKFastest);
+    copiesAsync = copiesWhole(a) && copiesWhole(b);
     auto launch = gpu::LaunchOp::create(
         builder, loc, index(llvm::divideCeil(columns, kBlockN)),
         index(llvm::divideCeil(rows, kBlockM) * splits), index(batchCount), index(kThreads),
         index(1), index(1), /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
         /*asyncDependencies=*/ValueRange(),
-        /*workgroupAttributions=*/TypeRange{tileType(kBlockM, aByK), tileType(kBlockN, bByK)});
+        /*workgroupAttributions=*/
+        TypeRange{tileType(kBlockM, a.tiledByK), tileType(kBlockN, b.tiledByK)});
     enterLaunch(builder, launch);
 
     Value thread = launch.getThreadIds().x;
@@ -380,24 +408,10 @@ public:
     assignBatchLoops(launch.getBlockIds().z);
 
     ArrayRef<BlockArgument> tiles = launch.getWorkgroupAttributions();
-    auto staged = [&](unsigned input, ArrayRef<unsigned> rowLoops, int64_t tileRows,
-                      Value blockBase, Value tile, bool kFastest, bool tiledByK) {
-      Staged staged;
-      staged.operand = op.getDpsInputOperand(input);
-      staged.rowLoops = rowLoops;
-      staged.tileRows = tileRows;
-      staged.blockBase = blockBase;
-      staged.tile = tile;
-      staged.kFastest = kFastest;
-      staged.tiledByK = tiledByK;
-      staged.elementType = getElementTypeOrSelf(staged.operand->get().getType());
-      staged.padding = paddings[input];
-      staged.unpacking = unpackings[input];
-      staged.width = vectorWidth(staged);
-      return staged;
-    };
-    a = staged(0, product.m, kBlockM, blockRow, tiles[0], aKFastest, aByK);
-    b = staged(1, product.n, kBlockN, blockColumn, tiles[1], bKFastest, bByK);
+    a.blockBase = blockRow;
+    a.tile = tiles[0];
+    b.blockBase = blockColumn;
+    b.tile = tiles[1];
     emitMainLoop(thread);
     if (splits > 1) {
       builder.setInsertionPointAfter(launch);
@@ -574,36 +588,82 @@ private:
   /// min(x, bound - width): the last whole vector's start.
   Value clampBelow(Value x, int64_t bound, int64_t width = 1) { return minimum(x, bound - width); }
 
+  /// Points the loops at the first element of the `i`th vector this
+  /// thread stages at reduction offset `kBase`, and returns the vector's
+  /// (row, k) in the tile. Every vector is read inside the operand, without
+  /// a branch: a row past the operand's edge reads the last rows instead,
+  /// which only reach outputs that are never stored, and a k past the
+  /// reduction reads the last k, whose values the staging replaces by zeros.
+  /// So the step after the last may be staged too: its tiles are never
+  /// multiplied.
+  std::pair<Value, Value> pointAtVector(const Staged &staged, Value thread, Value kBase,
+                                        int64_t i) {
+    int64_t rows = product.count(staged.rowLoops), depth = product.count(product.k);
+    auto [tileRow, tileK] = stagedVector(staged, thread, i);
+    Value row = add(staged.blockBase, tileRow);
+    Value k = add(kBase, tileK);
+    int64_t rowWidth = staged.kFastest ? 1 : staged.width;
+    int64_t kWidth = staged.kFastest ? staged.width : 1;
+    assignLoops(staged.rowLoops, rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row);
+    assignLoops(product.k, clampBelow(k, depth, kWidth));
+    return {tileRow, tileK};
+  }
+
+  /// Whether the vector at reduction offset `k` lies inside the reduction;
+  /// null where every step's does.
+  Value insideReduction(Value k) {
+    int64_t depth = product.count(product.k);
+    return depth % blockK ? below(k, depth) : Value();
+  }
+
+  /// The vectors this thread stages of each step's tile.
+  int64_t vectorsPerThread(const Staged &staged) {
+    return staged.tileRows * blockK / (kThreads * staged.width);
+  }
+
   /// Loads this thread's share of `staged`'s tile at reduction offset
-  /// `kBase`, vector by vector, rounded to the operand type (unless it has
-  /// that type already). Every load is
-  /// inside the operand, without a branch: a row past the operand's edge
-  /// reads the last rows instead, which only reach outputs that are never
-  /// stored, and a k past the reduction reads the last k and is replaced by
-  /// zero. So the step after the last may load too: its values are never
-  /// used.
+  /// `kBase` (pointAtVector), vector by vector, rounded to the operand type
+  /// (unless it has that type already), zeros past the reduction.
   void loadTile(const Staged &staged, Value thread, Value kBase, SmallVector<Value> &values) {
     int64_t width = staged.width;
     auto loaded = VectorType::get({width}, staged.elementType);
     auto rounded = VectorType::get({width}, operandType);
     Value zeros = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(rounded));
-    int64_t perThread = staged.tileRows * blockK / (kThreads * width);
-    int64_t rows = product.count(staged.rowLoops), depth = product.count(product.k);
-    for (int64_t i = 0; i < perThread; ++i) {
-      std::pair<Value, Value> start = stagedVector(staged, thread, i);
-      Value row = add(staged.blockBase, start.first);
-      Value k = add(kBase, start.second);
-      int64_t rowWidth = staged.kFastest ? 1 : width, kWidth = staged.kFastest ? width : 1;
-      assignLoops(staged.rowLoops, rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row);
-      assignLoops(product.k, clampBelow(k, depth, kWidth));
+    for (int64_t i = 0; i < vectorsPerThread(staged); ++i) {
+      Value k = add(kBase, pointAtVector(staged, thread, kBase, i).second);
       llvm::Align alignment(staged.elementType.getIntOrFloatBitWidth() / 8 * width);
       Value value = loadElements(staged, loaded, alignment);
       if (staged.elementType != operandType)
         value = arith::TruncFOp::create(builder, loc, rounded, value);
-      if (depth % blockK)
-        value = arith::SelectOp::create(builder, loc, below(k, depth), value, zeros);
+      if (Value inside = insideReduction(k))
+        value = arith::SelectOp::create(builder, loc, inside, value, zeros);
       values.push_back(value);
     }
+  }
+
+  /// Issues the cp.async copies of this thread's share of `staged`'s tile
+  /// at reduction offset `kBase` (pointAtVector) into stage `stage`'s tile;
+  /// appends their tokens to `copies`. A vector past the reduction copies
+  /// no bytes, so that cp.async fills it with zeros.
+  void copyTile(const Staged &staged, Value thread, Value kBase, Value stage,
+                SmallVector<Value> &copies) {
+    auto token = nvgpu::DeviceAsyncTokenType::get(builder.getContext());
+    for (int64_t i = 0; i < vectorsPerThread(staged); ++i) {
+      auto [tileRow, tileK] = pointAtVector(staged, thread, kBase, i);
+      Value sourceElements;
+      if (Value inside = insideReduction(add(kBase, tileK)))
+        sourceElements =
+            arith::SelectOp::create(builder, loc, inside, index(staged.width), index(0));
+      copies.push_back(nvgpu::DeviceAsyncCopyOp::create(
+          builder, loc, token, staged.tile, tileIndices(staged, stage, tileRow, tileK),
+          staged.operand->get(), indicesOf(staged.operand), builder.getIndexAttr(staged.width),
+          sourceElements, /*bypassL1=*/builder.getUnitAttr()));
+    }
+  }
+
+  /// The indices of (row, k) in stage `stage`'s tile of `staged`.
+  SmallVector<Value> tileIndices(const Staged &staged, Value stage, Value row, Value k) {
+    return staged.tiledByK ? SmallVector<Value>{stage, row, k} : SmallVector<Value>{stage, k, row};
   }
 
   /// The `vectorType` at the loop values `loops` of `staged`'s operand,
@@ -618,39 +678,63 @@ private:
                                   /*nontemporal=*/false, alignment);
   }
 
-  /// Stores what loadTile loaded into the shared tile, [row][k] or
+  /// Stores what loadTile loaded into stage `stage`'s tile, [row][k] or
   /// [k][row]: a vector that runs along the tile's rows as a whole, one that
   /// runs across them (integers loaded along the rows) element by element.
-  void storeTile(const Staged &staged, Value thread, ValueRange values) {
+  void storeTile(const Staged &staged, Value thread, Value stage, ValueRange values) {
     for (auto [i, value] : llvm::enumerate(values)) {
       auto [row, k] = stagedVector(staged, thread, i);
       if (staged.kFastest || !staged.tiledByK) {
-        SmallVector<Value> indices =
-            staged.kFastest ? SmallVector<Value>{row, k} : SmallVector<Value>{k, row};
-        vector::StoreOp::create(builder, loc, value, staged.tile, indices, /*nontemporal=*/false,
-                                llvm::Align(product.operandBytes() * staged.width));
+        vector::StoreOp::create(
+            builder, loc, value, staged.tile, tileIndices(staged, stage, row, k),
+            /*nontemporal=*/false, llvm::Align(product.operandBytes() * staged.width));
         continue;
       }
       for (int64_t e = 0; e < staged.width; ++e) {
         Value element = vector::ExtractOp::create(builder, loc, value, ArrayRef<int64_t>{e});
-        memref::StoreOp::create(builder, loc, element, staged.tile, ValueRange{add(row, e), k});
+        memref::StoreOp::create(builder, loc, element, staged.tile,
+                                tileIndices(staged, stage, add(row, e), k));
       }
     }
+  }
+
+  /// Whether `staged`'s tile can go from global to shared memory as it
+  /// lies, 16 bytes at a time with cp.async: the operand has the operand
+  /// type already, is read in place (not through a padding or unpacking),
+  /// and each of its vectors is one run of a tile row.
+  bool copiesWhole(const Staged &staged) {
+    return staged.elementType == operandType && !staged.padding && !staged.unpacking &&
+           staged.width * product.operandBytes() == kVectorBytes &&
+           (staged.kFastest || !staged.tiledByK);
+  }
+
+  /// The 2-D tile of stage `stage` of a staged tile.
+  Value stageTile(Value tile, Value stage) {
+    auto type = cast<MemRefType>(tile.getType());
+    SmallVector<OpFoldResult> offsets{stage, builder.getIndexAttr(0), builder.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{builder.getIndexAttr(1),
+                                    builder.getIndexAttr(type.getDimSize(1)),
+                                    builder.getIndexAttr(type.getDimSize(2))};
+    SmallVector<OpFoldResult> strides(3, builder.getIndexAttr(1));
+    auto stageType = memref::SubViewOp::inferRankReducedResultType(type.getShape().drop_front(),
+                                                                   type, offsets, sizes, strides);
+    return memref::SubViewOp::create(builder, loc, cast<MemRefType>(stageType), tile, offsets,
+                                     sizes, strides);
   }
 
   /// The warp's mma tiles for one mma's slice of k of the shared tiles;
   /// each tile's accumulators are four consecutive values of
   /// `accumulators`.
-  void multiplySlice(int64_t kOffset, SmallVector<Value> &accumulators) {
+  void multiplySlice(Value aTile, Value bTile, int64_t kOffset, SmallVector<Value> &accumulators) {
     WarpFragments fragments(builder, loc, operandType, lane);
     SmallVector<SmallVector<Value, 4>> aFragments;
     SmallVector<SmallVector<Value, 2>> bFragments;
     for (int64_t i = 0; i < kTilesM; ++i)
       aFragments.push_back(
-          fragments.loadA(a.tile, add(warpRow, i * kMmaM), index(kOffset), a.tiledByK));
+          fragments.loadA(aTile, add(warpRow, i * kMmaM), index(kOffset), a.tiledByK));
     for (int64_t j = 0; j < kTilesN; j += 2) {
       auto [first, second] =
-          fragments.loadBPair(b.tile, add(warpColumn, j * kMmaN), index(kOffset), b.tiledByK);
+          fragments.loadBPair(bTile, add(warpColumn, j * kMmaN), index(kOffset), b.tiledByK);
       bFragments.push_back(first);
       bFragments.push_back(second);
     }
@@ -676,37 +760,8 @@ private:
       kBegin = mul(split, stepsPerSplit * blockK);
       kEnd = add(kBegin, stepsPerSplit * blockK);
     }
-    SmallVector<Value> staged;
-    loadTile(a, thread, kBegin, staged);
-    size_t aCount = staged.size();
-    loadTile(b, thread, kBegin, staged);
-
-    Value zero = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(accumulatorType()));
-    SmallVector<Value> initial(kAccumulators, zero);
-    initial.append(staged);
-    auto loop = scf::ForOp::create(builder, loc, kBegin, kEnd, index(blockK), initial);
-    {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(loop.getBody());
-      ValueRange carried = loop.getRegionIterArgs();
-      SmallVector<Value> accumulators(carried.begin(), carried.begin() + kAccumulators);
-      ValueRange current = carried.drop_front(kAccumulators);
-      storeTile(a, thread, current.take_front(aCount));
-      storeTile(b, thread, current.drop_front(aCount));
-      gpu::BarrierOp::create(builder, loc);
-
-      // The next step's tiles, loaded while the warps multiply these.
-      SmallVector<Value> next;
-      Value nextK = add(loop.getInductionVar(), blockK);
-      loadTile(a, thread, nextK, next);
-      loadTile(b, thread, nextK, next);
-      for (int64_t kOffset = 0; kOffset < blockK; kOffset += product.mmaK())
-        multiplySlice(kOffset, accumulators);
-      gpu::BarrierOp::create(builder, loc);
-      SmallVector<Value> yielded(accumulators);
-      yielded.append(next);
-      scf::YieldOp::create(builder, loc, yielded);
-    }
+    scf::ForOp loop =
+        copiesAsync ? emitCopyingLoop(thread, kBegin, kEnd) : emitStagingLoop(thread, kBegin, kEnd);
     if (splits > 1)
       // The split again, from the loop's bound, for the epilogue: with the
       // value computed from the block index before the loop instead,
@@ -714,6 +769,95 @@ private:
       // whose register allocation is that close.
       split = arith::SubIOp::create(builder, loc, div(kEnd, stepsPerSplit * blockK), index(1));
     emitEpilogue(loop.getResults().take_front(kAccumulators));
+  }
+
+  /// The reduction's loop when an operand is rounded on its way to shared
+  /// memory: each thread loads the next step's tiles into registers while
+  /// the warps multiply the current ones, and stores them after a barrier.
+  scf::ForOp emitStagingLoop(Value thread, Value kBegin, Value kEnd) {
+    Value stage = index(0);
+    SmallVector<Value> staged;
+    loadTile(a, thread, kBegin, staged);
+    size_t aCount = staged.size();
+    loadTile(b, thread, kBegin, staged);
+
+    SmallVector<Value> initial(kAccumulators, zeroSum());
+    initial.append(staged);
+    auto loop = scf::ForOp::create(builder, loc, kBegin, kEnd, index(blockK), initial);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(loop.getBody());
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Value> accumulators(carried.take_front(kAccumulators));
+    ValueRange current = carried.drop_front(kAccumulators);
+    storeTile(a, thread, stage, current.take_front(aCount));
+    storeTile(b, thread, stage, current.drop_front(aCount));
+    gpu::BarrierOp::create(builder, loc);
+
+    // The next step's tiles, loaded while the warps multiply these.
+    SmallVector<Value> next;
+    Value nextK = add(loop.getInductionVar(), blockK);
+    loadTile(a, thread, nextK, next);
+    loadTile(b, thread, nextK, next);
+    multiplyStep(stage, accumulators);
+    gpu::BarrierOp::create(builder, loc);
+    SmallVector<Value> yielded(accumulators);
+    yielded.append(next);
+    scf::YieldOp::create(builder, loc, yielded);
+    return loop;
+  }
+
+  /// The reduction's loop when both operands are copied by cp.async: the
+  /// copies of the next step go to the other stage's tiles while the warps
+  /// multiply this step's, and are waited for before the barrier that ends
+  /// the step, its only one (the copies into a stage's tiles start after
+  /// the barrier that ends the last step that read them).
+  scf::ForOp emitCopyingLoop(Value thread, Value kBegin, Value kEnd) {
+    waitForCopies(copyStep(thread, kBegin, index(0)));
+    SmallVector<Value> initial(kAccumulators, zeroSum());
+    initial.push_back(index(0)); // the stage the step multiplies
+    auto loop = scf::ForOp::create(builder, loc, kBegin, kEnd, index(blockK), initial);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(loop.getBody());
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Value> accumulators(carried.take_front(kAccumulators));
+    Value stage = carried.back();
+    Value nextStage = rem(add(stage, 1), kCopyStages);
+    Value copies = copyStep(thread, add(loop.getInductionVar(), blockK), nextStage);
+    multiplyStep(stage, accumulators);
+    waitForCopies(copies);
+    SmallVector<Value> yielded(accumulators);
+    yielded.push_back(nextStage);
+    scf::YieldOp::create(builder, loc, yielded);
+    return loop;
+  }
+
+  /// The accumulators' first value.
+  Value zeroSum() {
+    return arith::ConstantOp::create(builder, loc, builder.getZeroAttr(accumulatorType()));
+  }
+
+  /// The warps' mma tiles for one step, from stage `stage`'s tiles.
+  void multiplyStep(Value stage, SmallVector<Value> &accumulators) {
+    Value aTile = stageTile(a.tile, stage), bTile = stageTile(b.tile, stage);
+    for (int64_t kOffset = 0; kOffset < blockK; kOffset += product.mmaK())
+      multiplySlice(aTile, bTile, kOffset, accumulators);
+  }
+
+  /// Issues the copies of both operands' tiles at reduction offset `k`
+  /// into stage `stage`'s tiles, as one group, which it returns.
+  Value copyStep(Value thread, Value k, Value stage) {
+    SmallVector<Value> copies;
+    copyTile(a, thread, k, stage, copies);
+    copyTile(b, thread, k, stage, copies);
+    auto token = nvgpu::DeviceAsyncTokenType::get(builder.getContext());
+    return nvgpu::DeviceAsyncCreateGroupOp::create(builder, loc, token, copies);
+  }
+
+  /// Waits for this thread's group of copies `copies`, then at a barrier
+  /// for every thread's.
+  void waitForCopies(Value copies) {
+    nvgpu::DeviceAsyncWaitOp::create(builder, loc, copies, builder.getI32IntegerAttr(0));
+    gpu::BarrierOp::create(builder, loc);
   }
 
   /// The second launch of a product with splits, a thread per output: its
@@ -800,6 +944,8 @@ private:
   /// The reduction step, in elements (kStepBytes).
   int64_t blockK;
   Staged a, b;
+  /// Whether both operands go to shared memory by cp.async (copiesWhole).
+  bool copiesAsync = false;
   ProductEpilogue epilogue;
   /// The value of every loop of the op where the kernel reads or writes.
   SmallVector<Value> loops;

@@ -65,6 +65,10 @@ llvm::cl::opt<bool> removeBarriers(
     "remove-barriers",
     llvm::cl::desc("Remove the barriers of the launches before running them (a check that the "
                    "emulator sees a race between warps)"));
+llvm::cl::opt<bool> removeCopyWaits(
+    "remove-copy-waits",
+    llvm::cl::desc("Remove the waits for cp.async's copies before running the launches (a check "
+                   "that the emulator sees the copies land only when waited for)"));
 llvm::cl::list<std::string> modelInputs(
     "input",
     llvm::cl::desc("Run the model's @main on this input (.npy or TensorProto .pb; one per input, "
@@ -231,7 +235,7 @@ int main(int argc, char **argv) {
                     "--output-dir run the whole model\n";
     return 2;
   }
-  EmulationOptions options{*precision, removeBarriers};
+  EmulationOptions options{*precision, {removeBarriers, removeCopyWaits}};
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 

@@ -32,8 +32,8 @@ struct FreeDeleter {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<DeviceProgram>> DeviceProgram::compile(mlir::ModuleOp kernels,
-                                                                      bool removeBarriers) {
+llvm::Expected<std::unique_ptr<DeviceProgram>>
+DeviceProgram::compile(mlir::ModuleOp kernels, RemovedSynchronization removed) {
   mlir::FailureOr<DeviceKernels> device = outlineDeviceKernels(kernels);
   if (mlir::failed(device))
     return llvm::createStringError("the CUDA target's outlining of the kernels failed");
@@ -63,7 +63,7 @@ llvm::Expected<std::unique_ptr<DeviceProgram>> DeviceProgram::compile(mlir::Modu
   program->jit = std::move(*jit);
   llvm::orc::LLJIT &engine = *program->jit;
   llvm::Expected<std::vector<HostKernel>> host =
-      rewriteForHost(**module, engine.getDataLayout(), removeBarriers);
+      rewriteForHost(**module, engine.getDataLayout(), removed);
   if (!host)
     return host.takeError();
   llvm::orc::MangleAndInterner interner(engine.getExecutionSession(), engine.getDataLayout());

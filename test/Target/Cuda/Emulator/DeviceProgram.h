@@ -13,6 +13,8 @@
 #ifndef TESSEL_TEST_CUDA_EMULATOR_DEVICEPROGRAM_H
 #define TESSEL_TEST_CUDA_EMULATOR_DEVICEPROGRAM_H
 
+#include "NvvmOnHost.h"
+
 #include "targets/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -29,10 +31,10 @@ class DeviceProgram {
 public:
   /// Compiles the kernel function of `kernels` (lowered by
   /// lowerKernelsToLoops; the module is changed) as the CUDA target does,
-  /// up to its LLVM IR, and that for the host. With `removeBarriers`, the
-  /// kernels' barriers are deleted.
+  /// up to its LLVM IR, and that for the host, less the synchronization
+  /// `removed` names.
   static llvm::Expected<std::unique_ptr<DeviceProgram>> compile(mlir::ModuleOp kernels,
-                                                                bool removeBarriers);
+                                                                RemovedSynchronization removed);
 
   /// Runs the launches on `bindings`, the kernel function's buffers in
   /// the order of its arguments. Fails on a launch that the threads of a

@@ -10,6 +10,7 @@
 #include <cfenv>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <string>
 
@@ -19,6 +20,32 @@ namespace {
 
 std::array<uint32_t, 3> launchGrid = {1, 1, 1}, launchBlock = {1, 1, 1}, runningBlock = {0, 0, 0};
 std::vector<std::pair<uint8_t *, uint64_t>> sharedMemory;
+
+/// One cp.async of a thread: `sourceBytes` bytes copied from `source`, the
+/// rest of `bytes` zeros.
+struct AsyncCopy {
+  uint8_t *destination;
+  const uint8_t *source;
+  int64_t bytes, sourceBytes;
+};
+
+/// A thread's cp.async copies: the groups it committed, oldest first, and
+/// those it issued since. A copy happens when its thread waits for its
+/// group, the latest a GPU may make it: a kernel that reads the tile before
+/// it waits (or before the barrier after other threads waited) reads what
+/// was there before.
+struct ThreadCopies {
+  std::deque<std::vector<AsyncCopy>> committed;
+  std::vector<AsyncCopy> uncommitted;
+};
+std::vector<ThreadCopies> asyncCopies;
+
+/// Whether `bytes` bytes at `address` lie in the block's shared memory.
+bool inSharedMemory(const uint8_t *address, int64_t bytes) {
+  return llvm::any_of(sharedMemory, [&](const std::pair<uint8_t *, uint64_t> &region) {
+    return address >= region.first && address + bytes <= region.first + region.second;
+  });
+}
 
 /// The running thread's index along `dimension` of its block (x varies
 /// fastest in the block's linear order, as on the GPU).
@@ -42,10 +69,7 @@ void tessel_emu_barrier(int64_t site) { BlockThreads::waitAtBarrier(site); }
 /// block's shared memory, 16-byte aligned.
 void tessel_emu_ldmatrix(int64_t site, int64_t address, int64_t transpose, int64_t result) {
   auto *row = reinterpret_cast<const uint8_t *>(address);
-  bool inside = llvm::any_of(sharedMemory, [&](const std::pair<uint8_t *, uint64_t> &region) {
-    return row >= region.first && row + 16 <= region.first + region.second;
-  });
-  if (!inside)
+  if (!inSharedMemory(row, 16))
     BlockThreads::fail("ldmatrix reads a row at " + std::to_string(address) +
                        ", outside the block's shared memory");
   if (address % 16)
@@ -56,6 +80,43 @@ void tessel_emu_ldmatrix(int64_t site, int64_t address, int64_t transpose, int64
   operands.transpose = transpose != 0;
   BlockThreads::waitForWarp(site, loadMatrices, &operands);
   std::memcpy(reinterpret_cast<void *>(result), operands.result, sizeof operands.result);
+}
+
+/// cp.async of `bytes` (4, 8 or 16) to `destination` in the block's shared
+/// memory, aligned to their size, of which `sourceBytes` come from
+/// `source` and the rest are zeros.
+void tessel_emu_copy_async(int64_t destination, int64_t source, int64_t bytes,
+                           int64_t sourceBytes) {
+  auto *to = reinterpret_cast<uint8_t *>(destination);
+  if (!inSharedMemory(to, bytes) || destination % bytes)
+    BlockThreads::fail("cp.async writes " + std::to_string(bytes) + " bytes at " +
+                       std::to_string(destination) +
+                       ", not aligned to their size inside the block's shared memory");
+  if (source % bytes || sourceBytes < 0 || sourceBytes > bytes)
+    BlockThreads::fail("cp.async reads " + std::to_string(sourceBytes) + " of " +
+                       std::to_string(bytes) + " bytes at " + std::to_string(source) +
+                       ", not aligned to their size");
+  asyncCopies[BlockThreads::currentThread()].uncommitted.push_back(
+      {to, reinterpret_cast<const uint8_t *>(source), bytes, sourceBytes});
+}
+
+void tessel_emu_commit_copies() {
+  ThreadCopies &copies = asyncCopies[BlockThreads::currentThread()];
+  copies.committed.push_back(std::move(copies.uncommitted));
+  copies.uncommitted.clear();
+}
+
+/// cp.async.wait_group: the thread's committed groups but the `pending`
+/// newest are done.
+void tessel_emu_wait_copies(int64_t pending) {
+  ThreadCopies &copies = asyncCopies[BlockThreads::currentThread()];
+  while (int64_t(copies.committed.size()) > pending) {
+    for (const AsyncCopy &copy : copies.committed.front()) {
+      std::memcpy(copy.destination, copy.source, copy.sourceBytes);
+      std::memset(copy.destination + copy.sourceBytes, 0, copy.bytes - copy.sourceBytes);
+    }
+    copies.committed.pop_front();
+  }
 }
 
 void tessel_emu_mma(int64_t site, int64_t a, int64_t b, int64_t c, int64_t d, int64_t type) {
@@ -144,6 +205,9 @@ llvm::orc::SymbolMap hostCallSymbols(llvm::orc::MangleAndInterner interner) {
   add("tessel_emu_lane_id", &tessel_emu_lane_id);
   add("tessel_emu_barrier", &tessel_emu_barrier);
   add("tessel_emu_ldmatrix", &tessel_emu_ldmatrix);
+  add("tessel_emu_copy_async", &tessel_emu_copy_async);
+  add("tessel_emu_commit_copies", &tessel_emu_commit_copies);
+  add("tessel_emu_wait_copies", &tessel_emu_wait_copies);
   add("tessel_emu_mma", &tessel_emu_mma);
   add("tessel_emu_mma_integers", &tessel_emu_mma_integers);
   add("tessel_emu_rounded_f32", &tessel_emu_rounded_f32);
@@ -159,6 +223,9 @@ void setLaunchShape(const std::array<uint32_t, 3> &grid, const std::array<uint32
   sharedMemory = shared;
 }
 
-void setBlock(const std::array<uint32_t, 3> &block) { runningBlock = block; }
+void setBlock(const std::array<uint32_t, 3> &block) {
+  runningBlock = block;
+  asyncCopies.assign(size_t(launchBlock[0]) * launchBlock[1] * launchBlock[2], ThreadCopies());
+}
 
 } // namespace tessel::cuda::emulator

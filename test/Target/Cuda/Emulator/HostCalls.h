@@ -7,6 +7,9 @@
 //   tessel_emu_barrier(site)           a block's barrier
 //   tessel_emu_ldmatrix(...)           ldmatrix.x4, its row checked inside
 //                                      the block's shared memory
+//   tessel_emu_copy_async(...)         cp.async, done when its thread
+//   tessel_emu_commit_copies()         waits for its group (the latest a
+//   tessel_emu_wait_copies(pending)    GPU may do it); commit and wait
 //   tessel_emu_mma(...)                mma.sync.m16n8k16 of halves
 //   tessel_emu_mma_integers(...)       mma.sync.m16n8k32 of 8-bit integers
 //   tessel_emu_rounded_f32/f64(op, rounding, a, b, c)

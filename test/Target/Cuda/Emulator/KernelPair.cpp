@@ -296,7 +296,7 @@ llvm::Expected<std::unique_ptr<KernelPair>> KernelPair::compile(func::FuncOp ker
   guardIntegerDivisions(*emulated);
   pair->recordBufferTypes(*emulated);
   llvm::Expected<std::unique_ptr<DeviceProgram>> device =
-      DeviceProgram::compile(*emulated, options.removeBarriers);
+      DeviceProgram::compile(*emulated, options.removed);
   if (!device)
     return device.takeError();
   pair->emulated = std::move(*device);

@@ -40,9 +40,9 @@ struct Buffer {
 /// How the emulated form is lowered.
 struct EmulationOptions {
   tessel::ProductPrecision precision = tessel::ProductPrecision::F32;
-  /// Removes the launches' barriers (a check that the emulator sees the
-  /// race between warps this makes).
-  bool removeBarriers = false;
+  /// Synchronization removed from the launches (a check that the emulator
+  /// sees the race this makes).
+  RemovedSynchronization removed;
 };
 
 /// What one call of a kernel gave in both forms.

@@ -81,7 +81,7 @@ class Rewriter {
 public:
   Rewriter(llvm::Module &module) : module(module), context(module.getContext()) {}
 
-  llvm::Error rewrite(llvm::CallInst &call, bool removeBarriers) {
+  llvm::Error rewrite(llvm::CallInst &call, RemovedSynchronization removed) {
     if (call.isInlineAsm())
       return rewriteInlinePtx(call);
     llvm::StringRef name = call.getCalledFunction()->getName();
@@ -94,7 +94,7 @@ public:
       return replace(call, value);
     }
     if (isBarrier(name)) {
-      if (!removeBarriers)
+      if (!removed.barriers)
         builder.CreateCall(hostFunction("tessel_emu_barrier", voidType(), {i64()}),
                            {site(builder)});
       call.eraseFromParent();
@@ -105,6 +105,8 @@ public:
       return loadMatrices(call, name.contains(".trans."));
     if (std::optional<MmaKind> kind = mmaKind(name))
       return multiply(call, *kind);
+    if (name.consume_front("llvm.nvvm.cp.async."))
+      return copyAsync(call, name, removed.copyWaits);
     llvm::SmallVector<llvm::Value *> operands(call.args());
     if (llvm::Value *value = hostArithmetic(builder, name.drop_front(strlen("llvm.nvvm.")),
                                             operands, call.getType()))
@@ -210,6 +212,45 @@ private:
     return replace(call, loadStruct(builder, call, result));
   }
 
+  /// cp.async's copies, `operation` being the intrinsic's name after
+  /// `llvm.nvvm.cp.async.`: `ca.shared.global.16` (and `cg.`, of 4, 8 or 16
+  /// bytes) with a `.s` suffix when the bytes read are an operand,
+  /// `commit.group`, `wait.group` and `wait.all`; the waits deleted with
+  /// `removeWaits`.
+  llvm::Error copyAsync(llvm::CallInst &call, llvm::StringRef operation, bool removeWaits) {
+    llvm::IRBuilder<> builder(&call);
+    if (operation == "commit.group" || operation == "wait.all") {
+      builder.CreateCall(hostFunction("tessel_emu_commit_copies", voidType(), {}));
+      if (operation == "wait.all" && !removeWaits)
+        builder.CreateCall(hostFunction("tessel_emu_wait_copies", voidType(), {i64()}),
+                           {builder.getInt64(0)});
+      call.eraseFromParent();
+      return llvm::Error::success();
+    }
+    if (operation == "wait.group") {
+      if (!removeWaits)
+        builder.CreateCall(hostFunction("tessel_emu_wait_copies", voidType(), {i64()}),
+                           {builder.CreateSExt(call.getArgOperand(0), i64())});
+      call.eraseFromParent();
+      return llvm::Error::success();
+    }
+    bool readsOperand = operation.consume_back(".s");
+    int64_t bytes = 0;
+    if ((!operation.consume_front("ca.") && !operation.consume_front("cg.")) ||
+        !operation.consume_front("shared.global.") || operation.getAsInteger(10, bytes))
+      return llvm::createStringError("the emulator does not run '%s' (in %s)",
+                                     call.getCalledFunction()->getName().str().c_str(),
+                                     call.getFunction()->getName().str().c_str());
+    llvm::Value *sourceBytes = readsOperand ? builder.CreateSExt(call.getArgOperand(2), i64())
+                                            : static_cast<llvm::Value *>(builder.getInt64(bytes));
+    builder.CreateCall(
+        hostFunction("tessel_emu_copy_async", voidType(), {i64(), i64(), i64(), i64()}),
+        {address(builder, call.getArgOperand(0)), address(builder, call.getArgOperand(1)),
+         builder.getInt64(bytes), sourceBytes});
+    call.eraseFromParent();
+    return llvm::Error::success();
+  }
+
   llvm::Error replace(llvm::CallInst &call, llvm::Value *value) {
     call.replaceAllUsesWith(value);
     call.eraseFromParent();
@@ -298,8 +339,9 @@ std::vector<HostKernel> findKernels(llvm::Module &module, const llvm::DataLayout
 
 } // namespace
 
-llvm::Expected<std::vector<HostKernel>>
-rewriteForHost(llvm::Module &module, const llvm::DataLayout &hostLayout, bool removeBarriers) {
+llvm::Expected<std::vector<HostKernel>> rewriteForHost(llvm::Module &module,
+                                                       const llvm::DataLayout &hostLayout,
+                                                       RemovedSynchronization removed) {
   std::vector<HostKernel> kernels = findKernels(module, hostLayout);
   Rewriter rewriter(module);
   for (llvm::Function &function : module) {
@@ -310,7 +352,7 @@ rewriteForHost(llvm::Module &module, const llvm::DataLayout &hostLayout, bool re
             call->isInlineAsm() || (callee && callee->getName().starts_with("llvm.nvvm.")))
           calls.push_back(call);
     for (llvm::CallInst *call : calls)
-      if (llvm::Error error = rewriter.rewrite(*call, removeBarriers))
+      if (llvm::Error error = rewriter.rewrite(*call, removed))
         return std::move(error);
     // The NVPTX machine's attributes mean nothing to the host's.
     function.removeFnAttr("target-cpu");

@@ -9,7 +9,8 @@
 //   - the block's barriers;
 //   - the warp instructions, ldmatrix and mma.sync, whose lanes meet in the
 //     emulator and are executed as the PTX ISA defines them
-//     (WarpInstructions.h).
+//     (WarpInstructions.h);
+//   - cp.async and its group's commits and waits.
 // Shared memory stays as the kernels declare it, globals of address space 3,
 // which the host's code generator treats as ordinary memory: the emulator
 // runs one block at a time and resets them before each.
@@ -41,14 +42,22 @@ struct HostKernel {
   std::vector<std::pair<std::string, uint64_t>> shared;
 };
 
+/// The synchronization to delete from the kernels, to check that the
+/// emulator sees the race this makes.
+struct RemovedSynchronization {
+  bool barriers = false;
+  /// cp.async's waits for its groups (then its copies are never seen).
+  bool copyWaits = false;
+};
+
 /// Rewrites `module` (NVPTX LLVM IR, optimized) to run on the host, for a
 /// JIT whose data layout is `hostLayout`: the kernels get the C calling
-/// convention, the GPU's intrinsics calls into the emulator. With
-/// `removeBarriers`, barriers are deleted (to check that the emulator sees
-/// the race this makes). Returns the module's kernels, in order. Fails on
-/// an intrinsic the emulator does not run.
-llvm::Expected<std::vector<HostKernel>>
-rewriteForHost(llvm::Module &module, const llvm::DataLayout &hostLayout, bool removeBarriers);
+/// convention, the GPU's intrinsics calls into the emulator, less what
+/// `removed` names. Returns the module's kernels, in order. Fails on an
+/// intrinsic the emulator does not run.
+llvm::Expected<std::vector<HostKernel>> rewriteForHost(llvm::Module &module,
+                                                       const llvm::DataLayout &hostLayout,
+                                                       RemovedSynchronization removed);
 
 } // namespace tessel::cuda::emulator
 
