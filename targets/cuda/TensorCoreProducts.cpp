@@ -15,8 +15,9 @@
 // in f32 registers. The next step's tiles are loaded into registers while
 // the warps multiply the current ones, so global latency overlaps the math.
 // Where neither operand needs rounding (an fp16 model's at fp16, or 8-bit
-// integers laid out along k) and both load as whole 16-byte vectors, the
-// threads instead copy the next step's tiles straight into a second stage
+// integers laid out along k), both are read in place (no padded image, no
+// packed weight) and both load as whole 16-byte vectors, the threads
+// instead copy the next step's tiles straight into a second stage
 // of shared tiles with cp.async, which spends neither registers nor stores
 // on them, and a step needs one barrier instead of two.
 //
@@ -111,8 +112,8 @@ constexpr int64_t kVectorBytes = 16;
 // it yet).
 constexpr int64_t kTargetBlocks = 128, kMinimumSplitDepth = 32, kMinimumSplitSteps = 8;
 // Operands copied by cp.async have two stages of tiles, one that the warps
-// multiply and one being filled: 37 KiB (a third would pass the 48 KiB that
-// a kernel may hold without asking the driver for more).
+// multiply and one being filled: 37 to 40 KiB (a third would pass the 48
+// KiB that a kernel may hold without asking the driver for more).
 constexpr int64_t kCopyStages = 2;
 // Products smaller than one warp's mma tiles in M or N, or than one mma in
 // K, waste most of each mma; they stay on the FMA loops. So does a
@@ -436,11 +437,11 @@ private:
     int64_t tileRows = 0;
     Value blockBase, tile;
     /// Whether k is the operand's innermost dimension: then neighbouring
-    /// threads load neighbouring k and the tile is [row][k], else they load
-    /// neighbouring rows and the tile is [k][row], so that a warp's loads
-    /// and stores are contiguous either way.
+    /// threads load neighbouring k and each stage's tile is [row][k], else
+    /// they load neighbouring rows and it is [k][row], so that a warp's
+    /// loads and stores are contiguous either way.
     bool kFastest = false;
-    /// Whether the tile is [row][k]. Integers are, whatever the operand's
+    /// Whether each stage's tile is [row][k]. Integers are, whatever the operand's
     /// layout, since ldmatrix transposes 16-bit elements only: then each
     /// element loaded along the rows is stored on its own.
     bool tiledByK = false;

@@ -221,11 +221,17 @@ void setLaunchShape(const std::array<uint32_t, 3> &grid, const std::array<uint32
   launchGrid = grid;
   launchBlock = block;
   sharedMemory = shared;
+  asyncCopies.assign(size_t(block[0]) * block[1] * block[2], ThreadCopies());
 }
 
 void setBlock(const std::array<uint32_t, 3> &block) {
   runningBlock = block;
-  asyncCopies.assign(size_t(launchBlock[0]) * launchBlock[1] * launchBlock[2], ThreadCopies());
+  // (Copies that a block's threads never waited for write nothing that
+  // the next block sees: its shared memory is reset.)
+  for (ThreadCopies &copies : asyncCopies) {
+    copies.committed.clear();
+    copies.uncommitted.clear();
+  }
 }
 
 } // namespace tessel::cuda::emulator

@@ -213,10 +213,10 @@ private:
   }
 
   /// cp.async's copies, `operation` being the intrinsic's name after
-  /// `llvm.nvvm.cp.async.`: `ca.shared.global.16` (and `cg.`, of 4, 8 or 16
-  /// bytes) with a `.s` suffix when the bytes read are an operand,
-  /// `commit.group`, `wait.group` and `wait.all`; the waits deleted with
-  /// `removeWaits`.
+  /// `llvm.nvvm.cp.async.`: `ca.shared.global.N` (N = 4, 8 or 16 bytes) or
+  /// `cg.shared.global.16`, with a `.s` suffix when the bytes read are an
+  /// operand; `commit.group`, `wait.group` and `wait.all`; the waits
+  /// deleted with `removeWaits`.
   llvm::Error copyAsync(llvm::CallInst &call, llvm::StringRef operation, bool removeWaits) {
     llvm::IRBuilder<> builder(&call);
     if (operation == "commit.group" || operation == "wait.all") {
@@ -230,18 +230,20 @@ private:
     if (operation == "wait.group") {
       if (!removeWaits)
         builder.CreateCall(hostFunction("tessel_emu_wait_copies", voidType(), {i64()}),
-                           {builder.CreateSExt(call.getArgOperand(0), i64())});
+                           {builder.CreateZExt(call.getArgOperand(0), i64())});
       call.eraseFromParent();
       return llvm::Error::success();
     }
     bool readsOperand = operation.consume_back(".s");
+    bool bypassesL1 = operation.consume_front("cg.");
     int64_t bytes = 0;
-    if ((!operation.consume_front("ca.") && !operation.consume_front("cg.")) ||
-        !operation.consume_front("shared.global.") || operation.getAsInteger(10, bytes))
+    if ((!bypassesL1 && !operation.consume_front("ca.")) ||
+        !operation.consume_front("shared.global.") || operation.getAsInteger(10, bytes) ||
+        (bytes != 16 && (bypassesL1 || (bytes != 4 && bytes != 8))))
       return llvm::createStringError("the emulator does not run '%s' (in %s)",
                                      call.getCalledFunction()->getName().str().c_str(),
                                      call.getFunction()->getName().str().c_str());
-    llvm::Value *sourceBytes = readsOperand ? builder.CreateSExt(call.getArgOperand(2), i64())
+    llvm::Value *sourceBytes = readsOperand ? builder.CreateZExt(call.getArgOperand(2), i64())
                                             : static_cast<llvm::Value *>(builder.getInt64(bytes));
     builder.CreateCall(
         hostFunction("tessel_emu_copy_async", voidType(), {i64(), i64(), i64(), i64()}),
