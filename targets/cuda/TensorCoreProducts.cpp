@@ -589,16 +589,21 @@ private:
   /// min(x, bound - width): the last whole vector's start.
   Value clampBelow(Value x, int64_t bound, int64_t width = 1) { return minimum(x, bound - width); }
 
+  /// Where a vector a thread stages lies: its (row, k) in the tile, and its
+  /// k in the reduction.
+  struct VectorPlace {
+    Value tileRow, tileK, k;
+  };
+
   /// Points the loops at the first element of the `i`th vector this
-  /// thread stages at reduction offset `kBase`, and returns the vector's
-  /// (row, k) in the tile. Every vector is read inside the operand, without
+  /// thread stages at reduction offset `kBase`, and returns where it lies.
+  /// Every vector is read inside the operand, without
   /// a branch: a row past the operand's edge reads the last rows instead,
   /// which only reach outputs that are never stored, and a k past the
   /// reduction reads the last k, whose values the staging replaces by zeros.
   /// So the step after the last may be staged too: its tiles are never
   /// multiplied.
-  std::pair<Value, Value> pointAtVector(const Staged &staged, Value thread, Value kBase,
-                                        int64_t i) {
+  VectorPlace pointAtVector(const Staged &staged, Value thread, Value kBase, int64_t i) {
     int64_t rows = product.count(staged.rowLoops), depth = product.count(product.k);
     auto [tileRow, tileK] = stagedVector(staged, thread, i);
     Value row = add(staged.blockBase, tileRow);
@@ -607,7 +612,7 @@ private:
     int64_t kWidth = staged.kFastest ? staged.width : 1;
     assignLoops(staged.rowLoops, rows % staged.tileRows ? clampBelow(row, rows, rowWidth) : row);
     assignLoops(product.k, clampBelow(k, depth, kWidth));
-    return {tileRow, tileK};
+    return {tileRow, tileK, k};
   }
 
   /// Whether the vector at reduction offset `k` lies inside the reduction;
@@ -631,7 +636,7 @@ private:
     auto rounded = VectorType::get({width}, operandType);
     Value zeros = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(rounded));
     for (int64_t i = 0; i < vectorsPerThread(staged); ++i) {
-      Value k = add(kBase, pointAtVector(staged, thread, kBase, i).second);
+      Value k = pointAtVector(staged, thread, kBase, i).k;
       llvm::Align alignment(staged.elementType.getIntOrFloatBitWidth() / 8 * width);
       Value value = loadElements(staged, loaded, alignment);
       if (staged.elementType != operandType)
@@ -650,9 +655,9 @@ private:
                 SmallVector<Value> &copies) {
     auto token = nvgpu::DeviceAsyncTokenType::get(builder.getContext());
     for (int64_t i = 0; i < vectorsPerThread(staged); ++i) {
-      auto [tileRow, tileK] = pointAtVector(staged, thread, kBase, i);
+      auto [tileRow, tileK, k] = pointAtVector(staged, thread, kBase, i);
       Value sourceElements;
-      if (Value inside = insideReduction(add(kBase, tileK)))
+      if (Value inside = insideReduction(k))
         sourceElements =
             arith::SelectOp::create(builder, loc, inside, index(staged.width), index(0));
       copies.push_back(nvgpu::DeviceAsyncCopyOp::create(
